@@ -1,0 +1,45 @@
+"""Per-dtype tolerances for comparing compiled results with eager, in one table.
+
+Fused kernels keep intermediates in float registers and may reduce in another order than
+eager, so half types differ from eager by a few ulps of the storage type.
+"""
+import torch
+
+# dtype -> (rtol, atol)
+TOLERANCES = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1.3e-5, 1e-5),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (2e-2, 2e-2),
+}
+
+# Models accumulate many ops; their outputs get a looser bound than a single op.
+MODEL_TOLERANCES = {
+    torch.float64: (1e-6, 1e-6),
+    torch.float32: (1e-3, 1e-3),
+    torch.float16: (5e-2, 5e-2),
+    torch.bfloat16: (8e-2, 8e-2),
+}
+
+
+def tolerance_for(dtype, table=TOLERANCES):
+    return table.get(dtype, (0.0, 0.0))
+
+
+def diff_report(actual, expected):
+    diff = (actual.double() - expected.double()).abs()
+    diff = torch.nan_to_num(diff, nan=0.0)
+    return f"max abs diff {diff.max().item():.3e}, mean abs error {diff.mean().item():.3e}"
+
+
+def assert_close(actual, expected, table=TOLERANCES, dtype=None):
+    """Compare with the per-dtype tolerance; exact for integer and bool tensors."""
+    actual, expected = torch.as_tensor(actual).cpu(), torch.as_tensor(expected).cpu()
+    assert actual.shape == expected.shape, f"shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
+    if not (expected.is_floating_point() or expected.is_complex()):
+        assert torch.equal(actual, expected), f"values differ: {diff_report(actual, expected)}"
+        return
+    rtol, atol = tolerance_for(dtype or expected.dtype, table)
+    ok = torch.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    assert ok, f"{expected.dtype} (rtol={rtol}, atol={atol}): {diff_report(actual, expected)}"

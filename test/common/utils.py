@@ -1,0 +1,82 @@
+"""The op/model test harness, API-compatible with DICP's test/common/utils.py.
+
+Tests import `torch`, `dynamo`, `parse_args`, `compile_model`, `get_device`, `Size`,
+`update_dynamo_config` and `parse_bool_arg` from here. `--backend` and `--dynamic` are read
+from argv so the same file runs under pytest and as a script.
+"""
+import argparse
+import random
+
+import torch
+import torch._dynamo as dynamo
+
+torch.manual_seed(1)
+random.seed(1)
+
+DEFAULT_BACKEND = "new_backendgraph"
+
+
+class Size:
+    """An input size for static runs and another for dynamic runs of the same case."""
+
+    def __init__(self, static_size, dynamic_size):
+        self.static = static_size
+        self.dynamic = dynamic_size
+
+    def __repr__(self):
+        return f"Size(static={self.static}, dynamic={self.dynamic})"
+
+
+class CompiledModel:
+    def __init__(self, model, dynamic):
+        self.model = model
+        self.dynamic = dynamic
+
+    def __repr__(self):
+        return "dynamic" if self.dynamic else "static"
+
+
+def parse_bool_arg(arg):
+    if isinstance(arg, bool):
+        return arg
+    value = str(arg).strip().lower()
+    if value in ("true", "yes", "y", "t", "1"):
+        return True
+    if value in ("false", "no", "n", "f", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean, got {arg!r}")
+
+
+def parse_dynamic_arg(arg):
+    """`all` (the default) runs each case both static and dynamic; otherwise a boolean."""
+    if arg is None or str(arg).strip().lower() == "all":
+        return None
+    return parse_bool_arg(arg)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--backend", type=str, default=DEFAULT_BACKEND)
+    parser.add_argument("--dynamic", type=parse_dynamic_arg, default=None)
+    args, _ = parser.parse_known_args()
+    return args
+
+
+def compile_model(model, backend, dynamic=False):
+    """One CompiledModel per requested mode; dynamic=None asks for both static and dynamic."""
+    modes = [False, True] if dynamic is None else [bool(dynamic)]
+    return [CompiledModel(torch.compile(model, backend=backend, dynamic=mode), mode)
+            for mode in modes]
+
+
+def get_device():
+    # The reference backend's device is the host CPU.
+    return "cpu"
+
+
+def update_dynamo_config(dynamic=False):
+    dynamo.config.assume_static_by_default = not dynamic
+    dynamo.config.automatic_dynamic_shapes = dynamic
+
+
+from .tolerance import MODEL_TOLERANCES, TOLERANCES, assert_close  # noqa: E402,F401
