@@ -1,0 +1,22 @@
+"""Build a backend's decomposition table from torch's public decomposition API.
+
+The table is a new dict: torch's own tables are never edited.
+"""
+import torch
+from torch._decomp import core_aten_decompositions, get_decompositions
+
+from .conversion import overloads_of
+from .utils import env_list, matches_any, op_name
+
+
+def build_decompositions(extra_ops=(), keep_ops=()):
+    """torch's core ATen decompositions plus `extra_ops`, minus `keep_ops` and the ops
+    named (by pattern, e.g. aten.gelu.*) in DICP_KEEP_TORCH_DEFAULT."""
+    table = dict(core_aten_decompositions().items())
+    table.update(get_decompositions(list(extra_ops)))
+    for overload in overloads_of(list(keep_ops)):
+        table.pop(overload, None)
+    keep_patterns = env_list("DICP_KEEP_TORCH_DEFAULT")
+    return {op: fn for op, fn in table.items()
+            if not (isinstance(op, torch._ops.OpOverload)
+                    and matches_any(op_name(op), keep_patterns))}

@@ -1,0 +1,88 @@
+"""GraphTransformer: one ATen graph through a backend's transform, inference, codegen, build."""
+import itertools
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx as fx
+from torch._guards import detect_fake_mode
+
+from .operator import InferenceError, Operator
+from .utils import debug_mode, log, op_name
+
+_graph_ids = itertools.count()
+
+
+@dataclass
+class CompileContext:
+    """Per-graph state handed to the backend's passes (no ambient globals)."""
+    backend: object
+    kind: str                      # forward, backward or inference
+    fake_mode: object
+    graph_id: int = field(default_factory=lambda: next(_graph_ids))
+    dumps: dict = field(default_factory=dict)  # name -> text, written when DICP_DEBUG=1
+
+    @property
+    def graph_name(self) -> str:
+        return f"{self.backend.name}_{self.kind}_{self.graph_id}"
+
+
+def infer_node(node: fx.Node, fake_mode):
+    """Fake result of a vendor-op node; errors name the op."""
+    args, kwargs = fx.node.map_aggregate((node.args, node.kwargs), _fake_value)
+    with fake_mode:
+        if isinstance(node.target, Operator):
+            return node.target.infer_result(*args, **kwargs)
+        try:
+            return node.target(*args, **kwargs)
+        except Exception as error:
+            raise InferenceError(f"shape inference failed for {op_name(node.target)}: "
+                                 f"{error}") from error
+
+
+def _fake_value(arg):
+    return arg.meta["val"] if isinstance(arg, fx.Node) else arg
+
+
+class GraphTransformer:
+    """Runs one AOTAutograd graph through `backend` and returns a callable."""
+
+    def __init__(self, gm: fx.GraphModule, backend, kind: str, example_inputs=()):
+        fake_mode = detect_fake_mode(example_inputs) or _fake_mode_of(gm)
+        self.gm = gm
+        self.backend = backend
+        self.ctx = CompileContext(backend, kind, fake_mode)
+        self.sources = None
+
+    def transform(self):
+        self._dump("aten_graph.txt", self.gm.print_readable(print_output=False))
+        self.gm = self.backend.opset_transform(self.gm, self.ctx)
+        self._dump("vendor_graph.txt", str(self.gm.graph))
+
+    def infer_shape_dtype(self):
+        for node in self.gm.graph.nodes:
+            if node.op == "call_function":
+                node.meta["val"] = infer_node(node, self.ctx.fake_mode)
+
+    def codegen(self):
+        self.sources = self.backend.codegen(self.gm, self.ctx)
+
+    def compile(self):
+        compiled = self.backend.compile_job(self.sources, self.ctx)
+        if debug_mode():
+            log.warning("%s: debug dumps in %s", self.ctx.graph_name, compiled.debug_dir)
+        return compiled
+
+    def compile_to_callable(self):
+        self.transform()
+        self.infer_shape_dtype()
+        self.codegen()
+        return self.compile()
+
+    def _dump(self, name, text):
+        if debug_mode():
+            self.ctx.dumps[name] = text
+
+
+def _fake_mode_of(gm):
+    vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+    return detect_fake_mode(vals) or torch._subclasses.FakeTensorMode()

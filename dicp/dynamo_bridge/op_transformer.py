@@ -1,0 +1,130 @@
+"""The conversion pass (ATen graph -> vendor graph) and the pattern-rewrite utility."""
+import operator
+
+import torch
+import torch.fx as fx
+from torch.fx.subgraph_rewriter import replace_pattern_with_filters
+
+from .utils import log_once, matches_any, env_list, op_name, strict_mode
+
+
+class Unsupported(Exception):
+    """Raised by a converter that cannot handle these arguments: the node falls back."""
+
+
+class UnsupportedOpError(NotImplementedError):
+    """Strict mode: an ATen op would have run as eager fallback."""
+
+
+class ConversionContext:
+    """What a converter sees: the node being converted and a way to emit vendor ops."""
+
+    def __init__(self, graph, infer):
+        self.graph = graph
+        self._infer = infer
+        self.node = None  # the ATen node being converted
+
+    def op(self, vendor_op, *args, **kwargs):
+        """Append `vendor_op(*args, **kwargs)` to the vendor graph with its inferred meta."""
+        node = self.graph.call_function(vendor_op, args, kwargs)
+        node.meta["val"] = self._infer(node)
+        return node
+
+    @staticmethod
+    def val(arg):
+        """The fake tensor behind a node, or the Python value itself."""
+        return arg.meta["val"] if isinstance(arg, fx.Node) else arg
+
+    @property
+    def out(self):
+        """The fake result of the ATen node being converted."""
+        return self.node.meta.get("val")
+
+
+class OpTransformer:
+    """Rewrites an ATen graph into vendor ops through `backend.conversions`.
+
+    Nodes without a converter stay ATen calls (run eagerly by the wrapper) unless strict.
+    """
+
+    def __init__(self, gm, backend, infer):
+        self.gm = gm
+        self.backend = backend
+        self.graph = fx.Graph()
+        self.ctx = ConversionContext(self.graph, infer)
+        self.env = {}
+        self.forced_fallback = env_list("DICP_FALLBACK_OPS")
+
+    def run(self) -> fx.GraphModule:
+        for node in self.gm.graph.nodes:
+            self.env[node] = getattr(self, f"_{node.op}")(node)
+        return fx.GraphModule(self.gm, self.graph)
+
+    def _placeholder(self, node):
+        new = self.graph.placeholder(node.name)
+        new.meta = dict(node.meta)
+        return new
+
+    def _get_attr(self, node):
+        new = self.graph.get_attr(node.target)
+        new.meta = dict(node.meta)
+        return new
+
+    def _output(self, node):
+        return self.graph.output(fx.node.map_arg(node.args[0], self.env.__getitem__))
+
+    def _call_function(self, node):
+        args, kwargs = fx.node.map_aggregate((node.args, node.kwargs), self._lookup)
+        if node.target is operator.getitem and isinstance(args[0], (tuple, list)):
+            return args[0][args[1]]  # a converter returned the tuple itself
+        converter = self._converter_for(node)
+        if converter is not None:
+            self.ctx.node = node
+            try:
+                return converter(self.ctx, *args, **kwargs)
+            except Unsupported as reason:
+                return self._fallback(node, args, kwargs, str(reason))
+        return self._fallback(node, args, kwargs, "no converter")
+
+    def _lookup(self, arg):
+        return self.env[arg] if isinstance(arg, fx.Node) else arg
+
+    def _converter_for(self, node):
+        if node.target is operator.getitem:
+            return None
+        if matches_any(op_name(node.target), self.forced_fallback):
+            return None
+        return self.backend.conversions.get(node.target)
+
+    def _fallback(self, node, args, kwargs, reason):
+        name = op_name(node.target)
+        if node.target is not operator.getitem:
+            forced = matches_any(name, self.forced_fallback)
+            self._report_fallback(name, "forced by DICP_FALLBACK_OPS" if forced else reason)
+        new = self.graph.call_function(node.target, args, kwargs)
+        new.meta = dict(node.meta)
+        return new
+
+    def _report_fallback(self, name, reason):
+        backend = self.backend.name
+        if strict_mode() and "DICP_FALLBACK_OPS" not in reason:
+            raise UnsupportedOpError(
+                f"{backend}: {name} is not supported ({reason}) and DICP_STRICT=1 forbids "
+                f"eager fallback; add a converter for {name} in {self.backend.conversion_table}")
+        log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s); "
+                 "a converter would go in %s", backend, name, reason,
+                 self.backend.conversion_table)
+
+
+def rewrite_patterns(gm: fx.GraphModule, rewrites) -> fx.GraphModule:
+    """Apply (pattern, replacement, checker) rows; checker(match, original, pattern) -> bool."""
+    for pattern, replacement, checker in rewrites:
+        filters = [checker] if checker is not None else []
+        replace_pattern_with_filters(gm, pattern, replacement, filters)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
+
+
+def is_aten(target) -> bool:
+    return isinstance(target, torch._ops.OpOverload)

@@ -1,0 +1,34 @@
+"""Base class of vendor ops: a name plus a shape rule evaluated on fake tensors."""
+
+
+class InferenceError(RuntimeError):
+    """Shape/dtype inference of a vendor op failed; the message names the op."""
+
+
+class Operator:
+    """A vendor op. Subclasses set `name` and implement `impl` with torch tensor ops.
+
+    `impl` is the op's reference semantics: run on fake tensors it is the shape rule
+    (`infer_result`), run on real tensors it is the op's Python kernel.
+    """
+    name = "Operator"
+
+    def __init__(self):
+        self.__name__ = self.name
+        self.__qualname__ = self.name
+
+    def impl(self, *args, **kwargs):
+        raise NotImplementedError(f"vendor op {self.name} has no reference implementation")
+
+    def infer_result(self, *args, **kwargs):
+        try:
+            return self.impl(*args, **kwargs)
+        except Exception as error:
+            raise InferenceError(f"shape inference failed for vendor op {self.name}: "
+                                 f"{type(error).__name__}: {error}") from error
+
+    def __call__(self, *args, **kwargs):
+        return self.impl(*args, **kwargs)
+
+    def __repr__(self):
+        return self.name

@@ -1,0 +1,27 @@
+"""new_backendgraph: dicp's reference backend, generating fused C++ kernels for the host CPU."""
+from dicp.vendor import Backend, register_backend
+
+from . import config
+from .codegen import codegen
+from .codegen.ctypes_map import SUPPORTED_DTYPES
+from .compile_job import compile_job
+from .conversion import CONVERSIONS
+from .opset_transform import opset_transform
+
+BACKEND = register_backend(Backend(
+    name="new_backendgraph",
+    opset_transform=opset_transform,
+    codegen=codegen,
+    compile_job=compile_job,
+    decompositions=config.decompositions,
+    conversions=CONVERSIONS,
+    conversion_table="dicp/vendor/new_backendGraph/conversion.py",
+    device="cpu",
+    supported_dtypes=SUPPORTED_DTYPES,
+))
+
+
+def new_backendgraph(gm, example_inputs):
+    """The TorchDynamo backend entry point (`torch.compile(backend="new_backendgraph")`)."""
+    from dicp.dynamo_bridge.compile_fx import compile_fx
+    return compile_fx(gm, example_inputs, BACKEND.name)

@@ -1,0 +1,118 @@
+"""C++ target: lowers vendor ops to fused loop nests rendered from Jinja templates."""
+import torch
+import torch.fx as fx
+
+from dicp.dynamo_bridge.operator import Operator
+from dicp.dynamo_bridge.symbolic import shape_of, strides_of
+
+from . import lowering_extra  # noqa: F401  (registers reduction/layout/indexing rows)
+from .graph_codegen import GeneratedGraph, GraphCodegenBase
+from .ir import Buffer, Pointwise
+from .kernel import KernelBuilder
+from .lowering import LOWERINGS
+from .sym import contiguous_strides, index_var, product
+from .templates import render
+from .wrapper import Var
+
+PARALLEL_THRESHOLD = 32768  # elements of work below which OpenMP costs more than it saves
+
+
+def _fuses(user):
+    return isinstance(user.target, Operator) and user.target.family != "library"
+
+
+class UnsupportedLowering(NotImplementedError):
+    pass
+
+
+class CppCodegen(GraphCodegenBase):
+    target = "cpp"
+
+    def __init__(self, gm, ctx):
+        super().__init__(gm, ctx)
+        self.kernels, self.signatures = [], {}
+
+    # ---- values ----
+    def input_value(self, node, val, name=None):
+        name = name or node.name
+        sizes, strides = shape_of(val), strides_of(val)
+        self.wrapper.layouts[name] = (sizes, strides)
+        return Buffer(name, val.dtype, sizes, strides, 0)
+
+    def vendor_op(self, node):
+        if node.target.family == "library":
+            return self.aten_call(node, f"vendor_ops[{node.target.name!r}]", node.target)
+        try:
+            lower = LOWERINGS[node.target.name]
+        except KeyError:
+            raise UnsupportedLowering(f"vendor op {node.target.name} has no C++ lowering; "
+                                      f"add one in codegen/lowering*.py") from None
+        value = lower(self, node, *node.args, **node.kwargs)
+        return self.realize(value) if self._must_realize(node, value) else value
+
+    def _must_realize(self, node, value):
+        """Inline a lazy value into its single fusing consumer; otherwise write it once."""
+        if not isinstance(value, Pointwise):
+            return False
+        consumers = [u for u in node.users if u.op != "output"]
+        return len(node.users) > 1 or not all(_fuses(u) for u in consumers)
+
+    def realize_live_values(self):
+        """Before a kernel overwrites a buffer, compute every lazy value still to be read."""
+        for node, value in list(self.env.items()):
+            if isinstance(value, Pointwise) and any(u not in self.env for u in node.users):
+                self.env[node] = self.realize(value)
+
+    def materialize(self, value):
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.materialize(v) for v in value)
+        return self.realize(value) if isinstance(value, Pointwise) else value
+
+    def output_value(self, arg, val):
+        value = self.value(arg)
+        if isinstance(value, Pointwise):
+            return self.realize(value, strides_of(val))
+        return value
+
+    # ---- kernels ----
+    def realize(self, value, strides=None):
+        if isinstance(value, Buffer):
+            return value
+        strides = strides or contiguous_strides(value.sizes)
+        base = self.wrapper.allocate(value.dtype, value.sizes, strides)
+        out = Buffer(base, value.dtype, list(value.sizes), list(strides))
+        self.pointwise_kernel(value.sizes, lambda k, index: out.store(k, index, value.load(k, index)))
+        return out
+
+    def pointwise_kernel(self, sizes, body, parallel=True):
+        return self.kernel(sizes, pre=None, inner=(), body=None, post=body, parallel=parallel)
+
+    def kernel(self, sizes, pre, inner, body, post, parallel=True):
+        """Emit one loop nest: outer loops over `sizes`, then `pre`, the `inner` loops with
+        `body`, then `post`. Callbacks get (kernel, outer index[, inner index])."""
+        name = f"kernel_{len(self.kernels)}"
+        outer = [index_var("i", d) for d in range(len(sizes))]
+        inner_vars = [index_var("r", d) for d in range(len(inner))]
+        k = KernelBuilder(name, outer + inner_vars)
+        phases = []
+        for callback, args in ((pre, (outer,)), (body, (outer, inner_vars)), (post, (outer,))):
+            if callback is not None:
+                callback(k, *args)
+            phases.append(k.take_lines())
+        work = k.index(product(sizes))
+        loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
+        bounds = [(v, k.index(lo), k.index(hi)) for v, (lo, hi) in zip(inner_vars, inner)]
+        signature, params, symbols = k.signature()
+        self.kernels.append(render(
+            "kernel.cpp.j2", name=name, signature=signature, outer=loops, inner=bounds,
+            pre=phases[0], body=phases[1], post=phases[2], parallel=parallel and bool(loops),
+            work=work, threshold=PARALLEL_THRESHOLD))
+        self.signatures[name] = (len(params), len(symbols))
+        pointers = [f"{p.base}.data_ptr()" for p in params]
+        self.wrapper.lines.append(f"kernels.{name}({', '.join(pointers + [s.name for s in symbols])})")
+
+    def finish(self):
+        cpp = render("module.cpp.j2", graph_name=self.ctx.graph_name, kernels=self.kernels)
+        return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(),
+                              cpp if self.kernels else "", dict(self.signatures),
+                              self.wrapper.constants)

@@ -1,0 +1,139 @@
+"""Kernel IR values: realized `Buffer`s (memory + strides) and lazy `Pointwise` values.
+
+A lazy value is a function from an output index to a C++ expression; consumers inline it,
+which is how pointwise chains and reductions with their producers fuse into one loop nest.
+Views of buffers are new strides and offsets, never copies.
+"""
+from dataclasses import dataclass
+from typing import Callable
+
+import sympy
+
+from .ctypes_map import compute_ctype, literal
+from .sym import contiguous_strides, flat_index, unflatten
+
+
+@dataclass
+class Buffer:
+    base: str            # wrapper variable holding the tensor whose data pointer we index
+    dtype: object
+    sizes: list
+    strides: list
+    offset: object = 0
+
+    def load(self, k, index):
+        ptr = k.pointer(self.base, self.dtype)
+        ctype = compute_ctype(self.dtype)
+        position = k.index(self.offset + flat_index(index, self.strides))
+        return k.emit(f"dicp::cast<{ctype}>({ptr}[{position}])", ctype)
+
+    def store(self, k, index, value):
+        ptr = k.pointer(self.base, self.dtype, writable=True)
+        position = k.index(self.offset + flat_index(index, self.strides))
+        k.line(f"{ptr}[{position}] = dicp::cast<{k.params[self.base].ctype}>({value});")
+
+    def is_contiguous(self):
+        return all(size == 1 or sympy.expand(stride - expected) == 0 for size, stride, expected
+                   in zip(self.sizes, self.strides, contiguous_strides(self.sizes)))
+
+
+@dataclass
+class Pointwise:
+    dtype: object
+    sizes: list
+    fn: Callable  # fn(kernel, index) -> C++ variable of compute_ctype(dtype)
+
+    def load(self, k, index):
+        return self.fn(k, list(index))
+
+
+def cast_value(k, var, from_dtype, to_dtype):
+    source, target = compute_ctype(from_dtype), compute_ctype(to_dtype)
+    if source == target:
+        return var
+    if target == "bool":
+        return k.emit(f"({var} != 0)", "bool")
+    if source in ("float", "double") and target not in ("float", "double"):
+        return k.emit(f"dicp::float_to_int<{target}>({var})", target)
+    return k.emit(f"static_cast<{target}>({var})", target)
+
+
+def load_broadcast(k, value, index, dtype):
+    """`value` (IR value, Python number or sympy size) at `index`, broadcast and cast."""
+    ctype = compute_ctype(dtype)
+    if isinstance(value, (Buffer, Pointwise)):
+        rank = len(value.sizes)
+        tail = index[len(index) - rank:] if rank else []
+        local = [0 if size == 1 else i for size, i in zip(value.sizes, tail)]
+        return cast_value(k, value.load(k, local), value.dtype, dtype)
+    if isinstance(value, sympy.Basic):
+        return k.emit(f"static_cast<{ctype}>({k.index(value)})", ctype)
+    return literal(value, ctype)
+
+
+# ---- views -------------------------------------------------------------------------------
+
+def permute(x, dims):
+    if isinstance(x, Buffer):
+        return Buffer(x.base, x.dtype, [x.sizes[d] for d in dims], [x.strides[d] for d in dims],
+                      x.offset)
+    inverse = [dims.index(d) for d in range(len(dims))]
+    return Pointwise(x.dtype, [x.sizes[d] for d in dims],
+                     lambda k, idx: x.load(k, [idx[inverse[d]] for d in range(len(dims))]))
+
+
+def expand(x, sizes):
+    lead = len(sizes) - len(x.sizes)
+    broadcast = [lead + j for j, s in enumerate(x.sizes) if s == 1 and sizes[lead + j] != 1]
+    if isinstance(x, Buffer):
+        strides = [0] * lead + [0 if lead + j in broadcast else st
+                                for j, st in enumerate(x.strides)]
+        return Buffer(x.base, x.dtype, list(sizes), strides, x.offset)
+    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(
+        k, [0 if d in broadcast else idx[d] for d in range(lead, len(sizes))]))
+
+
+def slice_view(x, dim, start, step, sizes):
+    if isinstance(x, Buffer):
+        strides = list(x.strides)
+        strides[dim] = x.strides[dim] * step
+        return Buffer(x.base, x.dtype, list(sizes), strides, x.offset + start * x.strides[dim])
+    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(
+        k, idx[:dim] + [start + idx[dim] * step] + idx[dim + 1:]))
+
+
+def select_view(x, dim, index):
+    if isinstance(x, Buffer):
+        return Buffer(x.base, x.dtype, x.sizes[:dim] + x.sizes[dim + 1:],
+                      x.strides[:dim] + x.strides[dim + 1:], x.offset + index * x.strides[dim])
+    return Pointwise(x.dtype, x.sizes[:dim] + x.sizes[dim + 1:],
+                     lambda k, idx: x.load(k, idx[:dim] + [index] + idx[dim:]))
+
+
+def reshape(x, sizes):
+    if isinstance(x, Buffer) and x.is_contiguous():
+        return Buffer(x.base, x.dtype, list(sizes), contiguous_strides(sizes), x.offset)
+    if isinstance(x, Buffer):
+        strides = _view_strides(x, sizes)
+        if strides is not None:
+            return Buffer(x.base, x.dtype, list(sizes), strides, x.offset)
+    old_sizes = x.sizes
+    new_strides = contiguous_strides(sizes)
+    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(
+        k, unflatten(flat_index(idx, new_strides), old_sizes)))
+
+
+def _view_strides(x, sizes):
+    """Strides for viewing a non-contiguous buffer as `sizes` when only size-1 dims change."""
+    kept = [(s, st) for s, st in zip(x.sizes, x.strides) if s != 1]
+    if [s for s, _ in kept] != [s for s in sizes if s != 1]:
+        return None
+    strides, it = [], iter(st for _, st in kept)
+    for size in sizes:
+        strides.append(1 if size == 1 else next(it))
+    return strides
+
+
+def as_strided(x, sizes, strides, offset):
+    """Only buffers can be reinterpreted; strides are relative to the base storage."""
+    return Buffer(x.base, x.dtype, list(sizes), list(strides), offset)

@@ -1,0 +1,174 @@
+"""Vendor op -> kernel IR, one row per op name. The C++ meaning of the vocabulary.
+
+A lowering gets the codegen context `g`, the vendor node and its arguments as IR values
+(Buffer / Pointwise), Python scalars, sympy sizes or lists of those.
+"""
+import torch
+
+from dicp.dynamo_bridge.symbolic import shape_of
+
+from .ctypes_map import compute_ctype
+from .ir import Pointwise, cast_value, load_broadcast
+
+LOWERINGS = {}
+
+
+def lowering(*names):
+    def decorator(fn):
+        for name in names:
+            LOWERINGS[name] = fn
+        return fn
+    return decorator
+
+
+def arg_dtype(arg):
+    """dtype of a graph argument (node or Python scalar), for type promotion."""
+    val = arg.meta["val"] if hasattr(arg, "meta") else arg
+    return val.dtype if isinstance(val, torch.Tensor) else None
+
+
+def promoted_dtype(node):
+    vals = [a.meta["val"] if hasattr(a, "meta") else a for a in node.args]
+    vals = [v if isinstance(v, (torch.Tensor, bool, int, float)) else 1 for v in vals]
+    return torch.result_type(*vals) if len(vals) > 1 else vals[0].dtype
+
+
+# Unary: C++ expression of the loaded operand `x` (in the compute type `T`).
+UNARY_CPP = {
+    "Abs": "std::abs({x})", "Neg": "-{x}", "Exp": "std::exp({x})", "Log": "std::log({x})",
+    "Sqrt": "std::sqrt({x})", "Rsqrt": "(T(1) / std::sqrt({x}))", "Sin": "std::sin({x})",
+    "Cos": "std::cos({x})", "Tan": "std::tan({x})", "Tanh": "std::tanh({x})",
+    "Sigmoid": "(T(1) / (T(1) + std::exp(-{x})))", "Relu": "dicp::maximum<T>({x}, T(0))",
+    "Erf": "std::erf({x})", "Reciprocal": "(T(1) / {x})", "Floor": "std::floor({x})",
+    "Ceil": "std::ceil({x})", "Round": "std::nearbyint({x})", "Trunc": "std::trunc({x})",
+    "Sign": "dicp::sign<T>({x})", "Log1p": "std::log1p({x})", "Expm1": "std::expm1({x})",
+    "Log2": "std::log2({x})", "Exp2": "std::exp2({x})", "Atan": "std::atan({x})",
+    "Asin": "std::asin({x})", "Acos": "std::acos({x})", "Sinh": "std::sinh({x})",
+    "Cosh": "std::cosh({x})", "LogicalNot": "!{x}", "IsNan": "dicp::is_nan({x})",
+    "IsInf": "(std::abs(double({x})) == std::numeric_limits<double>::infinity())",
+}
+# Integer-valued ops that are identities on integers (std:: versions return double).
+INTEGER_IDENTITY = {"Floor", "Ceil", "Round", "Trunc"}
+
+BINARY_CPP = {
+    "Add": "({a} + {b})", "Sub": "({a} - {b})", "Mul": "({a} * {b})", "Div": "({a} / {b})",
+    "FloorDiv": "dicp::floordiv<T>({a}, {b})", "TruncDiv": "dicp::truncdiv<T>({a}, {b})",
+    "Maximum": "dicp::maximum<T>({a}, {b})", "Minimum": "dicp::minimum<T>({a}, {b})",
+    "Remainder": "dicp::pymod<T>({a}, {b})", "Atan2": "std::atan2({a}, {b})",
+    "BitwiseAnd": "({a} & {b})", "BitwiseOr": "({a} | {b})", "BitwiseXor": "({a} ^ {b})",
+    "LogicalAnd": "(({a} != 0) && ({b} != 0))", "LogicalOr": "(({a} != 0) || ({b} != 0))",
+    "LogicalXor": "(({a} != 0) != ({b} != 0))", "Eq": "({a} == {b})", "Ne": "({a} != {b})",
+    "Lt": "({a} < {b})", "Le": "({a} <= {b})", "Gt": "({a} > {b})", "Ge": "({a} >= {b})",
+}
+# These compute in the promoted input type; the rest compute in the output type.
+COMPUTE_IN_INPUT_TYPE = {"LogicalNot", "IsNan", "IsInf", "LogicalAnd", "LogicalOr",
+                         "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt", "Ge"}
+
+
+def _pointwise(g, node, expression):
+    """A lazy value computing `expression(k, T, operands)` from broadcast operands."""
+    out_dtype = node.meta["val"].dtype
+    name = node.target.name
+    dtype = promoted_dtype(node) if name in COMPUTE_IN_INPUT_TYPE else out_dtype
+    ctype = compute_ctype(dtype)
+    operands = node.args
+
+    def fn(k, index):
+        loaded = [load_broadcast(k, g.value(a), index, dtype) for a in operands]
+        result = k.emit(expression(ctype, loaded), ctype if dtype == out_dtype else
+                        compute_ctype(out_dtype))
+        return cast_value(k, result, dtype, out_dtype) if dtype == out_dtype else result
+    return Pointwise(out_dtype, shape_of(node.meta["val"]), fn)
+
+
+@lowering(*UNARY_CPP)
+def unary(g, node, x):
+    name = node.target.name
+    template = UNARY_CPP[name]
+    if name in INTEGER_IDENTITY and not node.meta["val"].is_floating_point():
+        template = "{x}"
+    return _pointwise(g, node, lambda T, v: template.replace("T(", f"{T}(").replace(
+        "<T>", f"<{T}>").format(x=v[0]))
+
+
+@lowering("BitwiseNot")
+def bitwise_not(g, node, x):
+    op = "!" if node.meta["val"].dtype == torch.bool else "~"
+    return _pointwise(g, node, lambda T, v: f"{op}{v[0]}")
+
+
+@lowering(*BINARY_CPP)
+def binary(g, node, a, b):
+    template = BINARY_CPP[node.target.name]
+    return _pointwise(g, node, lambda T, v: template.replace("<T>", f"<{T}>").format(
+        a=v[0], b=v[1]))
+
+
+@lowering("Pow")
+def pow_(g, node, a, b):
+    if node.meta["val"].is_floating_point():
+        return _pointwise(g, node, lambda T, v: f"std::pow({v[0]}, {v[1]})")
+    return _pointwise(g, node, lambda T, v: f"dicp::ipow<{T}>({v[0]}, {v[1]})")
+
+
+@lowering("Fmod")
+def fmod(g, node, a, b):
+    if node.meta["val"].is_floating_point():
+        return _pointwise(g, node, lambda T, v: f"std::fmod({v[0]}, {v[1]})")
+    return _pointwise(g, node, lambda T, v: f"({v[0]} % {v[1]})")
+
+
+@lowering("Where")
+def where(g, node, cond, a, b):
+    out_dtype = node.meta["val"].dtype
+    cond, a, b = g.value(cond), g.value(a), g.value(b)
+
+    def fn(k, index):
+        c = load_broadcast(k, cond, index, torch.bool)
+        x = load_broadcast(k, a, index, out_dtype)
+        y = load_broadcast(k, b, index, out_dtype)
+        return k.emit(f"({c} ? {x} : {y})", compute_ctype(out_dtype))
+    return Pointwise(out_dtype, shape_of(node.meta["val"]), fn)
+
+
+@lowering("Convert")
+def convert(g, node, x, dtype):
+    x = g.value(x)
+    return Pointwise(dtype, list(x.sizes),
+                     lambda k, index: cast_value(k, x.load(k, index), x.dtype, dtype))
+
+
+@lowering("Copy")
+def copy(g, node, x):
+    x = g.value(x)
+    return Pointwise(x.dtype, list(x.sizes), x.load)
+
+
+@lowering("Full")
+def full(g, node, size, value, dtype):
+    sizes = shape_of(node.meta["val"])
+    return Pointwise(dtype, sizes, lambda k, index: load_broadcast(k, value, index, dtype))
+
+
+@lowering("Iota")
+def iota(g, node, length, start, step, dtype):
+    ctype = compute_ctype(dtype)
+
+    def fn(k, index):
+        first = load_broadcast(k, start, index, dtype)
+        stride = load_broadcast(k, step, index, dtype)
+        return k.emit(f"({first} + static_cast<{ctype}>({k.index(index[0])}) * {stride})", ctype)
+    return Pointwise(dtype, shape_of(node.meta["val"]), fn)
+
+
+@lowering("Tril", "Triu")
+def triangle(g, node, x, diagonal=0):
+    x = g.value(x)
+    keep = "<=" if node.target.name == "Tril" else ">="
+    ctype = compute_ctype(x.dtype)
+
+    def fn(k, index):
+        row, col = k.index(index[-2]), k.index(index[-1])
+        value = x.load(k, index)
+        return k.emit(f"(({col} - {row}) {keep} {diagonal} ? {value} : {ctype}(0))", ctype)
+    return Pointwise(x.dtype, list(x.sizes), fn)

@@ -1,0 +1,326 @@
+"""Lowerings of the reduction, layout, indexing, scan and in-place families."""
+import sympy
+import torch
+
+from dicp.dynamo_bridge.symbolic import shape_of
+
+from . import ir
+from .ctypes_map import compute_ctype, infinity_or_limit, literal
+from .ir import Buffer, Pointwise, cast_value, load_broadcast
+from .lowering import lowering
+from .sym import contiguous_strides, flat_index
+
+# ---- reductions ----------------------------------------------------------------------
+
+# name -> (accumulator init, update of `acc` by the loaded value {v}; {T} is acc's type)
+REDUCTIONS = {
+    "ReduceSum": (lambda T: f"{T}(0)", "acc = acc + {v};"),
+    "ReduceProd": (lambda T: f"{T}(1)", "acc = acc * {v};"),
+    "ReduceMax": (lambda T: infinity_or_limit(T, True), "acc = dicp::maximum<{T}>(acc, {v});"),
+    "ReduceMin": (lambda T: infinity_or_limit(T, False), "acc = dicp::minimum<{T}>(acc, {v});"),
+    "ReduceAny": (lambda T: "false", "acc = acc || ({v} != 0);"),
+    "ReduceAll": (lambda T: "true", "acc = acc && ({v} != 0);"),
+}
+
+
+def _accumulator_ctype(name, dtype):
+    if name in ("ReduceAny", "ReduceAll"):
+        return "bool"
+    if name in ("ReduceSum", "ReduceProd") and dtype.is_floating_point:
+        return "double"  # accumulate float sums in double: closer to eager's cascade sum
+    return compute_ctype(dtype)
+
+
+def _split_index(sizes, dims, outer, inner):
+    """Full input index from output loop vars (kept dims) and reduction vars."""
+    index, o, r = [], iter(outer), iter(inner)
+    for d in range(len(sizes)):
+        index.append(next(r) if d in dims else next(o))
+    return index
+
+
+def reduction(g, node, x, dims, keepdim, dtype=None):
+    name = node.target.name
+    x, out_val = g.value(x), node.meta["val"]
+    dims = sorted(d % max(len(x.sizes), 1) for d in dims) if x.sizes else []
+    kept = [s for d, s in enumerate(x.sizes) if d not in dims]
+    acc_t = _accumulator_ctype(name, out_val.dtype)
+    init, update = REDUCTIONS[name]
+    out = _new_buffer(g, out_val)
+    out_flat = Buffer(out.base, out.dtype, kept, contiguous_strides(kept))
+
+    def body(k, outer, inner):
+        value = x.load(k, _split_index(x.sizes, dims, outer, inner))
+        value = k.emit(f"static_cast<{acc_t}>({value})", acc_t)
+        k.line(update.format(T=acc_t, v=value))
+
+    g.kernel(kept, pre=lambda k, o: k.line(f"{acc_t} acc = {init(acc_t)};"),
+             inner=[(0, x.sizes[d]) for d in dims], body=body,
+             post=lambda k, o: out_flat.store(k, o, "acc"))
+    return out
+
+
+for _name in REDUCTIONS:
+    lowering(_name)(reduction)
+
+
+def _new_buffer(g, fake):
+    sizes = shape_of(fake)
+    strides = contiguous_strides(sizes)
+    return Buffer(g.wrapper.allocate(fake.dtype, sizes, strides), fake.dtype, sizes, strides)
+
+
+@lowering("ArgMax", "ArgMin")
+def arg_reduction(g, node, x, dim=None, keepdim=False):
+    x, out_val = g.value(x), node.meta["val"]
+    rank = len(x.sizes)
+    dims = list(range(rank)) if dim is None else ([dim % rank] if rank else [])
+    kept = [s for d, s in enumerate(x.sizes) if d not in dims]
+    better = ">" if node.target.name == "ArgMax" else "<"
+    T = compute_ctype(x.dtype)
+    out = _new_buffer(g, out_val)
+    out_flat = Buffer(out.base, out.dtype, kept, contiguous_strides(kept))
+    reduced_sizes = [x.sizes[d] for d in dims]
+
+    def body(k, outer, inner):
+        v = x.load(k, _split_index(x.sizes, dims, outer, inner))
+        position = k.index(flat_index(inner, contiguous_strides(reduced_sizes)))
+        k.line(f"if (best_index < 0 || {v} {better} best || (dicp::is_nan({v}) && "
+               f"!dicp::is_nan(best))) {{ best = {v}; best_index = {position}; }}")
+
+    def pre(k, outer):
+        k.line(f"{T} best = {T}(0);")
+        k.line("int64_t best_index = -1;")
+
+    g.kernel(kept, pre=pre, inner=[(0, s) for s in reduced_sizes], body=body,
+             post=lambda k, o: out_flat.store(k, o, "best_index"))
+    return out
+
+
+@lowering("CumSum")
+def cumsum(g, node, x, dim, dtype=None):
+    x, out_val = g.value(x), node.meta["val"]
+    dim = dim % max(len(x.sizes), 1)
+    out = _new_buffer(g, out_val)
+    acc_t = _accumulator_ctype("ReduceSum", out_val.dtype)
+    others = [s for d, s in enumerate(x.sizes) if d != dim]
+
+    def body(k, outer, inner):
+        index = _split_index(x.sizes, [dim], outer, inner)
+        v = cast_value(k, x.load(k, index), x.dtype, out_val.dtype)
+        k.line(f"acc = acc + static_cast<{acc_t}>({v});")
+        out.store(k, index, "acc")
+
+    g.kernel(others, pre=lambda k, o: k.line(f"{acc_t} acc = 0;"),
+             inner=[(0, x.sizes[dim])] if x.sizes else [], body=body, post=None)
+    return out
+
+
+# ---- layout --------------------------------------------------------------------------
+
+@lowering("Reshape")
+def reshape(g, node, x, shape):
+    return ir.reshape(g.value(x), shape_of(node.meta["val"]))
+
+
+@lowering("Permute")
+def permute(g, node, x, dims):
+    rank = len(dims)
+    return ir.permute(g.value(x), [d % rank for d in dims])
+
+
+@lowering("Expand")
+def expand(g, node, x, shape):
+    return ir.expand(g.value(x), shape_of(node.meta["val"]))
+
+
+@lowering("Slice")
+def slice_(g, node, x, dim, start, end, step=1):
+    return ir.slice_view(g.value(x), dim, _size(start), step, shape_of(node.meta["val"]))
+
+
+@lowering("Select")
+def select(g, node, x, dim, index):
+    x = g.value(x)
+    dim = dim % len(x.sizes)
+    index = _size(index)
+    if isinstance(index, int) and index < 0:
+        index = x.sizes[dim] + index
+    return ir.select_view(x, dim, index)
+
+
+def _size(value):
+    from dicp.dynamo_bridge.symbolic import to_sympy
+    return to_sympy(value) if not isinstance(value, (int, sympy.Basic)) else value
+
+
+@lowering("AsStrided")
+def as_strided(g, node, x, size, stride, offset=0):
+    x = g.realize(g.value(x))
+    val = node.meta["val"]
+    from dicp.dynamo_bridge.symbolic import strides_of
+    return ir.as_strided(x, shape_of(val), strides_of(val), _size(offset))
+
+
+@lowering("Cat")
+def cat(g, node, tensors, dim):
+    parts = [g.value(t) for t in tensors]
+    out_val = node.meta["val"]
+    T = compute_ctype(out_val.dtype)
+    starts, total = [], 0
+    for part in parts:
+        starts.append(total)
+        total = total + part.sizes[dim]
+
+    def fn(k, index):
+        position = k.index(index[dim])
+        result = f"cat{k._next}"
+        k._next += 1
+        k.line(f"{T} {result};")
+        for i, (part, start) in enumerate(zip(parts, starts)):
+            local = index[:dim] + [index[dim] - start] + index[dim + 1:]
+            end = k.index(start + part.sizes[dim])
+            keyword = "if" if i == 0 else "} else if"
+            condition = "true" if i == len(parts) - 1 else f"{position} < {end}"
+            k.line(f"{keyword} ({condition}) {{")
+            k.blocks.append(type(k.blocks[0])())
+            loaded = cast_value(k, part.load(k, local), part.dtype, out_val.dtype)
+            inner = k.blocks.pop()
+            k.blocks[-1].lines.extend("  " + line for line in inner.lines)
+            k.line(f"  {result} = {loaded};")
+        k.line("}")
+        return result
+    return Pointwise(out_val.dtype, shape_of(out_val), fn)
+
+
+@lowering("ConstantPad")
+def constant_pad(g, node, x, pad, value=0):
+    x, out_val = g.value(x), node.meta["val"]
+    T = compute_ctype(x.dtype)
+    rank = len(x.sizes)
+    before = [0] * rank
+    for i in range(len(pad) // 2):
+        before[rank - 1 - i] = pad[2 * i]
+
+    def fn(k, index):
+        local = [i - b for i, b in zip(index, before)]
+        checks = [f"({k.index(i)} >= 0 && {k.index(i)} < {k.index(s)})"
+                  for i, s, b in zip(local, x.sizes, before) if b != 0 or True]
+        condition = " && ".join(checks) or "true"
+        return k.masked(condition, lambda: x.load(k, local), literal(value, T), T)
+    return Pointwise(x.dtype, shape_of(out_val), fn)
+
+
+# ---- indexing ------------------------------------------------------------------------
+
+def _runtime_index(k, var, size):
+    """A data-dependent index as a symbol usable in index arithmetic (negatives wrap)."""
+    wrapped = k.emit(f"dicp::wrap_index<int64_t>({var}, {k.index(size)})", "int64_t")
+    symbol = sympy.Symbol(wrapped, integer=True)
+    k.loop_vars.add(symbol)
+    return symbol
+
+
+@lowering("Gather")
+def gather(g, node, x, dim, index):
+    x, index_value = g.value(x), g.value(index)
+    dim = dim % max(len(x.sizes), 1)
+
+    def fn(k, idx):
+        position = _runtime_index(k, index_value.load(k, idx), x.sizes[dim])
+        return x.load(k, idx[:dim] + [position] + idx[dim + 1:])
+    return Pointwise(x.dtype, shape_of(node.meta["val"]), fn)
+
+
+def _advanced_index_layout(rank, indices):
+    """(positions of indexed dims, whether they are adjacent) for aten.index semantics."""
+    positions = [i for i, t in enumerate(indices) if t is not None]
+    adjacent = positions == list(range(positions[0], positions[-1] + 1))
+    return positions, adjacent
+
+
+def _index_source(k, x, indices, out_index, broadcast_rank):
+    """The x index read by out_index under advanced indexing with `indices`."""
+    rank = len(x.sizes)
+    positions, adjacent = _advanced_index_layout(rank, indices)
+    first = positions[0] if adjacent else 0
+    b_index = out_index[first:first + broadcast_rank]
+    rest = out_index[:first] + out_index[first + broadcast_rank:]
+    source, rest_iter = [], iter(rest)
+    for d in range(rank):
+        if d in positions:
+            loaded = load_broadcast(k, indices[d], b_index, torch.int64)
+            source.append(_runtime_index(k, loaded, x.sizes[d]))
+        else:
+            source.append(next(rest_iter))
+    return source
+
+
+def _broadcast_rank(indices):
+    return max(len(t.sizes) for t in indices if t is not None)
+
+
+@lowering("IndexTensor")
+def index_tensor(g, node, x, indices):
+    x = g.value(x)
+    indices = [None if t is None else g.value(t) for t in indices]
+    rank = _broadcast_rank(indices)
+    return Pointwise(x.dtype, shape_of(node.meta["val"]),
+                     lambda k, idx: x.load(k, _index_source(k, x, indices, idx, rank)))
+
+
+def _copy_of(g, x, fake):
+    """A fresh contiguous copy of x, to scatter into."""
+    out = _new_buffer(g, fake)
+    g.pointwise_kernel(out.sizes, lambda k, idx: out.store(k, idx, x.load(k, idx)))
+    return out
+
+
+def _scatter_store(k, out, index, value, accumulate):
+    T = compute_ctype(out.dtype)
+    if accumulate:
+        value = k.emit(f"({out.load(k, index)} + {value})", T)
+        k.blocks[-1].cse.clear()  # the read above must not be reused after the write
+    out.store(k, index, value)
+
+
+@lowering("ScatterSrc", "ScatterAdd")
+def scatter(g, node, x, dim, index, src):
+    x, index_value, src = g.value(x), g.value(index), g.value(src)
+    out = _copy_of(g, x, node.meta["val"])
+    accumulate = node.target.name == "ScatterAdd"
+
+    def body(k, idx):
+        position = _runtime_index(k, index_value.load(k, idx), out.sizes[dim])
+        value = cast_value(k, src.load(k, idx), src.dtype, out.dtype)
+        _scatter_store(k, out, idx[:dim] + [position] + idx[dim + 1:], value, accumulate)
+    g.pointwise_kernel(index_value.sizes, body, parallel=False)  # serial: indices may repeat
+    return out
+
+
+@lowering("IndexPut")
+def index_put(g, node, x, indices, values, accumulate=False):
+    x, values = g.value(x), g.value(values)
+    indices = [None if t is None else g.value(t) for t in indices]
+    out = _copy_of(g, x, node.meta["val"])
+    with g.ctx.fake_mode:
+        fake_indices = [None if t is None else t.meta["val"] for t in node.args[1]]
+        indexed = torch.ops.aten.index.Tensor(node.args[0].meta["val"], fake_indices)
+    rank = _broadcast_rank(indices)
+
+    def body(k, idx):
+        value = load_broadcast(k, values, idx, out.dtype)
+        _scatter_store(k, out, _index_source(k, out, indices, idx, rank), value, accumulate)
+    g.pointwise_kernel(shape_of(indexed), body, parallel=False)
+    return out
+
+
+# ---- in place ------------------------------------------------------------------------
+
+@lowering("CopyInto")
+def copy_into(g, node, dst, src):
+    g.realize_live_values()
+    dst, src = g.value(dst), g.value(src)
+    g.pointwise_kernel(dst.sizes, lambda k, idx: dst.store(
+        k, idx, load_broadcast(k, src, idx, dst.dtype)))
+    return dst

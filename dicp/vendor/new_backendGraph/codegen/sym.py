@@ -1,0 +1,121 @@
+"""Index arithmetic and the printers that turn sympy sizes into C++ or Python."""
+import sympy
+
+
+class IDiv(sympy.Function):
+    """Floor division of non-negative integers (index arithmetic)."""
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if b == 1:
+            return a
+        if a == 0:
+            return sympy.Integer(0)
+        if a.is_Integer and b.is_Integer:
+            return sympy.Integer(int(a) // int(b))
+        return None
+
+
+class IMod(sympy.Function):
+    """Remainder of non-negative integers (index arithmetic)."""
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if b == 1 or a == 0:
+            return sympy.Integer(0)
+        if a.is_Integer and b.is_Integer:
+            return sympy.Integer(int(a) % int(b))
+        return None
+
+
+def index_var(prefix, i):
+    return sympy.Symbol(f"{prefix}{i}", integer=True, nonnegative=True)
+
+
+def product(values):
+    result = sympy.Integer(1)
+    for value in values:
+        result = result * value
+    return result
+
+
+def contiguous_strides(sizes):
+    strides, running = [], sympy.Integer(1)
+    for size in reversed(sizes):
+        strides.append(running)
+        running = running * size
+    return list(reversed(strides))
+
+
+def flat_index(index, strides):
+    return sympy.expand(sum((i * s for i, s in zip(index, strides)), sympy.Integer(0)))
+
+
+def unflatten(flat, sizes):
+    """Per-dim indices of a row-major position `flat` over `sizes`."""
+    strides = contiguous_strides(sizes)
+    return [IMod(IDiv(flat, stride), size) if i else IDiv(flat, stride)
+            for i, (size, stride) in enumerate(zip(sizes, strides))]
+
+
+# Function name -> (C++ template, Python template). torch's own symbolic functions are
+# matched by class name so no private torch module is imported.
+_FUNCTIONS = {
+    "IDiv": ("({0} / {1})", "({0} // {1})"),
+    "IMod": ("({0} % {1})", "({0} % {1})"),
+    "FloorDiv": ("dicp::floordiv<int64_t>({0}, {1})", "({0} // {1})"),
+    "CleanDiv": ("({0} / {1})", "({0} // {1})"),
+    "CeilDiv": ("dicp::ceildiv<int64_t>({0}, {1})", "(-(-({0}) // ({1})))"),
+    "IntTrueDiv": ("(static_cast<double>({0}) / {1})", "({0} / {1})"),
+    "PythonMod": ("dicp::pymod<int64_t>({0}, {1})", "({0} % {1})"),
+    "Mod": ("dicp::pymod<int64_t>({0}, {1})", "({0} % {1})"),
+    "ModularIndexing": ("(({0} / {1}) % {2})", "(({0} // {1}) % {2})"),
+    "Max": ("dicp::max_of<int64_t>({args})", "max({args})"),
+    "Min": ("dicp::min_of<int64_t>({args})", "min({args})"),
+    "TruncToInt": ("static_cast<int64_t>({0})", "int({0})"),
+    "floor": ("static_cast<int64_t>(std::floor({0}))", "math.floor({0})"),
+    "ceiling": ("static_cast<int64_t>(std::ceil({0}))", "math.ceil({0})"),
+    "FloorToInt": ("static_cast<int64_t>(std::floor({0}))", "math.floor({0})"),
+    "CeilToInt": ("static_cast<int64_t>(std::ceil({0}))", "math.ceil({0})"),
+}
+
+
+class UnsupportedExpression(NotImplementedError):
+    pass
+
+
+class ExprPrinter:
+    """Prints integer sympy expressions; `dialect` is 0 for C++, 1 for Python."""
+
+    def __init__(self, dialect):
+        self.dialect = dialect
+
+    def __call__(self, expr) -> str:
+        expr = sympy.sympify(expr)
+        if expr.is_Integer:
+            return str(int(expr)) if self.dialect else f"{int(expr)}L"
+        if expr.is_Symbol:
+            return expr.name
+        if expr.is_Add:
+            return "(" + " + ".join(self(a) for a in expr.args) + ")"
+        if expr.is_Mul:
+            return "(" + " * ".join(self(a) for a in expr.args) + ")"
+        if expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:
+            return "(" + " * ".join([self(expr.base)] * int(expr.exp)) + ")"
+        if expr.is_Rational:
+            return f"({expr.p} / {expr.q})" if self.dialect else f"({expr.p}.0 / {expr.q})"
+        return self._function(expr)
+
+    def _function(self, expr):
+        name = type(expr).__name__
+        if name not in _FUNCTIONS:
+            raise UnsupportedExpression(f"cannot print size expression {expr} ({name})")
+        template = _FUNCTIONS[name][self.dialect]
+        args = [self(a) for a in expr.args]
+        return template.format(*args, args=", ".join(args))
+
+
+cpp_expr = ExprPrinter(0)
+py_expr = ExprPrinter(1)

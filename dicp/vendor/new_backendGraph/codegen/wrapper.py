@@ -1,0 +1,97 @@
+"""WrapperBuilder: the Python `call(args)` that binds sizes, allocates, and calls kernels."""
+import math
+
+import sympy
+import torch
+
+from dicp.dynamo_bridge.symbolic import shape_of, strides_of
+
+from .ir import Buffer
+from .sym import py_expr
+from .templates import render
+
+
+class Var(str):
+    """A wrapper variable name (printed bare, unlike a string argument)."""
+
+
+class WrapperBuilder:
+    def __init__(self, graph_name, target):
+        self.graph_name = graph_name
+        self.target = target
+        self.inputs, self.lines, self.outputs = [], [], []
+        self.bound: set = set()
+        self.constants: dict = {}
+        self.layouts: dict = {}  # wrapper var -> (sizes, strides) of the tensor it holds
+        self._next = 0
+
+    def fresh(self, prefix="buf"):
+        self._next += 1
+        return f"{prefix}{self._next}"
+
+    # ---- symbols ----
+    def bind(self, expr, source):
+        """Bind a size symbol from a runtime value the first time it is seen."""
+        expr = sympy.sympify(expr)
+        if isinstance(expr, sympy.Symbol) and expr not in self.bound:
+            self.lines.append(f"{expr.name} = {source}")
+            self.bound.add(expr)
+
+    def bind_tensor(self, name, fake):
+        for d, size in enumerate(shape_of(fake)):
+            self.bind(size, f"{name}.size({d})")
+
+    def bind_strides(self, name, fake):
+        for d, stride in enumerate(strides_of(fake)):
+            self.bind(stride, f"{name}.stride({d})")
+
+    # ---- values as Python source ----
+    def literal(self, value):
+        if isinstance(value, Var):
+            return str(value)
+        if isinstance(value, Buffer):
+            return self.view(value)
+        if isinstance(value, (list, tuple)):
+            items = ", ".join(self.literal(v) for v in value)
+            return f"[{items}]" if isinstance(value, list) else f"({items}{',' if len(value) == 1 else ''})"
+        if isinstance(value, sympy.Basic):
+            return py_expr(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"float('{value}')"
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return repr(value)
+        if isinstance(value, (torch.dtype, torch.memory_format, torch.layout)):
+            return str(value)
+        return self.constant(value)
+
+    def constant(self, value):
+        name = Var(f"const{len(self.constants)}")
+        self.constants[str(name)] = value
+        return name
+
+    def view(self, buffer: Buffer) -> str:
+        layout = (buffer.sizes, buffer.strides)
+        if self.layouts.get(buffer.base) == layout and buffer.offset == 0:
+            return buffer.base
+        return (f"torch.as_strided({buffer.base}, {self.literal(list(buffer.sizes))}, "
+                f"{self.literal(list(buffer.strides))}, "
+                f"{buffer.base}.storage_offset() + {self.literal(sympy.sympify(buffer.offset))})")
+
+    # ---- statements ----
+    def allocate(self, dtype, sizes, strides):
+        name = self.fresh()
+        self.layouts[name] = (list(sizes), list(strides))
+        self.lines.append(f"{name} = torch.empty_strided({self.literal(tuple(sizes))}, "
+                          f"{self.literal(tuple(strides))}, dtype={dtype})")
+        return name
+
+    def call_op(self, op_source, args, kwargs):
+        name = Var(self.fresh())
+        rendered = [self.literal(a) for a in args]
+        rendered += [f"{k}={self.literal(v)}" for k, v in kwargs.items()]
+        self.lines.append(f"{name} = {op_source}({', '.join(rendered)})")
+        return name
+
+    def render(self):
+        return render("wrapper.py.j2", graph_name=self.graph_name, target=self.target,
+                      inputs=self.inputs, lines=self.lines, outputs=self.outputs)

@@ -1,0 +1,80 @@
+"""Compiler command, chip-variant flags and loading of a generated graph."""
+import ctypes
+import platform
+from functools import lru_cache
+from pathlib import Path
+
+from dicp.dynamo_bridge.compile import BuildSpec, atomic_write, load_library
+from dicp.dynamo_bridge.utils import cache_dir, debug_mode
+
+from . import config
+from .codegen.templates import INCLUDE_DIR
+from .opset import OPS
+
+BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fno-math-errno",
+              "-Wno-unused-variable")
+
+
+def chip_flags(variant: str) -> tuple:
+    """-march for the chip variant. One code path: the variant changes flags, not logic."""
+    return () if variant in ("", "generic") else (f"-march={variant}",)
+
+
+@lru_cache(maxsize=None)
+def _host_cpu() -> str:
+    """Part of the cache key for `native`, which means something different per machine."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return line
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@lru_cache(maxsize=None)
+def _header_texts():
+    return tuple((p.name, p.read_text()) for p in sorted(INCLUDE_DIR.glob("*.h")))
+
+
+def build_spec(source: str) -> BuildSpec:
+    variant = config.chip_variant()
+    key_variant = f"native:{_host_cpu()}" if variant == "native" else variant
+    flags = BASE_FLAGS + chip_flags(variant) + (f"-I{INCLUDE_DIR}",)
+    return BuildSpec(source, config.compiler(), flags, key_variant, _header_texts())
+
+
+class KernelTable:
+    """Attribute access to a built library's kernels with their ctypes signatures."""
+
+    def __init__(self, library, signatures):
+        for name, (pointers, symbols) in signatures.items():
+            fn = getattr(library, name)
+            fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int64] * symbols
+            fn.restype = None
+            setattr(self, name, fn)
+
+
+def compile_job(generated, ctx):
+    """Build the graph's C++ (if any), then load its wrapper; returns `call(args)`."""
+    kernels = None
+    if generated.cpp_source:
+        kernels = KernelTable(load_library(build_spec(generated.cpp_source)), generated.kernels)
+    namespace = {"kernels": kernels, "vendor_ops": OPS, **generated.constants}
+    wrapper_path = _wrapper_path(generated, ctx)
+    exec(compile(generated.wrapper_source, wrapper_path, "exec"), namespace)
+    call = namespace["call"]
+    call.debug_dir = str(Path(wrapper_path).parent)
+    return call
+
+
+def _wrapper_path(generated, ctx) -> str:
+    """Where the wrapper's source lives, so tracebacks and debug dumps point at real files."""
+    if not debug_mode():
+        return f"<dicp {generated.name}>"
+    directory = cache_dir() / "debug" / generated.name
+    files = {"wrapper.py": generated.wrapper_source, "kernels.cpp": generated.cpp_source,
+             **ctx.dumps}
+    for name, text in files.items():
+        atomic_write(directory / name, text.encode())
+    return str(directory / "wrapper.py")

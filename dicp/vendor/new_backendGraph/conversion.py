@@ -1,0 +1,331 @@
+"""ATen -> new_backendgraph vendor ops: the conversion table.
+
+One-to-one rows are data (the dicts below); converters with logic get a body. A converter
+gets a ConversionContext and the ATen node's arguments (already converted) and returns the
+vendor node(s). `raise Unsupported(reason)` sends the node to eager fallback.
+"""
+import torch
+
+from dicp.dynamo_bridge.conversion import register_conversion
+from dicp.dynamo_bridge.op_transformer import Unsupported
+
+from .opset import ops
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+CONVERSIONS = {}
+
+
+def conversion(aten_ops):
+    return register_conversion(CONVERSIONS, aten_ops)
+
+
+def _same_args(vendor_op):
+    def convert(ctx, *args):
+        return ctx.op(vendor_op, *args)
+    convert.__name__ = f"to_{vendor_op.name}"
+    return convert
+
+
+ONE_TO_ONE = {
+    aten.abs: ops.Abs, aten.neg: ops.Neg, aten.exp: ops.Exp, aten.log: ops.Log,
+    aten.sqrt: ops.Sqrt, aten.rsqrt: ops.Rsqrt, aten.sin: ops.Sin, aten.cos: ops.Cos,
+    aten.tan: ops.Tan, aten.tanh: ops.Tanh, aten.sigmoid: ops.Sigmoid, aten.relu: ops.Relu,
+    aten.erf: ops.Erf, aten.reciprocal: ops.Reciprocal, aten.floor: ops.Floor,
+    aten.ceil: ops.Ceil, aten.round.default: ops.Round, aten.trunc: ops.Trunc,
+    aten.sign: ops.Sign, aten.log1p: ops.Log1p, aten.expm1: ops.Expm1, aten.log2: ops.Log2,
+    aten.exp2: ops.Exp2, aten.atan: ops.Atan, aten.asin: ops.Asin, aten.acos: ops.Acos,
+    aten.sinh: ops.Sinh, aten.cosh: ops.Cosh, aten.logical_not: ops.LogicalNot,
+    aten.bitwise_not: ops.BitwiseNot, aten.isnan: ops.IsNan, aten.isinf: ops.IsInf,
+    aten.mul: ops.Mul, aten.maximum: ops.Maximum, aten.minimum: ops.Minimum,
+    aten.remainder: ops.Remainder, aten.fmod: ops.Fmod, aten.atan2: ops.Atan2,
+    aten.bitwise_and: ops.BitwiseAnd, aten.bitwise_or: ops.BitwiseOr,
+    aten.bitwise_xor: ops.BitwiseXor, aten.logical_and: ops.LogicalAnd,
+    aten.logical_or: ops.LogicalOr, aten.logical_xor: ops.LogicalXor, aten.eq: ops.Eq,
+    aten.ne: ops.Ne, aten.lt: ops.Lt, aten.le: ops.Le, aten.gt: ops.Gt, aten.ge: ops.Ge,
+    aten.pow: ops.Pow, aten.where.self: ops.Where, aten.permute: ops.Permute,
+    aten.expand: ops.Expand, aten.select.int: ops.Select, aten.gather: ops.Gather,
+    aten.scatter_add: ops.ScatterAdd, aten.index.Tensor: ops.IndexTensor,
+    aten.index_put: ops.IndexPut, aten.mm: ops.Mm, aten.bmm: ops.Bmm, aten.addmm: ops.Addmm,
+    aten.baddbmm: ops.Baddbmm, aten.convolution: ops.Convolution,
+    aten.convolution_backward: ops.ConvolutionBackward, aten.sort.default: ops.Sort,
+    aten.topk: ops.Topk, aten.tril: ops.Tril, aten.triu: ops.Triu,
+    aten.constant_pad_nd: ops.ConstantPad,
+}
+for _aten_op, _vendor_op in ONE_TO_ONE.items():
+    conversion(_aten_op)(_same_args(_vendor_op))
+
+
+# --- pointwise with logic -------------------------------------------------------------
+
+@conversion([aten.add.Tensor, aten.add.Scalar])
+def add(ctx, a, b, alpha=1):
+    return ctx.op(ops.Add, a, b if alpha == 1 else ctx.op(ops.Mul, b, alpha))
+
+
+@conversion([aten.sub.Tensor, aten.sub.Scalar])
+def sub(ctx, a, b, alpha=1):
+    return ctx.op(ops.Sub, a, b if alpha == 1 else ctx.op(ops.Mul, b, alpha))
+
+
+@conversion([aten.rsub.Tensor, aten.rsub.Scalar])
+def rsub(ctx, a, b, alpha=1):
+    return sub(ctx, b, a, alpha)
+
+
+_DIV_MODES = {None: ops.Div, "floor": ops.FloorDiv, "trunc": ops.TruncDiv}
+
+
+@conversion([aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode])
+def div(ctx, a, b, rounding_mode=None):
+    return ctx.op(_DIV_MODES[rounding_mode], a, b)
+
+
+@conversion(aten.clamp.default)
+def clamp(ctx, x, min=None, max=None):
+    if min is not None:
+        x = ctx.op(ops.Maximum, x, _full_like_scalar(ctx, x, min))
+    if max is not None:
+        x = ctx.op(ops.Minimum, x, _full_like_scalar(ctx, x, max))
+    return x
+
+
+@conversion([aten.clamp_min.default, aten.clamp_max.default])
+def clamp_bound(ctx, x, bound):
+    is_min = ctx.node.target is aten.clamp_min.default
+    return ctx.op(ops.Maximum if is_min else ops.Minimum, x, _full_like_scalar(ctx, x, bound))
+
+
+def _full_like_scalar(ctx, x, value):
+    """A 0-d tensor of x's dtype, so maximum/minimum keep x's dtype as clamp does."""
+    return ctx.op(ops.Full, [], value, ctx.val(x).dtype)
+
+
+@conversion([aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar])
+def where_scalar(ctx, cond, a, b):
+    return ctx.op(ops.Where, cond, a, b)
+
+
+@conversion([aten._to_copy.default, prims.convert_element_type.default])
+def to_dtype(ctx, x, dtype=None, **kwargs):
+    if kwargs.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
+        raise Unsupported(f"memory_format={kwargs['memory_format']}")
+    if kwargs.get("device") not in (None, torch.device("cpu")):
+        raise Unsupported(f"device={kwargs['device']}")
+    dtype = dtype or ctx.val(x).dtype
+    return ctx.op(ops.Convert, ctx.op(ops.Copy, x), dtype)
+
+
+@conversion([aten.clone.default, aten.lift_fresh_copy.default])
+def clone(ctx, x, memory_format=None):
+    return ctx.op(ops.Copy, x)
+
+
+@conversion([aten.alias.default, aten.detach.default])
+def alias(ctx, x):
+    return x
+
+
+@conversion(aten.copy.default)
+def copy(ctx, dst, src, non_blocking=False):
+    """Functional copy: src, broadcast and cast to dst's shape and dtype."""
+    dst_val = ctx.val(dst)
+    src = ctx.op(ops.Expand, src, list(dst_val.shape))
+    return ctx.op(ops.Convert, ctx.op(ops.Copy, src), dst_val.dtype)
+
+
+@conversion(aten.copy_.default)
+def copy_(ctx, dst, src, non_blocking=False):
+    return ctx.op(ops.CopyInto, dst, src)
+
+
+# --- creation -------------------------------------------------------------------------
+
+@conversion(aten.full.default)
+def full(ctx, size, value, dtype=None, **kwargs):
+    return ctx.op(ops.Full, list(size), value, ctx.out.dtype)
+
+
+@conversion(aten.scalar_tensor.default)
+def scalar_tensor(ctx, value, dtype=None, **kwargs):
+    return ctx.op(ops.Full, [], value, ctx.out.dtype)
+
+
+@conversion([aten.full_like.default, aten.zeros_like.default, aten.ones_like.default])
+def full_like(ctx, x, *args, **kwargs):
+    value = {aten.zeros_like.default: 0, aten.ones_like.default: 1}.get(ctx.node.target)
+    value = args[0] if value is None else value
+    return ctx.op(ops.Full, list(ctx.out.shape), value, ctx.out.dtype)
+
+
+@conversion([aten.zeros.default, aten.ones.default, aten.new_zeros.default,
+             aten.new_ones.default, aten.new_full.default])
+def filled(ctx, *args, **kwargs):
+    value = {aten.new_full.default: args[-1] if len(args) > 2 else kwargs.get("fill_value")}
+    value = value.get(ctx.node.target, 1 if "ones" in str(ctx.node.target) else 0)
+    return ctx.op(ops.Full, list(ctx.out.shape), value, ctx.out.dtype)
+
+
+@conversion([aten.arange.start_step, aten.arange.start, aten.arange.default])
+def arange(ctx, *args, **kwargs):
+    start, end, step = _arange_bounds(args)
+    length = ctx.out.shape[0]
+    return ctx.op(ops.Iota, length, start, step, ctx.out.dtype)
+
+
+def _arange_bounds(args):
+    numbers = [a for a in args if not isinstance(a, torch.dtype)]
+    if len(numbers) == 1:
+        return 0, numbers[0], 1
+    return numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 1
+
+
+@conversion(prims.iota.default)
+def iota(ctx, length, *, start, step, dtype, **kwargs):
+    return ctx.op(ops.Iota, length, start, step, dtype)
+
+
+# --- reductions -----------------------------------------------------------------------
+
+def _dims(ctx, x, dims):
+    rank = ctx.val(x).dim()
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(rank))
+    dims = [dims] if isinstance(dims, int) else dims
+    return sorted({d % max(rank, 1) for d in dims}) if rank else []
+
+
+@conversion([aten.sum.dim_IntList, aten.sum.default])
+def sum_(ctx, x, dims=None, keepdim=False, dtype=None):
+    return ctx.op(ops.ReduceSum, x, _dims(ctx, x, dims), keepdim, ctx.out.dtype)
+
+
+@conversion([aten.prod.dim_int, aten.prod.default])
+def prod(ctx, x, dim=None, keepdim=False, dtype=None):
+    return ctx.op(ops.ReduceProd, x, _dims(ctx, x, dim), keepdim, ctx.out.dtype)
+
+
+@conversion([aten.amax.default, aten.amin.default])
+def amax(ctx, x, dims=(), keepdim=False):
+    vendor_op = ops.ReduceMax if ctx.node.target is aten.amax.default else ops.ReduceMin
+    return ctx.op(vendor_op, x, _dims(ctx, x, dims), keepdim)
+
+
+@conversion([aten.any.dim, aten.any.dims, aten.any.default])
+def any_(ctx, x, dims=None, keepdim=False):
+    return ctx.op(ops.ReduceAny, x, _dims(ctx, x, dims), keepdim)
+
+
+@conversion([aten.argmax.default, aten.argmin.default])
+def argmax(ctx, x, dim=None, keepdim=False):
+    vendor_op = ops.ArgMax if ctx.node.target is aten.argmax.default else ops.ArgMin
+    return ctx.op(vendor_op, x, dim, keepdim)
+
+
+@conversion([aten.mean.dim, aten.mean.default])
+def mean(ctx, x, dims=None, keepdim=False, dtype=None):
+    dims = _dims(ctx, x, dims)
+    total = ctx.op(ops.ReduceSum, x, dims, keepdim, ctx.out.dtype)
+    return ctx.op(ops.Div, total, _count(ctx, x, dims))
+
+
+def _count(ctx, x, dims):
+    count = 1
+    for d in dims:
+        count = count * ctx.val(x).shape[d]
+    return count
+
+
+@conversion([aten.var.correction, aten.var_mean.correction])
+def var(ctx, x, dims=None, *, correction=None, keepdim=False):
+    dims = _dims(ctx, x, dims)
+    correction = 1 if correction is None else correction
+    count = _count(ctx, x, dims)
+    mean_ = ctx.op(ops.Div, ctx.op(ops.ReduceSum, x, dims, True), count)
+    centered = ctx.op(ops.Sub, x, mean_)
+    squares = ctx.op(ops.ReduceSum, ctx.op(ops.Mul, centered, centered), dims, keepdim)
+    variance = ctx.op(ops.Div, squares, ctx.op(ops.Maximum, _full_like_scalar(
+        ctx, squares, 0), ctx.op(ops.Sub, _full_like_scalar(ctx, squares, count), correction)))
+    if ctx.node.target is aten.var.correction:
+        return variance
+    return variance, (mean_ if keepdim else ctx.op(ops.Reshape, mean_, list(variance.meta["val"].shape)))
+
+
+@conversion(aten.cumsum.default)
+def cumsum(ctx, x, dim, dtype=None):
+    return ctx.op(ops.CumSum, x, dim, ctx.out.dtype)
+
+
+# --- layout ---------------------------------------------------------------------------
+
+@conversion([aten.view.default, aten._unsafe_view.default, aten.reshape.default])
+def view(ctx, x, shape):
+    return ctx.op(ops.Reshape, x, list(ctx.out.shape))
+
+
+@conversion([aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default])
+def squeeze(ctx, x, *dims):
+    return ctx.op(ops.Reshape, x, list(ctx.out.shape))
+
+
+@conversion([aten.t.default, aten.transpose.int])
+def transpose(ctx, x, dim0=0, dim1=1):
+    rank = ctx.val(x).dim()
+    if rank < 2:
+        return x
+    order = list(range(rank))
+    order[dim0 % rank], order[dim1 % rank] = order[dim1 % rank], order[dim0 % rank]
+    return ctx.op(ops.Permute, x, order)
+
+
+@conversion(aten.slice.Tensor)
+def slice_(ctx, x, dim=0, start=None, end=None, step=1):
+    size = ctx.val(x).shape[dim]
+    start = 0 if start is None else start
+    end = size if end is None else end
+    start, end = _clamp_slice(start, size), _clamp_slice(end, size)
+    return ctx.op(ops.Slice, x, dim % ctx.val(x).dim(), start, end, step)
+
+
+def _clamp_slice(bound, size):
+    if isinstance(bound, int) and not isinstance(size, int):
+        return bound if bound >= 0 else size + bound  # symbolic size: trust in-range bounds
+    if isinstance(bound, int):
+        bound = bound + size if bound < 0 else bound
+        return min(max(bound, 0), size)
+    return bound
+
+
+@conversion(aten.cat.default)
+def cat(ctx, tensors, dim=0):
+    rank = ctx.out.dim()
+    tensors = [t for t in tensors if ctx.val(t).numel() != 0 or ctx.val(t).dim() == rank]
+    return ctx.op(ops.Cat, tensors, dim % rank)
+
+
+@conversion(aten.as_strided.default)
+def as_strided(ctx, x, size, stride, storage_offset=None):
+    return ctx.op(ops.AsStrided, x, list(size), list(stride), storage_offset or 0)
+
+
+@conversion(aten.index_select.default)
+def index_select(ctx, x, dim, index):
+    dim = dim % max(ctx.val(x).dim(), 1)
+    return ctx.op(ops.IndexTensor, x, [None] * dim + [index])
+
+
+@conversion([aten.scatter.src, aten.scatter.value])
+def scatter(ctx, x, dim, index, src):
+    if not hasattr(src, "meta"):
+        src = ctx.op(ops.Expand, ctx.op(ops.Full, [], src, ctx.val(x).dtype),
+                     list(ctx.val(index).shape))
+    return ctx.op(ops.ScatterSrc, x, dim % max(ctx.val(x).dim(), 1), index, src)
+
+
+# --- library kernels with argument handling -------------------------------------------
+
+@conversion([aten.bernoulli.p, aten.rand.default, aten.randn.default])
+def random(ctx, *args, **kwargs):
+    vendor_op = {aten.bernoulli.p: ops.Bernoulli, aten.rand.default: ops.Rand,
+                 aten.randn.default: ops.Randn}[ctx.node.target]
+    return ctx.op(vendor_op, *args, **kwargs)

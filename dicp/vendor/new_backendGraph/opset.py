@@ -1,0 +1,131 @@
+"""The vendor op vocabulary of new_backendgraph, grouped by family.
+
+Each op is a name plus `impl`, its reference semantics in torch tensor ops: on fake tensors it
+is the shape rule, on real tensors it is the op's Python kernel. The C++ meaning of each op
+lives in codegen/lowering.py, keyed by the same name.
+"""
+import torch
+
+from dicp.dynamo_bridge.operator import Operator
+
+OPS: dict[str, Operator] = {}
+
+
+def _define(family, name, impl):
+    op_class = type(name, (Operator,), {"name": name, "family": family,
+                                        "impl": staticmethod(impl)})
+    OPS[name] = op_class()
+    return OPS[name]
+
+
+UNARY = {
+    "Abs": torch.abs, "Neg": torch.neg, "Exp": torch.exp, "Log": torch.log,
+    "Sqrt": torch.sqrt, "Rsqrt": torch.rsqrt, "Sin": torch.sin, "Cos": torch.cos,
+    "Tan": torch.tan, "Tanh": torch.tanh, "Sigmoid": torch.sigmoid, "Relu": torch.relu,
+    "Erf": torch.erf, "Reciprocal": torch.reciprocal, "Floor": torch.floor,
+    "Ceil": torch.ceil, "Round": torch.round, "Trunc": torch.trunc, "Sign": torch.sign,
+    "Log1p": torch.log1p, "Expm1": torch.expm1, "Log2": torch.log2, "Exp2": torch.exp2,
+    "Atan": torch.atan, "Asin": torch.asin, "Acos": torch.acos, "Sinh": torch.sinh,
+    "Cosh": torch.cosh, "LogicalNot": torch.logical_not, "BitwiseNot": torch.bitwise_not,
+    "IsNan": torch.isnan, "IsInf": torch.isinf,
+}
+
+BINARY = {
+    "Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div,
+    "FloorDiv": lambda a, b: torch.div(a, b, rounding_mode="floor"),
+    "TruncDiv": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+    "Pow": torch.pow, "Maximum": torch.maximum, "Minimum": torch.minimum,
+    "Remainder": torch.remainder, "Fmod": torch.fmod, "Atan2": torch.atan2,
+    "BitwiseAnd": torch.bitwise_and, "BitwiseOr": torch.bitwise_or,
+    "BitwiseXor": torch.bitwise_xor, "LogicalAnd": torch.logical_and,
+    "LogicalOr": torch.logical_or, "LogicalXor": torch.logical_xor,
+    "Eq": torch.eq, "Ne": torch.ne, "Lt": torch.lt, "Le": torch.le, "Gt": torch.gt,
+    "Ge": torch.ge,
+}
+
+REDUCE = {
+    "ReduceSum": lambda x, dims, keepdim, dtype=None: torch.sum(x, dims, keepdim, dtype=dtype),
+    "ReduceProd": lambda x, dims, keepdim, dtype=None: _reduce_each(torch.prod, x, dims,
+                                                                    keepdim, dtype=dtype),
+    "ReduceMax": lambda x, dims, keepdim: torch.amax(x, dims, keepdim),
+    "ReduceMin": lambda x, dims, keepdim: torch.amin(x, dims, keepdim),
+    "ReduceAny": lambda x, dims, keepdim: _reduce_each(torch.any, x, dims, keepdim),
+    "ReduceAll": lambda x, dims, keepdim: _reduce_each(torch.all, x, dims, keepdim),
+    "ArgMax": lambda x, dim, keepdim: torch.argmax(x, dim, keepdim),
+    "ArgMin": lambda x, dim, keepdim: torch.argmin(x, dim, keepdim),
+}
+
+# Python sees tensors as values; these views must not alias in the Python target either.
+LAYOUT = {
+    "Reshape": lambda x, shape: x.reshape(shape),
+    "Permute": lambda x, dims: x.permute(dims),
+    "Expand": lambda x, shape: x.expand(shape),
+    "Slice": lambda x, dim, start, end, step: x[(slice(None),) * (dim % max(x.dim(), 1))
+                                                + (slice(start, end, step),)],
+    "Select": lambda x, dim, index: x.select(dim, index),
+    "AsStrided": lambda x, size, stride, offset: x.as_strided(size, stride, offset),
+    "Cat": lambda xs, dim: torch.cat(xs, dim),
+    "ConstantPad": lambda x, pad, value: torch.constant_pad_nd(x, pad, value),
+    "Copy": lambda x: x.clone(memory_format=torch.contiguous_format),
+    "Convert": lambda x, dtype: x.to(dtype),
+    "Where": torch.where,
+    "Full": lambda size, value, dtype: torch.full(size, value, dtype=dtype),
+    "Iota": lambda length, start, step, dtype: torch.arange(
+        start, start + length * step, step, dtype=dtype)[:length],
+    "CumSum": lambda x, dim, dtype=None: torch.cumsum(x, dim, dtype=dtype),
+    "Tril": lambda x, diagonal: torch.tril(x, diagonal),
+    "Triu": lambda x, diagonal: torch.triu(x, diagonal),
+}
+
+INDEXING = {
+    "Gather": lambda x, dim, index: torch.gather(x, dim, index),
+    "ScatterSrc": lambda x, dim, index, src: torch.scatter(x, dim, index, src),
+    "ScatterAdd": lambda x, dim, index, src: torch.scatter_add(x, dim, index, src),
+    "IndexTensor": lambda x, indices: torch.ops.aten.index.Tensor(x, indices),
+    "IndexPut": lambda x, indices, values, accumulate: torch.ops.aten.index_put.default(
+        x, indices, values, accumulate),
+}
+
+# Library kernels: the backend's tuned kernel library, called from the wrapper.
+LIBRARY = {
+    "Mm": torch.ops.aten.mm.default, "Bmm": torch.ops.aten.bmm.default,
+    "Addmm": torch.ops.aten.addmm.default, "Baddbmm": torch.ops.aten.baddbmm.default,
+    "Convolution": torch.ops.aten.convolution.default,
+    "ConvolutionBackward": torch.ops.aten.convolution_backward.default,
+    "Sort": torch.ops.aten.sort.default, "Topk": torch.ops.aten.topk.default,
+    "Bernoulli": torch.ops.aten.bernoulli.p, "Rand": torch.ops.aten.rand.default,
+    "Randn": torch.ops.aten.randn.default,
+}
+
+# Writes into an existing buffer (graph-input mutation that AOTAutograd leaves in place).
+INPLACE = {
+    "CopyInto": lambda dst, src: dst.copy_(src),
+}
+
+
+def _reduce_each(fn, x, dims, keepdim, **kwargs):
+    result = x
+    for dim in sorted((d % max(x.dim(), 1) for d in dims), reverse=True):
+        result = fn(result, dim, keepdim=keepdim, **kwargs)
+        kwargs = {}
+    return result
+
+
+FAMILIES = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE, "layout": LAYOUT,
+            "indexing": INDEXING, "library": LIBRARY, "inplace": INPLACE}
+for _family, _table in FAMILIES.items():
+    for _name, _impl in _table.items():
+        _define(_family, _name, _impl)
+
+
+class _Namespace:
+    """`ops.Add` style access to the vocabulary."""
+
+    def __getattr__(self, name):
+        try:
+            return OPS[name]
+        except KeyError:
+            raise AttributeError(f"new_backendgraph has no vendor op {name!r}") from None
+
+
+ops = _Namespace()
