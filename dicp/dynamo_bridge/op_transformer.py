@@ -1,5 +1,6 @@
 """The conversion pass (ATen graph -> vendor graph) and the pattern-rewrite utility."""
 import operator
+import warnings
 
 import torch
 import torch.fx as fx
@@ -26,7 +27,11 @@ class ConversionContext:
 
     def op(self, vendor_op, *args, **kwargs):
         """Append `vendor_op(*args, **kwargs)` to the vendor graph with its inferred meta."""
-        node = self.graph.call_function(vendor_op, args, kwargs)
+        with warnings.catch_warnings():
+            # Symbolic sizes are legitimate op arguments here (codegen turns them into
+            # sympy expressions); FX warns about raw SymInts in node args.
+            warnings.filterwarnings("ignore", message="Raw SymInt value")
+            node = self.graph.call_function(vendor_op, args, kwargs)
         node.meta["val"] = self._infer(node)
         return node
 
@@ -77,6 +82,8 @@ class OpTransformer:
         args, kwargs = fx.node.map_aggregate((node.args, node.kwargs), self._lookup)
         if node.target is operator.getitem and isinstance(args[0], (tuple, list)):
             return args[0][args[1]]  # a converter returned the tuple itself
+        if _is_size_arithmetic(node):
+            return self._copy(node, args, kwargs)
         converter = self._converter_for(node)
         if converter is not None:
             self.ctx.node = node
@@ -101,6 +108,9 @@ class OpTransformer:
         if node.target is not operator.getitem:
             forced = matches_any(name, self.forced_fallback)
             self._report_fallback(name, "forced by DICP_FALLBACK_OPS" if forced else reason)
+        return self._copy(node, args, kwargs)
+
+    def _copy(self, node, args, kwargs):
         new = self.graph.call_function(node.target, args, kwargs)
         new.meta = dict(node.meta)
         return new
@@ -114,6 +124,12 @@ class OpTransformer:
         log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s); "
                  "a converter would go in %s", backend, name, reason,
                  self.backend.conversion_table)
+
+
+def _is_size_arithmetic(node):
+    """Arithmetic on symbolic sizes (sym_size, operator.mul on SymInts, ...): not an op."""
+    return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int,
+                                             float, bool))
 
 
 def rewrite_patterns(gm: fx.GraphModule, rewrites) -> fx.GraphModule:

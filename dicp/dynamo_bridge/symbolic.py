@@ -15,6 +15,8 @@ def to_sympy(value):
         return sympy.Integer(int(value))
     if isinstance(value, int):
         return sympy.Integer(value)
+    if isinstance(value, float):
+        return sympy.Float(value)
     if isinstance(value, sympy.Basic):
         return value
     raise TypeError(f"not a size: {value!r}")

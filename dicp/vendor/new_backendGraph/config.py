@@ -24,7 +24,7 @@ EXTRA_DECOMPOSITIONS = [
     aten.native_batch_norm_backward, aten._native_batch_norm_legit_functional,
     aten._native_batch_norm_legit_no_training, aten.nll_loss_forward, aten.nll_loss_backward,
     aten.embedding, aten.embedding_dense_backward, aten.threshold_backward,
-    aten.sigmoid_backward, aten.tanh_backward, aten.var_mean, aten.upsample_nearest2d,
+    aten.sigmoid_backward, aten.tanh_backward, aten.upsample_nearest2d,
     aten.native_dropout, aten.native_dropout_backward, aten.repeat, aten.squeeze,
     aten.stack, aten.split, aten.split_with_sizes, aten.slice_scatter, aten.select_scatter,
     aten.masked_fill, aten.addcmul, aten.rsub, aten.square, aten.mse_loss,

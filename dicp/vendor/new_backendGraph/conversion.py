@@ -329,3 +329,23 @@ def random(ctx, *args, **kwargs):
     vendor_op = {aten.bernoulli.p: ops.Bernoulli, aten.rand.default: ops.Rand,
                  aten.randn.default: ops.Randn}[ctx.node.target]
     return ctx.op(vendor_op, *args, **kwargs)
+
+
+# --- prims that torch's reference decompositions leave behind ----------------------------
+
+@conversion([prims.squeeze.default, prims.collapse_view.default, prims.reshape.default])
+def prims_reshape(ctx, x, *args):
+    return ctx.op(ops.Reshape, x, list(ctx.out.shape))
+
+
+@conversion(prims.broadcast_in_dim.default)
+def broadcast_in_dim(ctx, x, shape, broadcast_dimensions):
+    kept = [1] * len(shape)
+    for source_dim, target_dim in enumerate(broadcast_dimensions):
+        kept[target_dim] = ctx.val(x).shape[source_dim]
+    return ctx.op(ops.Expand, ctx.op(ops.Reshape, x, kept), list(shape))
+
+
+@conversion(prims.view_of.default)
+def view_of(ctx, x):
+    return x

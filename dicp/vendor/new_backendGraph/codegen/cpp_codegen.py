@@ -1,4 +1,5 @@
 """C++ target: lowers vendor ops to fused loop nests rendered from Jinja templates."""
+import sympy
 import torch
 import torch.fx as fx
 
@@ -15,6 +16,10 @@ from .templates import render
 from .wrapper import Var
 
 PARALLEL_THRESHOLD = 32768  # elements of work below which OpenMP costs more than it saves
+
+
+def _same(strides, expected):
+    return all(sympy.expand(a - b) == 0 for a, b in zip(strides, expected))
 
 
 def _fuses(user):
@@ -63,10 +68,16 @@ class CppCodegen(GraphCodegenBase):
             if isinstance(value, Pointwise) and any(u not in self.env for u in node.users):
                 self.env[node] = self.realize(value)
 
-    def materialize(self, value):
+    def materialize(self, value, val=None):
         if isinstance(value, (list, tuple)):
-            return type(value)(self.materialize(v) for v in value)
-        return self.realize(value) if isinstance(value, Pointwise) else value
+            vals = val if isinstance(val, (list, tuple)) else [None] * len(value)
+            return type(value)(self.materialize(v, f) for v, f in zip(value, vals))
+        if not isinstance(val, torch.Tensor) or not isinstance(value, (Buffer, Pointwise)):
+            return value
+        strides = strides_of(val)
+        if isinstance(value, Buffer) and (val.numel() <= 1 or _same(value.strides, strides)):
+            return value
+        return self.realize(Pointwise(value.dtype, value.sizes, value.load), strides)
 
     def output_value(self, arg, val):
         value = self.value(arg)

@@ -12,6 +12,7 @@ import torch.fx as fx
 
 from dicp.dynamo_bridge.operator import Operator
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
+from dicp.dynamo_bridge.utils import op_name
 
 from .ir import Buffer, Pointwise
 from .wrapper import Var, WrapperBuilder
@@ -54,6 +55,8 @@ class GraphCodegenBase:
             return self.env[arg]
         if isinstance(arg, (list, tuple)):
             return type(arg)(self.value(a) for a in arg)
+        if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return to_sympy(arg)
         return arg
 
     def placeholder(self, node):
@@ -74,18 +77,18 @@ class GraphCodegenBase:
 
     def call_function(self, node):
         val = node.meta.get("val")
-        if isinstance(val, (torch.SymInt, torch.SymFloat)):
+        if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float)):
             return to_sympy(val)  # size arithmetic: the expression itself, no runtime code
         if node.target is operator.getitem:
             return self.value(node.args[0])[node.args[1]]
         if isinstance(node.target, Operator):
             return self.vendor_op(node)
-        return self.aten_call(node, f"aten.{node.target.__name__}", node.target)
+        return self.aten_call(node, f"torch.ops.{op_name(node.target)}", node.target)
 
     def aten_call(self, node, source, target):
         """Library kernels and eager fallback: ATen called from the wrapper."""
-        args = [self.materialize(a) for a in self.value(node.args)]
-        kwargs = {k: self.materialize(v) for k, v in self.value(node.kwargs).items()}
+        args = fx.node.map_arg(node.args, self._materialize_node)
+        kwargs = fx.node.map_arg(node.kwargs, self._materialize_node)
         name = self.wrapper.call_op(source, args, kwargs)
         return self.result_value(name, node.meta.get("val"))
 
@@ -99,11 +102,15 @@ class GraphCodegenBase:
                                            for a in node.args[0]]):
             self.wrapper.outputs.append(self.wrapper.literal(self.output_value(arg, val)))
 
-    def materialize(self, value):
+    def _materialize_node(self, arg):
+        return self.materialize(self.env[arg], arg.meta.get("val"))
+
+    def materialize(self, value, val=None):
+        """`value` as memory in the layout it was traced with (library calls and fallback)."""
         return value
 
     def output_value(self, arg, val):
-        return self.materialize(self.value(arg))
+        return self.materialize(self.value(arg), val)
 
 
 class PythonCodegen(GraphCodegenBase):

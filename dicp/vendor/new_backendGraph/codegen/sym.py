@@ -74,6 +74,11 @@ _FUNCTIONS = {
     "ModularIndexing": ("(({0} / {1}) % {2})", "(({0} // {1}) % {2})"),
     "Max": ("dicp::max_of<int64_t>({args})", "max({args})"),
     "Min": ("dicp::min_of<int64_t>({args})", "min({args})"),
+    "FloatTrueDiv": ("(static_cast<double>({0}) / {1})", "({0} / {1})"),
+    "ToFloat": ("static_cast<double>({0})", "float({0})"),
+    "FloatPow": ("std::pow(static_cast<double>({0}), {1})", "({0} ** {1})"),
+    "PowByNatural": ("dicp::ipow<int64_t>({0}, {1})", "({0} ** {1})"),
+    "OpaqueUnaryFn_sqrt": ("std::sqrt(static_cast<double>({0}))", "math.sqrt({0})"),
     "TruncToInt": ("static_cast<int64_t>({0})", "int({0})"),
     "floor": ("static_cast<int64_t>(std::floor({0}))", "math.floor({0})"),
     "ceiling": ("static_cast<int64_t>(std::ceil({0}))", "math.ceil({0})"),
@@ -104,6 +109,8 @@ class ExprPrinter:
             return "(" + " * ".join(self(a) for a in expr.args) + ")"
         if expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:
             return "(" + " * ".join([self(expr.base)] * int(expr.exp)) + ")"
+        if expr.is_Float:
+            return repr(float(expr))
         if expr.is_Rational:
             return f"({expr.p} / {expr.q})" if self.dialect else f"({expr.p}.0 / {expr.q})"
         return self._function(expr)
