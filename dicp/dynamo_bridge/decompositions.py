@@ -2,6 +2,8 @@
 
 The table is a new dict: torch's own tables are never edited.
 """
+from functools import lru_cache
+
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 
@@ -12,11 +14,16 @@ from .utils import env_list, matches_any, op_name
 def build_decompositions(extra_ops=(), keep_ops=()):
     """torch's core ATen decompositions plus `extra_ops`, minus `keep_ops` and the ops
     named (by pattern, e.g. aten.gelu.*) in DICP_KEEP_TORCH_DEFAULT."""
+    keep_patterns = tuple(env_list("DICP_KEEP_TORCH_DEFAULT"))
+    return _build(tuple(extra_ops), tuple(keep_ops), keep_patterns)
+
+
+@lru_cache(maxsize=8)  # materializing torch's table costs ~0.3 s; do it once per setting
+def _build(extra_ops, keep_ops, keep_patterns):
     table = dict(core_aten_decompositions().items())
     table.update(get_decompositions(list(extra_ops)))
     for overload in overloads_of(list(keep_ops)):
         table.pop(overload, None)
-    keep_patterns = env_list("DICP_KEEP_TORCH_DEFAULT")
     return {op: fn for op, fn in table.items()
             if not (isinstance(op, torch._ops.OpOverload)
-                    and matches_any(op_name(op), keep_patterns))}
+                    and matches_any(op_name(op), list(keep_patterns)))}

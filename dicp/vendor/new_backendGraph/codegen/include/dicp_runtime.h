@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <algorithm>
+
 #include <type_traits>
 
 namespace dicp {
