@@ -83,7 +83,7 @@ class OpReport:
         widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
         align = (str.ljust, str.ljust, str.rjust, str.ljust)
         lines = [" | ".join(pad(cell, width) for pad, cell, width in zip(align, row, widths))
-                 for row in rows]
+                 .rstrip() for row in rows]
         lines.insert(1, "-+-".join("-" * width for width in widths))
         return "\n".join(lines + [self.summary()])
 
@@ -145,8 +145,10 @@ def _is_op(node) -> bool:
 
 def _report(spec, graphs) -> OpReport:
     counts = Counter((kind, target) for kind, targets in graphs for target in targets)
-    forced = env_list("DICP_FALLBACK_OPS")  # what OpTransformer forces to fallback as well
-    records = [OpRecord(op_name(target), kind, count,
+    forced = env_list("DICP_FALLBACK_OPS")
+    # str() keeps ".default" (aten.mm.default); the forced-fallback patterns are matched
+    # against op_name(), as OpTransformer matches them.
+    records = [OpRecord(str(target), kind, count,
                         target in spec.conversions and not matches_any(op_name(target), forced))
                for (kind, target), count in counts.items()]
     records.sort(key=lambda record: (GRAPH_KINDS.index(record.graph), record.op))
@@ -181,9 +183,7 @@ def demo_model():
     return model, (torch.randn(8, 16),)
 
 
-DEMO_TARGET = f"{__name__}:demo_model"
-if __name__ == "__main__":  # the demo target must name this module the way `import` sees it
-    DEMO_TARGET = "dicp.tools.op_collector:demo_model"
+DEMO_TARGET = "dicp.tools.op_collector:demo_model"
 
 _EPILOG = f"""\
 What MODULE:CALLABLE names (CALLABLE may be dotted, e.g. torch:nn.functional.gelu):
@@ -220,7 +220,8 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="List the ATen ops a function or module produces for a dicp backend, with "
                     "counts per graph, and which would fall back to eager (no converter).")
-    parser.add_argument("target", nargs="?", metavar="MODULE:CALLABLE")
+    parser.add_argument("target", nargs="?", metavar="MODULE:CALLABLE",
+                        help="the function, module or factory to analyse (see below)")
     parser.add_argument("--demo", action="store_true", help=f"analyse {DEMO_TARGET}")
     parser.add_argument("--backend", default="new_backendgraph", help="a registered dicp backend")
     parser.add_argument("--shape", type=_shape, action="append",
@@ -251,11 +252,17 @@ def _random_tensor(shape, dtype, requires_grad):
 
 def _workload(args):
     """(fn_or_module, inputs) for the parsed command line, following the rules in --help."""
+    if args.demo:
+        return demo_model()
     target = _load(args.target)
     if args.shape:
         return target, tuple(_random_tensor(shape, args.dtype, bool(args.training))
                              for shape in args.shape)
-    made = target()
+    try:
+        made = target()
+    except TypeError as error:  # most often a function that wants tensors: --shape was missing
+        raise ValueError(f"{args.target} was called as a factory with no arguments (no --shape) "
+                         f"and failed: {error}") from error
     if not (isinstance(made, tuple) and len(made) == 2 and callable(made[0])):
         raise ValueError(f"{args.target} was called with no arguments (no --shape) and must "
                          f"return (fn_or_module, inputs); it returned {type(made).__name__}")
@@ -269,7 +276,6 @@ def main(argv=None) -> int:
         parser.error("give either MODULE:CALLABLE or --demo")
     if args.demo and args.shape:
         parser.error("--demo takes no --shape")
-    args.target = args.target or DEMO_TARGET
     try:
         fn, inputs = _workload(args)
     except (ValueError, ImportError, AttributeError) as error:

@@ -1,6 +1,10 @@
 """Compiler command, chip-variant flags and loading of a generated graph."""
 import ctypes
+import hashlib
+import os
 import platform
+import subprocess
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -12,7 +16,7 @@ from .codegen.templates import INCLUDE_DIR
 from .opset import OPS
 
 BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fno-math-errno",
-              "-Wno-unused-variable")
+              "-Wno-unused-variable", "-pipe")
 
 
 def chip_flags(variant: str) -> tuple:
@@ -40,8 +44,36 @@ def _header_texts():
 def build_spec(source: str) -> BuildSpec:
     variant = config.chip_variant()
     key_variant = f"native:{_host_cpu()}" if variant == "native" else variant
-    flags = BASE_FLAGS + chip_flags(variant) + (f"-I{INCLUDE_DIR}",)
-    return BuildSpec(source, config.compiler(), flags, key_variant, _header_texts())
+    flags = BASE_FLAGS + chip_flags(variant)
+    include = precompiled_header_dir(config.compiler(), flags) or INCLUDE_DIR
+    return BuildSpec(source, config.compiler(), flags + (f"-I{include}",), key_variant,
+                     _header_texts())
+
+
+def precompiled_header_dir(compiler, flags):
+    """A cache folder holding the runtime header and its .gch for these flags, or None.
+
+    Parsing <cmath> and friends is most of a small kernel's build time; g++ silently uses
+    the text header instead whenever the .gch does not match, so this is only a speed-up.
+    """
+    texts = _header_texts()
+    key = hashlib.sha256(repr((compiler, flags, texts)).encode()).hexdigest()[:16]
+    directory = cache_dir() / "pch" / key
+    gch = directory / "dicp_runtime.h.gch"
+    if gch.exists():
+        return directory
+    for name, text in texts:
+        atomic_write(directory / name, text.encode())
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".pch.", suffix=".gch")
+    os.close(fd)
+    command = [compiler, *flags, "-x", "c++-header", str(directory / "dicp_runtime.h"), "-o", tmp]
+    try:
+        if subprocess.run(command, capture_output=True).returncode != 0:
+            return None  # the plain header still works
+        os.replace(tmp, gch)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return directory
 
 
 class KernelTable:
