@@ -85,13 +85,23 @@ class OpTransformer:
         if _is_size_arithmetic(node):
             return self._copy(node, args, kwargs)
         converter = self._converter_for(node)
-        if converter is not None:
-            self.ctx.node = node
-            try:
-                return converter(self.ctx, *args, **kwargs)
-            except Unsupported as reason:
-                return self._fallback(node, args, kwargs, str(reason))
-        return self._fallback(node, args, kwargs, "no converter")
+        if converter is None:
+            return self._fallback(node, args, kwargs, "no converter")
+        self.ctx.node = node
+        try:
+            self._check_dtypes(node)
+            return converter(self.ctx, *args, **kwargs)
+        except Unsupported as reason:
+            return self._fallback(node, args, kwargs, str(reason))
+
+    def _check_dtypes(self, node):
+        supported = self.backend.supported_dtypes
+        vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+        for val in fx.node.map_aggregate(vals, lambda v: v):
+            dtype = getattr(val, "dtype", None)
+            if supported and isinstance(val, torch.Tensor) and dtype not in supported:
+                raise Unsupported(f"dtype {dtype} is not supported by {self.backend.name} "
+                                  f"(supported: {', '.join(sorted(map(str, supported)))})")
 
     def _lookup(self, arg):
         return self.env[arg] if isinstance(arg, fx.Node) else arg
@@ -116,14 +126,14 @@ class OpTransformer:
         return new
 
     def _report_fallback(self, name, reason):
-        backend = self.backend.name
+        backend, table = self.backend.name, self.backend.conversion_table
+        advice = (f"add a converter for {name} in {table}" if reason == "no converter"
+                  else f"extend the converter of {name} in {table}")
         if strict_mode() and "DICP_FALLBACK_OPS" not in reason:
-            raise UnsupportedOpError(
-                f"{backend}: {name} is not supported ({reason}) and DICP_STRICT=1 forbids "
-                f"eager fallback; add a converter for {name} in {self.backend.conversion_table}")
-        log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s); "
-                 "a converter would go in %s", backend, name, reason,
-                 self.backend.conversion_table)
+            raise UnsupportedOpError(f"{backend}: {name} is not supported ({reason}) and "
+                                     f"DICP_STRICT=1 forbids eager fallback; {advice}")
+        log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s); to run "
+                 "it natively, %s", backend, name, reason, advice)
 
 
 def _is_size_arithmetic(node):
