@@ -4,6 +4,8 @@ import logging
 import os
 from pathlib import Path
 
+import torch
+
 log = logging.getLogger("dicp")
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -34,10 +36,10 @@ def matches_any(op_name: str, patterns: list[str]) -> bool:
 
 def op_name(target) -> str:
     """`aten.add.Tensor` for an OpOverload, the vendor name for a vendor op."""
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)  # "aten.mm.default"; OpOverload.name() drops ".default"
     name = getattr(target, "name", None)
-    if callable(name):  # OpOverload.name() gives "aten::add.Tensor"
-        return name().replace("::", ".")
-    return str(name or getattr(target, "__name__", target))
+    return str(name if isinstance(name, str) else getattr(target, "__name__", target))
 
 
 def strict_mode() -> bool:

@@ -238,17 +238,27 @@ def _count(ctx, x, dims):
 
 @conversion([aten.var.correction, aten.var_mean.correction])
 def var(ctx, x, dims=None, *, correction=None, keepdim=False):
+    """Two-pass variance, computed in float32 for half types as eager does."""
+    out_dtype = ctx.val(x).dtype
+    if out_dtype in (torch.float16, torch.bfloat16):
+        x = ctx.op(ops.Convert, x, torch.float32)
     dims = _dims(ctx, x, dims)
-    correction = 1 if correction is None else correction
     count = _count(ctx, x, dims)
     mean_ = ctx.op(ops.Div, ctx.op(ops.ReduceSum, x, dims, True), count)
     centered = ctx.op(ops.Sub, x, mean_)
     squares = ctx.op(ops.ReduceSum, ctx.op(ops.Mul, centered, centered), dims, keepdim)
-    variance = ctx.op(ops.Div, squares, ctx.op(ops.Maximum, _full_like_scalar(
-        ctx, squares, 0), ctx.op(ops.Sub, _full_like_scalar(ctx, squares, count), correction)))
+    divisor = ctx.op(ops.Maximum, _full_like_scalar(ctx, squares, 0),
+                     ctx.op(ops.Sub, _full_like_scalar(ctx, squares, count), correction))
+    variance = _cast(ctx, ctx.op(ops.Div, squares, divisor), out_dtype)
     if ctx.node.target is aten.var.correction:
         return variance
-    return variance, (mean_ if keepdim else ctx.op(ops.Reshape, mean_, list(variance.meta["val"].shape)))
+    if not keepdim:
+        mean_ = ctx.op(ops.Reshape, mean_, list(variance.meta["val"].shape))
+    return variance, _cast(ctx, mean_, out_dtype)
+
+
+def _cast(ctx, x, dtype):
+    return x if ctx.val(x).dtype == dtype else ctx.op(ops.Convert, x, dtype)
 
 
 @conversion(aten.cumsum.default)

@@ -65,7 +65,7 @@ LAYOUT = {
     "Select": lambda x, dim, index: x.select(dim, index),
     "AsStrided": lambda x, size, stride, offset: x.as_strided(size, stride, offset),
     "Cat": lambda xs, dim: torch.cat(xs, dim),
-    "ConstantPad": lambda x, pad, value: torch.constant_pad_nd(x, pad, value),
+    "ConstantPad": lambda x, pad, value=0: torch.constant_pad_nd(x, pad, value),
     "Copy": lambda x: x.clone(memory_format=torch.contiguous_format),
     "Convert": lambda x, dtype: x.to(dtype),
     "Where": torch.where,
