@@ -332,6 +332,33 @@ def scatter(ctx, x, dim, index, src):
     return ctx.op(ops.ScatterSrc, x, dim % max(ctx.val(x).dim(), 1), index, src)
 
 
+# --- pooling ----------------------------------------------------------------------------
+
+def _pair(value, default=None):
+    value = default if value is None or (isinstance(value, (list, tuple)) and not value) else value
+    value = list(value) if isinstance(value, (list, tuple)) else [value]
+    return value * 2 if len(value) == 1 else value
+
+
+@conversion(aten.max_pool2d_with_indices.default)
+def max_pool2d(ctx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    pooled = ctx.op(ops.MaxPool2dWithIndices, x, _pair(kernel), _pair(stride, kernel),
+                    _pair(padding), _pair(dilation), ceil_mode)
+    return pooled
+
+
+@conversion(aten.avg_pool2d.default)
+def avg_pool2d(ctx, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return ctx.op(ops.AvgPool2d, x, _pair(kernel), _pair(stride, kernel), _pair(padding),
+                  ceil_mode, count_include_pad, divisor_override)
+
+
+@conversion(aten._adaptive_avg_pool2d.default)
+def adaptive_avg_pool2d(ctx, x, output_size):
+    return ctx.op(ops.AdaptiveAvgPool2d, x, list(output_size))
+
+
 # --- library kernels with argument handling -------------------------------------------
 
 @conversion([aten.bernoulli.p, aten.rand.default, aten.randn.default])

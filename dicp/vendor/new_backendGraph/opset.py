@@ -86,6 +86,18 @@ INDEXING = {
         x, indices, values, accumulate),
 }
 
+# Window reductions over the last two (spatial) dims.
+POOL = {
+    "MaxPool2dWithIndices": lambda x, kernel, stride, padding, dilation, ceil_mode:
+        torch.ops.aten.max_pool2d_with_indices.default(x, kernel, stride, padding, dilation,
+                                                       ceil_mode),
+    "AvgPool2d": lambda x, kernel, stride, padding, ceil_mode, count_include_pad, divisor:
+        torch.ops.aten.avg_pool2d.default(x, kernel, stride, padding, ceil_mode,
+                                          count_include_pad, divisor),
+    "AdaptiveAvgPool2d": lambda x, output_size:
+        torch.ops.aten._adaptive_avg_pool2d.default(x, output_size),
+}
+
 # Library kernels: the backend's tuned kernel library, called from the wrapper.
 LIBRARY = {
     "Mm": torch.ops.aten.mm.default, "Bmm": torch.ops.aten.bmm.default,
@@ -112,7 +124,7 @@ def _reduce_each(fn, x, dims, keepdim, **kwargs):
 
 
 FAMILIES = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE, "layout": LAYOUT,
-            "indexing": INDEXING, "library": LIBRARY, "inplace": INPLACE}
+            "indexing": INDEXING, "pool": POOL, "library": LIBRARY, "inplace": INPLACE}
 for _family, _table in FAMILIES.items():
     for _name, _impl in _table.items():
         _define(_family, _name, _impl)

@@ -6,7 +6,7 @@ import torch.fx as fx
 from dicp.dynamo_bridge.operator import Operator
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 
-from . import lowering_extra  # noqa: F401  (registers reduction/layout/indexing rows)
+from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
 from .graph_codegen import GeneratedGraph, GraphCodegenBase
 from .ir import Buffer, Pointwise
 from .kernel import KernelBuilder
