@@ -146,6 +146,12 @@ def full(ctx, size, value, dtype=None, **kwargs):
     return ctx.op(ops.Full, list(size), value, ctx.out.dtype)
 
 
+@conversion([aten.empty.memory_format, aten.empty_strided.default])
+def empty(ctx, *args, **kwargs):
+    """Uninitialized memory: an allocation in the traced layout, no kernel."""
+    return ctx.op(ops.Empty, list(ctx.out.shape), list(ctx.out.stride()), ctx.out.dtype)
+
+
 @conversion(aten.scalar_tensor.default)
 def scalar_tensor(ctx, value, dtype=None, **kwargs):
     return ctx.op(ops.Full, [], value, ctx.out.dtype)
@@ -352,6 +358,18 @@ def avg_pool2d(ctx, x, kernel, stride=(), padding=0, ceil_mode=False, count_incl
                divisor_override=None):
     return ctx.op(ops.AvgPool2d, x, _pair(kernel), _pair(stride, kernel), _pair(padding),
                   ceil_mode, count_include_pad, divisor_override)
+
+
+@conversion(aten.avg_pool2d_backward.default)
+def avg_pool2d_backward(ctx, grad, x, kernel, stride, padding, ceil_mode, count_include_pad,
+                        divisor_override):
+    return ctx.op(ops.AvgPool2dBackward, grad, x, _pair(kernel), _pair(stride, kernel),
+                  _pair(padding), ceil_mode, count_include_pad, divisor_override)
+
+
+@conversion(aten._adaptive_avg_pool2d_backward.default)
+def adaptive_avg_pool2d_backward(ctx, grad, x):
+    return ctx.op(ops.AdaptiveAvgPool2dBackward, grad, x)
 
 
 @conversion(aten._adaptive_avg_pool2d.default)

@@ -70,6 +70,7 @@ LAYOUT = {
     "Convert": lambda x, dtype: x.to(dtype),
     "Where": torch.where,
     "Full": lambda size, value, dtype: torch.full(size, value, dtype=dtype),
+    "Empty": lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype),
     "Iota": lambda length, start, step, dtype: torch.arange(
         start, start + length * step, step, dtype=dtype)[:length],
     "CumSum": lambda x, dim, dtype=None: torch.cumsum(x, dim, dtype=dtype),
@@ -96,6 +97,11 @@ POOL = {
                                           count_include_pad, divisor),
     "AdaptiveAvgPool2d": lambda x, output_size:
         torch.ops.aten._adaptive_avg_pool2d.default(x, output_size),
+    "AvgPool2dBackward": lambda grad, x, kernel, stride, padding, ceil_mode, include_pad,
+        divisor: torch.ops.aten.avg_pool2d_backward.default(grad, x, kernel, stride, padding,
+                                                            ceil_mode, include_pad, divisor),
+    "AdaptiveAvgPool2dBackward": lambda grad, x:
+        torch.ops.aten._adaptive_avg_pool2d_backward.default(grad, x),
 }
 
 # Library kernels: the backend's tuned kernel library, called from the wrapper.

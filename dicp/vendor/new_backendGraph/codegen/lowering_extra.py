@@ -315,6 +315,14 @@ def index_put(g, node, x, indices, values, accumulate=False):
     return out
 
 
+@lowering("Empty")
+def empty(g, node, size, stride, dtype):
+    from dicp.dynamo_bridge.symbolic import strides_of
+    val = node.meta["val"]
+    sizes, strides = shape_of(val), strides_of(val)
+    return Buffer(g.wrapper.allocate(dtype, sizes, strides), dtype, sizes, strides)
+
+
 # ---- in place ------------------------------------------------------------------------
 
 @lowering("CopyInto")

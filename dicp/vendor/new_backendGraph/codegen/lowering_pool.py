@@ -1,4 +1,5 @@
 """Pooling as window reductions over the last two dims: one loop nest per output."""
+import sympy
 import torch
 
 from dicp.dynamo_bridge.symbolic import shape_of
@@ -54,31 +55,62 @@ def avg_pool2d(g, node, x, kernel, stride, padding, ceil_mode, count_include_pad
 
     def body(k, outer, inner):
         h, w, inside = _window(k, outer, x, kernel, stride, padding, (1, 1), inner)
-        value = k.masked(inside, lambda: x.load(k, outer[:-2] + [h, w]), "0", "double")
-        k.line(f"acc += {value};")
-        k.line(f"count += {inside} ? 1 : 0;")
+        k.line(f"acc += {k.masked(inside, lambda: x.load(k, outer[:-2] + [h, w]), '0', 'double')};")
 
     def post(k, outer):
-        count = _divisor(k, x, outer, kernel, stride, padding, count_include_pad, divisor)
+        count = _avg_divisor(k, x.sizes, outer[-2:], kernel, stride, padding,
+                             count_include_pad, divisor)
         out.store(k, outer, f"acc / static_cast<double>({count})")
 
-    g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0; int64_t count = 0;"),
+    g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"),
              inner=[(0, kernel[0]), (0, kernel[1])], body=body, post=post)
     return out
 
 
-def _divisor(k, x, outer, kernel, stride, padding, count_include_pad, divisor):
+def _avg_divisor(k, in_sizes, window, kernel, stride, padding, count_include_pad, divisor):
+    """ATen's divisor for the window at output position `window` (oh, ow)."""
     if divisor:
         return str(divisor)
-    if not count_include_pad:
-        return "count"
-    # the window clipped to the padded input, as ATen counts it
     spans = []
-    for d, (size, i) in enumerate(zip(x.sizes[-2:], outer[-2:])):
-        start = k.index(i * stride[d] - padding[d])
+    for d, (size, o) in enumerate(zip(in_sizes[-2:], window)):
+        start = k.index(o * stride[d] - padding[d])
         end = f"dicp::min_of<int64_t>({start} + {kernel[d]}, {k.index(size + padding[d])})"
+        if not count_include_pad:
+            start, end = (f"dicp::max_of<int64_t>({start}, 0L)",
+                          f"dicp::min_of<int64_t>({end}, {k.index(size)})")
         spans.append(f"({end} - {start})")
     return " * ".join(spans)
+
+
+@lowering("AvgPool2dBackward")
+def avg_pool2d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode, count_include_pad,
+                        divisor):
+    grad, x = g.value(grad), g.value(x)
+    out = _new_buffer(g, node.meta["val"])
+    outer = _outer_vars(len(out.sizes))
+
+    def window_range(d):
+        """Output positions whose window may cover input index outer[d]: at most ceil(k/s)."""
+        pos = outer[d - 2] + padding[d]
+        hi = sympy.Min(IDiv(pos, stride[d]) + 1, grad.sizes[d - 2])
+        return sympy.Max(hi - (kernel[d] + stride[d] - 1) // stride[d] - 1, 0), hi
+
+    def body(k, outer, inner):
+        covers = " && ".join(
+            f"({k.index(o * stride[d] - padding[d])} <= {k.index(outer[d - 2])} && "
+            f"{k.index(outer[d - 2])} < {k.index(o * stride[d] - padding[d] + kernel[d])})"
+            for d, o in enumerate(inner))
+        count = _avg_divisor(k, x.sizes, inner, kernel, stride, padding, count_include_pad,
+                             divisor)
+        value = k.masked(covers, lambda: k.emit(
+            f"{grad.load(k, outer[:-2] + inner)} / static_cast<double>({count})", "double"),
+            "0", "double")
+        k.line(f"acc += {value};")
+
+    g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"),
+             inner=[window_range(0), window_range(1)], body=body,
+             post=lambda k, o: out.store(k, o, "acc"))
+    return out
 
 
 @lowering("AdaptiveAvgPool2d")
@@ -88,8 +120,7 @@ def adaptive_avg_pool2d(g, node, x, output_size):
     in_h, in_w = x.sizes[-2:]
     out_h, out_w = out.sizes[-2:]
 
-    def bounds(i, size_in, size_out):
-        return IDiv(i * size_in, size_out), IDiv((i + 1) * size_in + size_out - 1, size_out)
+    bounds = _adaptive_bounds
 
     def body(k, outer, inner):
         k.line(f"acc += {x.load(k, outer[:-2] + inner)};")
@@ -103,6 +134,37 @@ def adaptive_avg_pool2d(g, node, x, output_size):
     g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"),
              inner=[bounds(outer_vars[-2], in_h, out_h), bounds(outer_vars[-1], in_w, out_w)],
              body=body, post=post)
+    return out
+
+
+def _adaptive_bounds(i, size_in, size_out):
+    return IDiv(i * size_in, size_out), IDiv((i + 1) * size_in + size_out - 1, size_out)
+
+
+@lowering("AdaptiveAvgPool2dBackward")
+def adaptive_avg_pool2d_backward(g, node, grad, x):
+    grad = g.value(grad)
+    out = _new_buffer(g, node.meta["val"])
+    in_h, in_w = out.sizes[-2:]
+    out_h, out_w = grad.sizes[-2:]
+    outer = _outer_vars(len(out.sizes))
+
+    def body(k, outer, inner):
+        (h0, h1), (w0, w1) = (_adaptive_bounds(inner[0], in_h, out_h),
+                              _adaptive_bounds(inner[1], in_w, out_w))
+        h, w = k.index(outer[-2]), k.index(outer[-1])
+        covers = (f"({k.index(h0)} <= {h} && {h} < {k.index(h1)} && "
+                  f"{k.index(w0)} <= {w} && {w} < {k.index(w1)})")
+        area = f"(({k.index(h1)} - {k.index(h0)}) * ({k.index(w1)} - {k.index(w0)}))"
+        value = k.masked(covers, lambda: k.emit(
+            f"{grad.load(k, outer[:-2] + inner)} / static_cast<double>{area}", "double"),
+            "0", "double")
+        k.line(f"acc += {value};")
+
+    # output positions whose window can contain input h: [h*OH/H, ceil((h+1)*OH/H))
+    inner = [_adaptive_bounds(outer[-2], out_h, in_h), _adaptive_bounds(outer[-1], out_w, in_w)]
+    g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"), inner=inner, body=body,
+             post=lambda k, o: out.store(k, o, "acc"))
     return out
 
 
