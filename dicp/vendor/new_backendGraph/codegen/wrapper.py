@@ -1,5 +1,6 @@
 """WrapperBuilder: the Python `call(args)` that binds sizes, allocates, and calls kernels."""
 import math
+import re
 
 import sympy
 import torch
@@ -9,6 +10,9 @@ from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 from .ir import Buffer
 from .sym import py_expr
 from .templates import render
+
+
+_NAME = re.compile(r"\bbuf\d+\b")
 
 
 class Var(str):
@@ -94,4 +98,22 @@ class WrapperBuilder:
 
     def render(self):
         return render("wrapper.py.j2", graph_name=self.graph_name, target=self.target,
-                      inputs=self.inputs, lines=self.lines, outputs=self.outputs)
+                      inputs=self.inputs, lines=self.free_dead_buffers(), outputs=self.outputs)
+
+    def free_dead_buffers(self):
+        """`del` each intermediate after its last use, so peak memory follows liveness."""
+        returned = set(_NAME.findall(" ".join(self.outputs)))
+        last_use = {}
+        for number, line in enumerate(self.lines):
+            for name in _NAME.findall(line):
+                last_use[name] = number
+        frees = {}
+        for name, number in last_use.items():
+            if name not in returned:
+                frees.setdefault(number, []).append(name)
+        lines = []
+        for number, line in enumerate(self.lines):
+            lines.append(line)
+            if number in frees:
+                lines.append(f"del {', '.join(sorted(frees[number]))}")
+        return lines
