@@ -1,4 +1,5 @@
 """Base class of vendor ops: a name plus a shape rule evaluated on fake tensors."""
+import torch.fx
 
 
 class InferenceError(RuntimeError):
@@ -28,6 +29,9 @@ class Operator:
                                  f"{type(error).__name__}: {error}") from error
 
     def __call__(self, *args, **kwargs):
+        proxy = next((a for a in args if isinstance(a, torch.fx.Proxy)), None)
+        if proxy is not None:  # traced inside a rewrite pattern: record the op itself
+            return proxy.tracer.create_proxy("call_function", self, args, kwargs)
         return self.impl(*args, **kwargs)
 
     def __repr__(self):

@@ -22,7 +22,7 @@ EXTRA_DECOMPOSITIONS = [
     aten._softmax_backward_data, aten._log_softmax_backward_data, aten.native_layer_norm,
     aten.native_layer_norm_backward, aten.native_group_norm, aten.native_group_norm_backward,
     aten.native_batch_norm_backward, aten._native_batch_norm_legit_functional,
-    aten._native_batch_norm_legit_no_training, aten.nll_loss_forward, aten.nll_loss_backward,
+    aten.nll_loss_forward, aten.nll_loss_backward,
     aten.embedding, aten.embedding_dense_backward, aten.threshold_backward,
     aten.sigmoid_backward, aten.tanh_backward, aten.upsample_nearest2d,
     aten.native_dropout, aten.native_dropout_backward, aten.repeat, aten.squeeze,

@@ -112,8 +112,7 @@ def to_dtype(ctx, x, dtype=None, **kwargs):
         raise Unsupported(f"memory_format={kwargs['memory_format']}")
     if kwargs.get("device") not in (None, torch.device("cpu")):
         raise Unsupported(f"device={kwargs['device']}")
-    dtype = dtype or ctx.val(x).dtype
-    return ctx.op(ops.Convert, ctx.op(ops.Copy, x), dtype)
+    return ctx.op(ops.Convert, x, dtype or ctx.val(x).dtype)
 
 
 @conversion([aten.clone.default, aten.lift_fresh_copy.default])
@@ -131,7 +130,7 @@ def copy(ctx, dst, src, non_blocking=False):
     """Functional copy: src, broadcast and cast to dst's shape and dtype."""
     dst_val = ctx.val(dst)
     src = ctx.op(ops.Expand, src, list(dst_val.shape))
-    return ctx.op(ops.Convert, ctx.op(ops.Copy, src), dst_val.dtype)
+    return ctx.op(ops.Convert, src, dst_val.dtype)
 
 
 @conversion(aten.copy_.default)
@@ -336,6 +335,27 @@ def scatter(ctx, x, dim, index, src):
         src = ctx.op(ops.Expand, ctx.op(ops.Full, [], src, ctx.val(x).dtype),
                      list(ctx.val(index).shape))
     return ctx.op(ops.ScatterSrc, x, dim % max(ctx.val(x).dim(), 1), index, src)
+
+
+# --- normalization ----------------------------------------------------------------------
+
+@conversion(aten._native_batch_norm_legit_no_training.default)
+def batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, momentum, eps):
+    """(x - mean) / sqrt(var + eps) * weight + bias with per-channel statistics."""
+    rank = ctx.val(x).dim()
+    per_channel = [ctx.val(x).shape[1]] + [1] * (rank - 2)  # broadcasts against (N, C, ...)
+
+    def channel(t):
+        return ctx.op(ops.Reshape, t, per_channel)
+    inv_std = ctx.op(ops.Rsqrt, ctx.op(ops.Add, channel(running_var), eps))
+    out = ctx.op(ops.Mul, ctx.op(ops.Sub, x, channel(running_mean)), inv_std)
+    if weight is not None:
+        out = ctx.op(ops.Mul, out, channel(weight))
+    if bias is not None:
+        out = ctx.op(ops.Add, out, channel(bias))
+    out = _cast(ctx, out, ctx.out[0].dtype)
+    empty = [ctx.op(ops.Full, list(v.shape), 0, v.dtype) for v in ctx.out[1:]]
+    return (out, *empty)
 
 
 # --- pooling ----------------------------------------------------------------------------

@@ -67,7 +67,7 @@ LAYOUT = {
     "Cat": lambda xs, dim: torch.cat(xs, dim),
     "ConstantPad": lambda x, pad, value=0: torch.constant_pad_nd(x, pad, value),
     "Copy": lambda x: x.clone(memory_format=torch.contiguous_format),
-    "Convert": lambda x, dtype: x.to(dtype),
+    "Convert": lambda x, dtype: x.to(dtype, copy=True),
     "Where": torch.where,
     "Full": lambda size, value, dtype: torch.full(size, value, dtype=dtype),
     "Empty": lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype),

@@ -52,8 +52,14 @@ class CppCodegen(GraphCodegenBase):
         except KeyError:
             raise UnsupportedLowering(f"vendor op {node.target.name} has no C++ lowering; "
                                       f"add one in codegen/lowering*.py") from None
-        value = lower(self, node, *node.args, **node.kwargs)
+        args, kwargs = fx.node.map_arg((node.args, node.kwargs), self._size_or_node)
+        value = lower(self, node, *args, **kwargs)
         return self.realize(value) if self._must_realize(node, value) else value
+
+    def _size_or_node(self, arg):
+        """Size arithmetic nodes become their sympy expression; tensors stay nodes."""
+        value = self.env[arg]
+        return value if isinstance(value, sympy.Basic) else arg
 
     def _must_realize(self, node, value):
         """Inline a lazy value into its single fusing consumer; otherwise write it once."""

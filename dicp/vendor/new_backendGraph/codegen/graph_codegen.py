@@ -93,8 +93,12 @@ class GraphCodegenBase:
         return self.result_value(name, node.meta.get("val"))
 
     def result_value(self, name, val):
+        """Wrap a call's result; each tuple element gets its own wrapper variable."""
         if isinstance(val, (tuple, list)):
-            return tuple(self.result_value(Var(f"{name}[{i}]"), v) for i, v in enumerate(val))
+            elements = [Var(self.wrapper.fresh()) for _ in val]
+            if elements:
+                self.wrapper.lines.append(f"{', '.join(elements)}, = {name}")
+            return tuple(self.result_value(e, v) for e, v in zip(elements, val))
         return self.input_value(None, val, name) if isinstance(val, torch.Tensor) else Var(name)
 
     def output(self, node):
@@ -124,7 +128,7 @@ class PythonCodegen(GraphCodegenBase):
         args = self.value(node.args)
         kwargs = self.value(node.kwargs)
         source = f"vendor_ops[{node.target.name!r}]"
-        return self.wrapper.call_op(source, args, kwargs)
+        return self.result_value(self.wrapper.call_op(source, args, kwargs), node.meta.get("val"))
 
     def finish(self):
         return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(),

@@ -1,0 +1,82 @@
+"""Shared helpers for the unit tests: cache isolation, fresh interpreters, compile shortcuts.
+
+Every test gets DICP_CACHE_DIR under pytest's tmp_path (never the user's cache) and every other
+DICP_* knob at its default; tests that change a knob do so with monkeypatch.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+BACKEND = "new_backendgraph"
+KNOBS = ("DICP_STRICT", "DICP_DEBUG", "DICP_FALLBACK_OPS", "DICP_KEEP_TORCH_DEFAULT",
+         "DICP_NEW_BACKENDGRAPH_TARGET", "DICP_CHIP_VARIANT", "DICP_CXX", "DICP_CACHE_DIR")
+
+
+def _isolate(monkeypatch, path):
+    for knob in KNOBS:
+        monkeypatch.delenv(knob, raising=False)
+    monkeypatch.setenv("DICP_CACHE_DIR", str(path))
+    torch._dynamo.reset()
+    return path
+
+
+@pytest.fixture
+def cold_cache(tmp_path, monkeypatch):
+    """An empty cache directory for this test only."""
+    return _isolate(monkeypatch, tmp_path / "dicp-cache")
+
+
+_MODULE_ROOTS: dict = {}  # test module name -> its shared cache directory
+
+
+@pytest.fixture
+def warm_cache(request, tmp_path_factory, monkeypatch):
+    """A cache directory shared by the tests of one module (they reuse each other's builds)."""
+    name = request.module.__name__
+    if name not in _MODULE_ROOTS:
+        _MODULE_ROOTS[name] = tmp_path_factory.mktemp("dicp-cache")
+    return _isolate(monkeypatch, _MODULE_ROOTS[name])
+
+
+def compiled(fn, dynamic=False):
+    """`fn` compiled by new_backendgraph after a dynamo reset."""
+    torch._dynamo.reset()
+    return torch.compile(fn, backend=BACKEND, dynamic=dynamic)
+
+
+def builds():
+    from dicp.dynamo_bridge.compile import cache_stats
+    return cache_stats()["builds"]
+
+
+def cause_of(error, kind):
+    """The first exception of type `kind` in `error`'s chain (dynamo wraps backend errors)."""
+    seen = error
+    while seen is not None:
+        if isinstance(seen, kind):
+            return seen
+        seen = getattr(seen, "inner_exception", None) or seen.__cause__ or seen.__context__
+    return None
+
+
+def run_fresh(code, cache_dir, **env):
+    """Run `code` in a fresh interpreter (cwd = repo root) with DICP_CACHE_DIR = cache_dir."""
+    full_env = {k: v for k, v in os.environ.items() if k not in KNOBS}
+    full_env.update(DICP_CACHE_DIR=str(cache_dir), **env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO,
+                          env=full_env, capture_output=True, text=True, timeout=300)
+
+
+def check_fresh(code, cache_dir, **env):
+    """run_fresh, asserting success; returns stdout's last line (the script's verdict)."""
+    result = run_fresh(code, cache_dir, **env)
+    assert result.returncode == 0, (f"fresh interpreter exited with {result.returncode}\n"
+                                    f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}")
+    lines = result.stdout.strip().splitlines()
+    return lines[-1] if lines else ""

@@ -1,0 +1,222 @@
+"""The on-disk build cache: key, build-once, atomic writes, corruption, compile errors.
+
+Each kernel source carries a unique marker: the in-process library cache is keyed by the
+build key alone, so two tests must never share a source.
+"""
+import ctypes
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+import dicp
+from dicp.dynamo_bridge.compile import (BuildSpec, CompileError, atomic_write, cache_stats,
+                                        load_library)
+from dicp.vendor.new_backendGraph.compile_job import BASE_FLAGS
+
+from .helpers import REPO, check_fresh, cold_cache  # noqa: F401  (fixture)
+
+KERNEL = """// {marker}
+extern "C" long long dicp_unit_axpb(long long a, long long x, long long b) {{
+    return a * x + b;
+}}
+"""
+BROKEN = """// {marker}
+extern "C" long long dicp_unit_broken(long long a) {{
+    return a +* ;
+}}
+"""
+
+# A fresh interpreter loads the spec stored in SPEC_FILE and reports its cache counters.
+LOAD_SCRIPT = """
+import ctypes, json, os
+from dicp.dynamo_bridge.compile import BuildSpec, cache_stats, load_library
+raw = json.load(open(os.environ["SPEC_FILE"]))
+spec = BuildSpec(raw["source"], raw["compiler"], tuple(raw["flags"]), raw["chip_variant"],
+                 tuple(tuple(h) for h in raw["headers"]))
+fn = load_library(spec).dicp_unit_axpb
+fn.argtypes = [ctypes.c_longlong] * 3
+fn.restype = ctypes.c_longlong
+print(json.dumps({"value": fn(6, 7, 5), **cache_stats()}))
+"""
+
+
+def make_spec(template=KERNEL):
+    return BuildSpec(template.format(marker=uuid.uuid4().hex), "g++", BASE_FLAGS, "generic",
+                     (("unit.h", "// header v1\n"),))
+
+
+def axpb(library):
+    fn = library.dicp_unit_axpb
+    fn.argtypes = [ctypes.c_longlong] * 3
+    fn.restype = ctypes.c_longlong
+    return fn
+
+
+def entry(cache, spec):
+    key = spec.key()
+    directory = cache / "kernels" / key[:2]
+    return {suffix: directory / f"{key}{suffix}" for suffix in (".so", ".sha256", ".cpp")}
+
+
+def delta(before, after):
+    return {name: after[name] - before[name] for name in after}
+
+
+def spec_file(tmp_path, spec):
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(dataclasses.asdict(spec)))
+    return str(path)
+
+
+def load_fresh(tmp_path, spec, cache):
+    return json.loads(check_fresh(LOAD_SCRIPT, cache, SPEC_FILE=spec_file(tmp_path, spec)))
+
+
+# ---- key -----------------------------------------------------------------------------
+
+CHANGES = {
+    "source": {"source": KERNEL.format(marker="other")},
+    "compiler": {"compiler": "clang++"},
+    "flags": {"flags": BASE_FLAGS + ("-DEXTRA",)},
+    "chip_variant": {"chip_variant": "x86-64-v3"},
+    "header_text": {"headers": (("unit.h", "// header v2\n"),)},
+}
+
+
+@pytest.mark.parametrize("field", sorted(CHANGES))
+def test_key_changes_with_each_input(field):
+    spec = make_spec()
+    assert dataclasses.replace(spec, **CHANGES[field]).key() != spec.key()
+
+
+def test_key_is_deterministic():
+    spec = make_spec()
+    assert dataclasses.replace(spec).key() == spec.key()
+
+
+def test_key_changes_with_dicp_version(monkeypatch):
+    spec = make_spec()
+    before = spec.key()
+    monkeypatch.setattr(dicp, "__version__", dicp.__version__ + ".post1")
+    assert spec.key() != before
+
+
+# ---- build once, hit after -------------------------------------------------------------
+
+def test_builds_once_then_memory_then_disk_hit(cold_cache, tmp_path):
+    spec = make_spec()
+    before = cache_stats()
+    assert axpb(load_library(spec))(3, 4, 5) == 17
+    assert delta(before, cache_stats())["builds"] == 1
+    files = entry(cold_cache, spec)
+    assert all(path.exists() for path in files.values()), files
+    assert files[".sha256"].read_text().strip() == \
+        hashlib.sha256(files[".so"].read_bytes()).hexdigest()
+    assert files[".cpp"].read_text() == spec.source
+
+    again = cache_stats()
+    load_library(spec)
+    assert delta(again, cache_stats()) == {"builds": 0, "disk_hits": 0, "memory_hits": 1,
+                                          "rebuilt_corrupt": 0}
+
+    fresh = load_fresh(tmp_path, spec, cold_cache)
+    assert fresh == {"value": 47, "builds": 0, "disk_hits": 1, "memory_hits": 0,
+                     "rebuilt_corrupt": 0}
+
+
+def test_cache_root_layout_follows_dicp_cache_dir(cold_cache):
+    spec = make_spec()
+    load_library(spec)
+    key = spec.key()
+    assert sorted(p.name for p in (cold_cache / "kernels" / key[:2]).iterdir()) == \
+        sorted(f"{key}{suffix}" for suffix in (".cpp", ".sha256", ".so"))  # no temp files left
+
+
+# ---- atomic writes ---------------------------------------------------------------------
+
+def test_atomic_write_writes_and_replaces_without_temp_files(tmp_path):
+    target = tmp_path / "sub" / "file.bin"
+    atomic_write(target, b"first")
+    atomic_write(target, b"second")
+    assert target.read_bytes() == b"second"
+    assert [p.name for p in target.parent.iterdir()] == ["file.bin"]
+
+
+def test_atomic_write_failure_keeps_old_file_and_no_temp(tmp_path):
+    target = tmp_path / "file.bin"
+    atomic_write(target, b"old")
+    with pytest.raises(TypeError):
+        atomic_write(target, "not bytes")  # fails inside the write
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["file.bin"]
+
+
+# ---- corruption ------------------------------------------------------------------------
+
+def _garble_so(files):
+    files[".so"].write_bytes(b"\x7fELF garbage, not a library" * 10)
+
+
+def _change_digest(files):
+    files[".sha256"].write_text("0" * 64)
+
+
+def _truncate_so(files):
+    data = files[".so"].read_bytes()
+    files[".so"].write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("corrupt", [_garble_so, _change_digest, _truncate_so],
+                         ids=["garbage_so", "wrong_sha256", "truncated_so"])
+def test_corrupt_entry_is_rebuilt_not_trusted(cold_cache, tmp_path, corrupt):
+    spec = make_spec()
+    load_library(spec)
+    files = entry(cold_cache, spec)
+    corrupt(files)
+    fresh = load_fresh(tmp_path, spec, cold_cache)
+    assert fresh["value"] == 47
+    assert (fresh["builds"], fresh["rebuilt_corrupt"], fresh["disk_hits"]) == (1, 1, 0)
+    assert files[".sha256"].read_text().strip() == \
+        hashlib.sha256(files[".so"].read_bytes()).hexdigest()
+
+
+def test_concurrent_processes_share_one_cold_entry(cold_cache, tmp_path):
+    """Four 'ranks' compile the same kernel at once: all succeed and the entry is valid."""
+    spec = make_spec()
+    env_file = spec_file(tmp_path, spec)
+    env = {**os.environ, "DICP_CACHE_DIR": str(cold_cache), "SPEC_FILE": env_file}
+    ranks = [subprocess.Popen([sys.executable, "-c", LOAD_SCRIPT], cwd=REPO, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    results = [rank.communicate(timeout=120) + (rank.returncode,) for rank in ranks]
+    for out, err, code in results:
+        assert code == 0, err
+        assert json.loads(out)["value"] == 47
+    files = entry(cold_cache, spec)
+    assert files[".sha256"].read_text().strip() == \
+        hashlib.sha256(files[".so"].read_bytes()).hexdigest()
+    leftovers = [p.name for p in files[".so"].parent.iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+
+
+# ---- compile errors --------------------------------------------------------------------
+
+def test_build_error_shows_compiler_message_and_source_path(cold_cache):
+    spec = make_spec(BROKEN)
+    before = cache_stats()
+    with pytest.raises(CompileError) as info:
+        load_library(spec)
+    message = str(info.value)
+    source = entry(cold_cache, spec)[".cpp"]
+    assert str(source) in message
+    assert source.read_text() == spec.source
+    assert "error" in message and "dicp_unit_broken" in message  # g++'s own diagnostic
+    assert delta(before, cache_stats())["builds"] == 0
+    assert not entry(cold_cache, spec)[".so"].exists()
+    assert [p.name for p in source.parent.iterdir()] == [source.name]  # no temp .so left

@@ -1,0 +1,77 @@
+"""A pointwise op and a reduction per dtype equal eager (exact for integers and bool)."""
+import pytest
+import torch
+
+from ..common.tolerance import assert_close
+from .helpers import compiled, warm_cache  # noqa: F401  (fixture)
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INTS = [torch.int32, torch.int64]
+
+
+def make(dtype, *shape):
+    if dtype is torch.bool:
+        return torch.rand(*shape) > 0.5
+    if dtype.is_floating_point:
+        return torch.randn(*shape).to(dtype)
+    return torch.randint(-50, 50, shape, dtype=dtype)
+
+
+def float_pointwise(a, b):
+    return torch.where(a > b, a * b + 1, a - b * 0.5)
+
+
+def float_reduction(a):
+    return a.sum(1), a.amax(0)
+
+
+def int_pointwise(a, b):
+    return a * b + a - 3, torch.where(a > b, a, b) // 7
+
+
+def int_reduction(a):
+    return a.sum(1), a.amax(0), a.sum()
+
+
+def bool_pointwise(a, b):
+    return torch.logical_and(a, b) | ~a, torch.logical_xor(a, b), torch.where(a, b, ~b)
+
+
+def bool_reduction(a):
+    return a.any(1), a.any()
+
+
+CASES = ([(d, float_pointwise, float_reduction) for d in FLOATS]
+         + [(d, int_pointwise, int_reduction) for d in INTS]
+         + [(torch.bool, bool_pointwise, bool_reduction)])
+
+
+def as_tuple(value):
+    return value if isinstance(value, tuple) else (value,)
+
+
+def check(fn, *args):
+    got, want = as_tuple(compiled(fn)(*args)), as_tuple(fn(*args))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_close(g, w)  # also checks shape and dtype
+
+
+@pytest.mark.parametrize("dtype, pointwise, reduction", CASES,
+                         ids=[str(case[0]).replace("torch.", "") for case in CASES])
+def test_pointwise_and_reduction_match_eager(warm_cache, dtype, pointwise, reduction):
+    torch.manual_seed(0)
+    a, b = make(dtype, 6, 9), make(dtype, 6, 9)
+    check(pointwise, a, b)
+    check(reduction, a)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_sum_of_many_values_accumulates_in_float(warm_cache, dtype):
+    x = torch.full((4, 4096), 0.1, dtype=dtype)
+    check(lambda x: x.sum(1), x)
+
+
+def test_mixed_dtype_promotion_matches_eager(warm_cache):
+    a, b, c = make(torch.int32, 5, 4), make(torch.float16, 5, 4), make(torch.bool, 5, 4)
+    check(lambda a, b, c: (a + b, a * c, b.masked_fill(c, -1.0)), a, b, c)

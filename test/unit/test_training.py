@@ -1,0 +1,112 @@
+"""Training through torch.compile: loss, gradients, BatchNorm state, input mutation = eager."""
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .helpers import compiled, warm_cache  # noqa: F401  (fixture)
+
+ATOL = 1e-5
+DYNAMIC = pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+
+
+class ConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(4 * 4 * 4, 5)
+
+    def forward(self, x):
+        return self.fc(self.pool(F.relu(self.bn(self.conv(x)))).flatten(1))
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+def train_step(model, x, target, forward=None):
+    """One SGD step of `model` (called through `forward`); returns the loss and gradients."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = F.cross_entropy((model if forward is None else forward)(x), target)
+    loss.backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+    optimizer.step()
+    return loss.detach(), grads
+
+
+def check_training(make_model, x, target, dynamic):
+    """Compiled and eager copies of one model take one step; everything must agree."""
+    torch.manual_seed(0)
+    eager = make_model()
+    model = copy.deepcopy(eager)
+    loss, grads = train_step(model, x, target, compiled(model, dynamic=dynamic))
+    eager_loss, eager_grads = train_step(eager, x, target)
+    torch.testing.assert_close(loss, eager_loss, rtol=0, atol=ATOL)
+    assert grads.keys() == eager_grads.keys()
+    for name in grads:
+        assert torch.allclose(grads[name], eager_grads[name], atol=ATOL), name
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        assert torch.allclose(p, q, atol=ATOL), name
+    for (name, b), c in zip(model.named_buffers(), eager.buffers()):  # BatchNorm state
+        assert b.dtype == c.dtype and torch.allclose(b, c, atol=ATOL), name
+    return model, eager
+
+
+def conv_batch():
+    torch.manual_seed(1)
+    return torch.randn(2, 3, 8, 8), torch.tensor([1, 3])
+
+
+@DYNAMIC
+def test_mlp_loss_and_gradients_match_eager(warm_cache, dynamic):
+    torch.manual_seed(1)
+    x, target = torch.randn(5, 6), torch.tensor([0, 2, 1, 1, 0])
+    check_training(mlp, x, target, dynamic)
+
+
+@DYNAMIC
+def test_convnet_step_and_batchnorm_state_match_eager(warm_cache, dynamic):
+    x, target = conv_batch()
+    model, eager = check_training(ConvNet, x, target, dynamic)
+    assert model.bn.num_batches_tracked.item() == eager.bn.num_batches_tracked.item() == 1
+    assert not torch.allclose(model.bn.running_mean, torch.zeros(4))  # the step updated it
+
+
+def test_convnet_eval_after_training_step_matches_eager(warm_cache):
+    x, target = conv_batch()
+    model, eager = check_training(ConvNet, x, target, dynamic=False)
+    model.eval(), eager.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(model)(x), eager(x), rtol=0, atol=ATOL)
+
+
+def bump(x, y):
+    x.add_(1)
+    return x * y
+
+
+@DYNAMIC
+def test_inplace_update_of_graph_input_matches_eager(warm_cache, dynamic):
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    eager_x = x.clone()
+    out = compiled(bump, dynamic=dynamic)(x, y)
+    expected = bump(eager_x, y)
+    assert torch.equal(x, eager_x)
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+
+
+@DYNAMIC
+def test_inplace_update_of_slice_of_input_matches_eager(warm_cache, dynamic):
+    def bump_rows(x):
+        x[1:3].mul_(2)
+        return x.sum()
+
+    x = torch.randn(5, 3)
+    eager_x = x.clone()
+    out = compiled(bump_rows, dynamic=dynamic)(x)
+    torch.testing.assert_close(out, bump_rows(eager_x))
+    assert torch.equal(x, eager_x)
