@@ -21,7 +21,7 @@ EXTRA_DECOMPOSITIONS = [
     aten.hardswish_backward, aten.hardsigmoid, aten._softmax, aten._log_softmax,
     aten._softmax_backward_data, aten._log_softmax_backward_data, aten.native_layer_norm,
     aten.native_layer_norm_backward, aten.native_group_norm, aten.native_group_norm_backward,
-    aten.native_batch_norm_backward, aten._native_batch_norm_legit_functional,
+    aten.native_batch_norm_backward,
     aten.nll_loss_forward, aten.nll_loss_backward,
     aten.embedding, aten.embedding_dense_backward, aten.threshold_backward,
     aten.sigmoid_backward, aten.tanh_backward, aten.upsample_nearest2d,

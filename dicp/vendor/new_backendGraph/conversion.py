@@ -21,8 +21,8 @@ def conversion(aten_ops):
 
 
 def _same_args(vendor_op):
-    def convert(ctx, *args):
-        return ctx.op(vendor_op, *args)
+    def convert(ctx, *args, **kwargs):
+        return ctx.op(vendor_op, *args, **kwargs)
     convert.__name__ = f"to_{vendor_op.name}"
     return convert
 
@@ -356,6 +356,46 @@ def batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, moment
     out = _cast(ctx, out, ctx.out[0].dtype)
     empty = [ctx.op(ops.Full, list(v.shape), 0, v.dtype) for v in ctx.out[1:]]
     return (out, *empty)
+
+
+@conversion(aten._native_batch_norm_legit_functional.default)
+def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var, training, momentum,
+                          eps):
+    """Training: batch statistics in float32, plus updated running statistics."""
+    out_vals = ctx.out
+    if not training:
+        out, *_ = batch_norm_inference(ctx, x, weight, bias, running_mean, running_var,
+                                       momentum, eps)
+        empty = [ctx.op(ops.Full, list(v.shape), 0, v.dtype) for v in out_vals[1:3]]
+        return (out, *empty, ctx.op(ops.Copy, running_mean), ctx.op(ops.Copy, running_var))
+    rank = ctx.val(x).dim()
+    dims = [0] + list(range(2, rank))
+    count = _count(ctx, x, dims)
+    xf = _cast(ctx, x, torch.float32)
+    mean = ctx.op(ops.Div, ctx.op(ops.ReduceSum, xf, dims, True), count)
+    centered = ctx.op(ops.Sub, xf, mean)
+    var = ctx.op(ops.Div, ctx.op(ops.ReduceSum, ctx.op(ops.Mul, centered, centered), dims, True),
+                 count)
+    inv_std = ctx.op(ops.Rsqrt, ctx.op(ops.Add, var, eps))
+    out = ctx.op(ops.Mul, centered, inv_std)
+    per_channel = [ctx.val(x).shape[1]] + [1] * (rank - 2)
+    if weight is not None:
+        out = ctx.op(ops.Mul, out, ctx.op(ops.Reshape, weight, per_channel))
+    if bias is not None:
+        out = ctx.op(ops.Add, out, ctx.op(ops.Reshape, bias, per_channel))
+    channels = [ctx.val(x).shape[1]]
+    mean, var, inv_std = (ctx.op(ops.Reshape, t, channels) for t in (mean, var, inv_std))
+    unbiased = ctx.op(ops.Mul, var, ctx.op(ops.Div, count, ctx.op(ops.Maximum, _full_like_scalar(
+        ctx, var, 1), ctx.op(ops.Sub, _full_like_scalar(ctx, var, count), 1))))
+    new_mean = _running_update(ctx, running_mean, mean, momentum)
+    new_var = _running_update(ctx, running_var, unbiased, momentum)
+    results = (out, mean, inv_std, new_mean, new_var)
+    return tuple(_cast(ctx, r, v.dtype) for r, v in zip(results, out_vals))
+
+
+def _running_update(ctx, running, batch, momentum):
+    kept = ctx.op(ops.Mul, running, 1 - momentum)
+    return ctx.op(ops.Add, kept, ctx.op(ops.Mul, batch, momentum))
 
 
 # --- pooling ----------------------------------------------------------------------------

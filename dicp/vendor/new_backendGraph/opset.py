@@ -83,7 +83,7 @@ INDEXING = {
     "ScatterSrc": lambda x, dim, index, src: torch.scatter(x, dim, index, src),
     "ScatterAdd": lambda x, dim, index, src: torch.scatter_add(x, dim, index, src),
     "IndexTensor": lambda x, indices: torch.ops.aten.index.Tensor(x, indices),
-    "IndexPut": lambda x, indices, values, accumulate: torch.ops.aten.index_put.default(
+    "IndexPut": lambda x, indices, values, accumulate=False: torch.ops.aten.index_put.default(
         x, indices, values, accumulate),
 }
 
