@@ -18,6 +18,17 @@ from .wrapper import Var
 PARALLEL_THRESHOLD = 32768  # elements of work below which OpenMP costs more than it saves
 
 
+def _static_extents(inner, loop_vars):
+    """Trip counts of inner loops whose bounds do not depend on other loops (for the
+    parallel threshold: a reduction's work is outer size times reduction size)."""
+    extents = []
+    for lo, hi in inner:
+        extent = sympy.sympify(hi - lo)
+        if not extent.free_symbols & set(loop_vars):
+            extents.append(extent)
+    return extents
+
+
 def _same(strides, expected):
     return all(sympy.expand(a - b) == 0 for a, b in zip(strides, expected))
 
@@ -104,7 +115,7 @@ class CppCodegen(GraphCodegenBase):
     def pointwise_kernel(self, sizes, body, parallel=True):
         return self.kernel(sizes, pre=None, inner=(), body=None, post=body, parallel=parallel)
 
-    def kernel(self, sizes, pre, inner, body, post, parallel=True):
+    def kernel(self, sizes, pre, inner, body, post, parallel=True, simd_reduction=None):
         """Emit one loop nest: outer loops over `sizes`, then `pre`, the `inner` loops with
         `body`, then `post`. Callbacks get (kernel, outer index[, inner index])."""
         name = f"kernel_{len(self.kernels)}"
@@ -116,14 +127,14 @@ class CppCodegen(GraphCodegenBase):
             if callback is not None:
                 callback(k, *args)
             phases.append(k.take_lines())
-        work = k.index(product(sizes))
+        work = k.index(product(sizes) * product(_static_extents(inner, inner_vars + outer)))
         loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
         bounds = [(v, k.index(lo), k.index(hi)) for v, (lo, hi) in zip(inner_vars, inner)]
         signature, params, symbols = k.signature()
         self.kernels.append(render(
             "kernel.cpp.j2", name=name, signature=signature, outer=loops, inner=bounds,
             pre=phases[0], body=phases[1], post=phases[2], parallel=parallel and bool(loops),
-            work=work, threshold=PARALLEL_THRESHOLD))
+            work=work, threshold=PARALLEL_THRESHOLD, simd_reduction=simd_reduction))
         self.signatures[name] = (len(params), len(symbols))
         pointers = [f"{p.base}.data_ptr()" for p in params]
         self.wrapper.lines.append(f"kernels.{name}({', '.join(pointers + [s.name for s in symbols])})")

@@ -23,6 +23,10 @@ REDUCTIONS = {
 }
 
 
+# Reductions whose order may change for vectorization (max/min keep NaN semantics instead).
+SIMD_REDUCTIONS = {"ReduceSum": "+:acc", "ReduceProd": "*:acc"}
+
+
 def _accumulator_ctype(name, dtype):
     if name in ("ReduceAny", "ReduceAll"):
         return "bool"
@@ -56,7 +60,8 @@ def reduction(g, node, x, dims, keepdim, dtype=None):
 
     g.kernel(kept, pre=lambda k, o: k.line(f"{acc_t} acc = {init(acc_t)};"),
              inner=[(0, x.sizes[d]) for d in dims], body=body,
-             post=lambda k, o: out_flat.store(k, o, "acc"))
+             post=lambda k, o: out_flat.store(k, o, "acc"),
+             simd_reduction=SIMD_REDUCTIONS.get(name))
     return out
 
 
