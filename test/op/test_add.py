@@ -1,12 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, compile_model, dynamo, get_device, parse_args, torch,
-                            update_dynamo_config)
+from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
+                            torch, update_dynamo_config)
 
 
 class OpModule(torch.nn.Module):
     def forward(self, a, b):
-        return torch.ops.aten.add.Tensor(a, b)
+        res_tensor = torch.ops.aten.add.Tensor(a, b)
+        res_broadcast = torch.ops.aten.add.Tensor(a, b[0], alpha=2)
+        res_scalar = torch.ops.aten.add.Scalar(a, 3)
+        return res_tensor, res_broadcast, res_scalar
 
 
 model = OpModule()
@@ -15,19 +18,20 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 
 
 class TestAdd:
-    @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-    @pytest.mark.parametrize("sizes", [Size((5,), (5, 3)), Size((3, 5), (5, 3)),
-                                       Size((2, 3, 4), (2, 4))])
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64])
+    @pytest.mark.parametrize("sizes", [Size((5,), (7,)), Size((3, 1, 4), (5, 1, 2))])
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_add(self, sizes, dtype, compiled_model):
         device = get_device()
         size = sizes.dynamic if compiled_model.dynamic else sizes.static
-        input1 = torch.randn(size, dtype=dtype)
-        input2 = torch.randn(size, dtype=dtype)
+        # transpose(0, -1) makes b non-contiguous when both end dims are > 1; b[0] broadcasts
+        b = (torch.randn(size) * 10).to(dtype).transpose(0, -1)
+        a = (torch.randn(b.shape) * 10).to(dtype)
 
-        output = model(input1, input2)
+        output = model(a, b)
         dynamo.reset()
         update_dynamo_config(compiled_model.dynamic)
-        dicp_output = compiled_model.model(input1.to(device), input2.to(device))
+        dicp_output = compiled_model.model(a.to(device), b.to(device))
 
-        assert torch.allclose(output, dicp_output.cpu(), equal_nan=True)
+        for dicp_res, res in zip(dicp_output, output, strict=True):
+            assert_close(dicp_res, res)

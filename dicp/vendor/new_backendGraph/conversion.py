@@ -81,13 +81,17 @@ def div(ctx, a, b, rounding_mode=None):
     return ctx.op(_DIV_MODES[rounding_mode], a, b)
 
 
-@conversion(aten.clamp.default)
+@conversion([aten.clamp.default, aten.clamp.Tensor])
 def clamp(ctx, x, min=None, max=None):
     if min is not None:
-        x = ctx.op(ops.Maximum, x, _full_like_scalar(ctx, x, min))
+        x = ctx.op(ops.Maximum, x, _bound(ctx, x, min))
     if max is not None:
-        x = ctx.op(ops.Minimum, x, _full_like_scalar(ctx, x, max))
-    return x
+        x = ctx.op(ops.Minimum, x, _bound(ctx, x, max))
+    return _cast(ctx, x, ctx.out.dtype)
+
+
+def _bound(ctx, x, bound):
+    return bound if hasattr(bound, "meta") else _full_like_scalar(ctx, x, bound)
 
 
 @conversion([aten.clamp_min.default, aten.clamp_max.default])

@@ -1,0 +1,38 @@
+import pytest
+
+from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
+                            torch, update_dynamo_config)
+
+
+class OpModule(torch.nn.Module):
+    def forward(self, a, rows, columns):
+        res_rows = torch.ops.aten.slice_scatter.default(a, rows, 0, 1)
+        res_step = torch.ops.aten.slice_scatter.default(a, columns, -1, 0, None, 2)
+        return res_rows, res_step
+
+
+model = OpModule()
+args = parse_args()
+compiled_model = compile_model(model, args.backend, args.dynamic)
+
+
+class TestSliceScatter:
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+    @pytest.mark.parametrize("sizes", [Size((4, 6), (6, 8)), Size((3, 1, 4), (5, 1, 2))])
+    @pytest.mark.parametrize("compiled_model", compiled_model)
+    def test_torch_slice_scatter(self, sizes, dtype, compiled_model):
+        device = get_device()
+        size = sizes.dynamic if compiled_model.dynamic else sizes.static
+        # transpose(0, -1) makes the input non-contiguous when both end dims are > 1
+        input1 = (torch.randn(size) * 10).to(dtype).transpose(0, -1)
+        # sources shaped like input1[1:] and input1[..., ::2]
+        rows = (torch.randn(input1[1:].shape) * 10).to(dtype)
+        columns = (torch.randn(input1[..., ::2].shape) * 10).to(dtype)
+
+        output = model(input1, rows, columns)
+        dynamo.reset()
+        update_dynamo_config(compiled_model.dynamic)
+        dicp_output = compiled_model.model(input1.to(device), rows.to(device), columns.to(device))
+
+        for dicp_res, res in zip(dicp_output, output, strict=True):
+            assert_close(dicp_res, res)

@@ -1,0 +1,39 @@
+import pytest
+
+from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
+                            torch, update_dynamo_config)
+
+
+class OpModule(torch.nn.Module):
+    def forward(self, a, split_sizes):
+        # split returns lists: flatten them into one tuple of outputs
+        res_first = torch.ops.aten.split.Tensor(a, 2, 0)
+        res_last = torch.ops.aten.split.Tensor(a, 3, -1)
+        res_sizes = torch.ops.aten.split_with_sizes.default(a, split_sizes, -1)
+        return (*res_first, *res_last, *res_sizes)
+
+
+model = OpModule()
+args = parse_args()
+compiled_model = compile_model(model, args.backend, args.dynamic)
+
+
+class TestSplit:
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+    @pytest.mark.parametrize("sizes", [Size((5,), (7,)), Size((3, 1, 4), (5, 1, 2))])
+    @pytest.mark.parametrize("compiled_model", compiled_model)
+    def test_torch_split(self, sizes, dtype, compiled_model):
+        device = get_device()
+        size = sizes.dynamic if compiled_model.dynamic else sizes.static
+        # transpose(0, -1) makes the input non-contiguous when both end dims are > 1
+        input1 = (torch.randn(size) * 10).to(dtype).transpose(0, -1)
+        # the last chunk of split is smaller when the size does not divide
+        split_sizes = [1, input1.shape[-1] - 1]
+
+        output = model(input1, split_sizes)
+        dynamo.reset()
+        update_dynamo_config(compiled_model.dynamic)
+        dicp_output = compiled_model.model(input1.to(device), split_sizes)
+
+        for dicp_res, res in zip(dicp_output, output, strict=True):
+            assert_close(dicp_res, res)

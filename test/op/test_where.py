@@ -1,0 +1,39 @@
+import pytest
+
+from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
+                            torch, update_dynamo_config)
+
+
+class OpModule(torch.nn.Module):
+    def forward(self, cond, a, b):
+        res_self = torch.ops.aten.where.self(cond, a, b)
+        res_broadcast = torch.ops.aten.where.self(cond, a, b[0])
+        res_scalar_other = torch.ops.aten.where.ScalarOther(cond, a, 0)
+        res_scalar_self = torch.ops.aten.where.ScalarSelf(cond, 1, b)
+        return res_self, res_broadcast, res_scalar_other, res_scalar_self
+
+
+model = OpModule()
+args = parse_args()
+compiled_model = compile_model(model, args.backend, args.dynamic)
+
+
+class TestWhere:
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64])
+    @pytest.mark.parametrize("sizes", [Size((5,), (7,)), Size((3, 1, 4), (5, 1, 2))])
+    @pytest.mark.parametrize("compiled_model", compiled_model)
+    def test_torch_where(self, sizes, dtype, compiled_model):
+        device = get_device()
+        size = sizes.dynamic if compiled_model.dynamic else sizes.static
+        # transpose(0, -1) makes b non-contiguous when both end dims are > 1; b[0] broadcasts
+        b = (torch.randn(size) * 2).to(dtype).transpose(0, -1)
+        a = (torch.randn(b.shape) * 2).to(dtype)
+        cond = torch.rand(b.shape) < 0.5
+
+        output = model(cond, a, b)
+        dynamo.reset()
+        update_dynamo_config(compiled_model.dynamic)
+        dicp_output = compiled_model.model(cond.to(device), a.to(device), b.to(device))
+
+        for dicp_res, res in zip(dicp_output, output, strict=True):
+            assert_close(dicp_res, res)
