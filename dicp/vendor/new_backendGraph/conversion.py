@@ -48,7 +48,7 @@ ONE_TO_ONE = {
     aten.scatter_add: ops.ScatterAdd, aten.index.Tensor: ops.IndexTensor,
     aten.index_put: ops.IndexPut, aten.mm: ops.Mm, aten.bmm: ops.Bmm, aten.addmm: ops.Addmm,
     aten.baddbmm: ops.Baddbmm, aten.convolution: ops.Convolution,
-    aten.convolution_backward: ops.ConvolutionBackward, aten.sort.default: ops.Sort,
+    aten.convolution_backward: ops.ConvolutionBackward,
     aten.topk: ops.Topk, aten.tril: ops.Tril, aten.triu: ops.Triu,
     aten.constant_pad_nd: ops.ConstantPad,
 }
@@ -76,7 +76,8 @@ def rsub(ctx, a, b, alpha=1):
 _DIV_MODES = {None: ops.Div, "floor": ops.FloorDiv, "trunc": ops.TruncDiv}
 
 
-@conversion([aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode])
+@conversion([aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode,
+             aten.true_divide.Tensor, aten.true_divide.Scalar])
 def div(ctx, a, b, rounding_mode=None):
     return ctx.op(_DIV_MODES[rounding_mode], a, b)
 
@@ -149,7 +150,8 @@ def full(ctx, size, value, dtype=None, **kwargs):
     return ctx.op(ops.Full, list(size), value, ctx.out.dtype)
 
 
-@conversion([aten.empty.memory_format, aten.empty_strided.default])
+@conversion([aten.empty.memory_format, aten.empty_strided.default,
+             aten.empty_permuted.default])
 def empty(ctx, *args, **kwargs):
     """Uninitialized memory: an allocation in the traced layout, no kernel."""
     return ctx.op(ops.Empty, list(ctx.out.shape), list(ctx.out.stride()), ctx.out.dtype)
@@ -442,6 +444,39 @@ def adaptive_avg_pool2d(ctx, x, output_size):
 
 
 # --- library kernels with argument handling -------------------------------------------
+
+@conversion([aten.sort.default, aten.sort.stable])
+def sort(ctx, x, *args, stable=False, dim=-1, descending=False):
+    if args:  # sort.default(self, dim, descending)
+        dim, descending = (list(args) + [descending])[:2]
+    return ctx.op(ops.Sort, x, dim, descending, bool(stable))
+
+
+@conversion([aten.round.decimals])
+def round_decimals(ctx, x, *, decimals=0):
+    """ATen's rule: scale by 10^decimals, round half to even, scale back."""
+    scale = 10.0 ** abs(decimals)
+    if decimals >= 0:
+        return ctx.op(ops.Div, ctx.op(ops.Round, ctx.op(ops.Mul, x, scale)), scale)
+    return ctx.op(ops.Mul, ctx.op(ops.Round, ctx.op(ops.Div, x, scale)), scale)
+
+
+@conversion([aten.rand_like.default, aten.randn_like.default])
+def random_like(ctx, x, **kwargs):
+    vendor_op = ops.Rand if ctx.node.target is aten.rand_like.default else ops.Randn
+    return ctx.op(vendor_op, list(ctx.out.shape), dtype=ctx.out.dtype)
+
+
+@conversion(aten.repeat_interleave.Tensor)
+def repeat_interleave(ctx, repeats, *, output_size=None):
+    """Indices i repeated repeats[i] times: out[j] = #{k : cumsum(repeats)[k] <= j}."""
+    length = ctx.out.shape[0]
+    ends = ctx.op(ops.CumSum, repeats, 0, ctx.out.dtype)
+    positions = ctx.op(ops.Iota, length, 0, 1, ctx.out.dtype)
+    passed = ctx.op(ops.Le, ctx.op(ops.Reshape, ends, [1, ctx.val(repeats).shape[0]]),
+                    ctx.op(ops.Reshape, positions, [length, 1]))
+    return ctx.op(ops.ReduceSum, passed, [1], False, ctx.out.dtype)
+
 
 @conversion([aten.bernoulli.p, aten.rand.default, aten.randn.default])
 def random(ctx, *args, **kwargs):

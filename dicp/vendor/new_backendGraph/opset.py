@@ -110,7 +110,9 @@ LIBRARY = {
     "Addmm": torch.ops.aten.addmm.default, "Baddbmm": torch.ops.aten.baddbmm.default,
     "Convolution": torch.ops.aten.convolution.default,
     "ConvolutionBackward": torch.ops.aten.convolution_backward.default,
-    "Sort": torch.ops.aten.sort.default, "Topk": torch.ops.aten.topk.default,
+    "Sort": lambda x, dim=-1, descending=False, stable=False: torch.ops.aten.sort.stable(
+        x, stable=bool(stable), dim=dim, descending=descending),
+    "Topk": torch.ops.aten.topk.default,
     "Bernoulli": torch.ops.aten.bernoulli.p, "Rand": torch.ops.aten.rand.default,
     "Randn": torch.ops.aten.randn.default,
 }

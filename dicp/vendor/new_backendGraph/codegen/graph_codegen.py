@@ -29,6 +29,13 @@ class GeneratedGraph:
     constants: dict = field(default_factory=dict)
 
 
+def _sizes(value):
+    """Symbolic sizes as sympy (printed as Python over the bound symbols)."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return to_sympy(value)
+    return value
+
+
 class GraphCodegenBase:
     target = "base"
 
@@ -87,8 +94,9 @@ class GraphCodegenBase:
 
     def aten_call(self, node, source, target):
         """Library kernels and eager fallback: ATen called from the wrapper."""
-        args = fx.node.map_arg(node.args, self._materialize_node)
-        kwargs = fx.node.map_arg(node.kwargs, self._materialize_node)
+        args = fx.node.map_aggregate(fx.node.map_arg(node.args, self._materialize_node), _sizes)
+        kwargs = fx.node.map_aggregate(fx.node.map_arg(node.kwargs, self._materialize_node),
+                                       _sizes)
         name = self.wrapper.call_op(source, args, kwargs)
         return self.result_value(name, node.meta.get("val"))
 
