@@ -8,7 +8,7 @@ setup(
     packages=find_packages(include=["dicp", "dicp.*"]),
     package_data={"dicp": ["vendor/*/codegen/templates/*.j2", "vendor/*/codegen/include/*.h"]},
     python_requires=">=3.10",
-    install_requires=["torch==2.13.0", "jinja2>=3.0", "sympy>=1.12"],
+    install_requires=["torch==2.13.0", "jinja2>=3.0", "sympy>=1.12", "numpy"],
     extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "cryptography>=41"]},
     entry_points={
         "torch_dynamo_backends": [
