@@ -13,6 +13,17 @@ TOLERANCES = {
     torch.bfloat16: (2e-2, 2e-2),
 }
 
+# Normalization ops reduce, then divide by a standard deviation: eager's own result is off by
+# more than a single op's bound. Measured against float64 (inputs with mean 50, 20 trials):
+# fp32 group norm, eager err 1.3e-5 vs dicp 6.3e-6; bf16 layer-norm backward grad_bias,
+# eager err 4.3e-2 vs dicp 1.8e-2. The bound covers eager's error, not dicp's.
+NORM_TOLERANCES = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1.3e-5, 3e-5),
+    torch.float16: (1e-2, 3e-2),
+    torch.bfloat16: (2e-2, 5e-2),
+}
+
 # Models accumulate many ops; their outputs get a looser bound than a single op.
 MODEL_TOLERANCES = {
     torch.float64: (1e-6, 1e-6),

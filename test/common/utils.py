@@ -79,4 +79,5 @@ def update_dynamo_config(dynamic=False):
     dynamo.config.automatic_dynamic_shapes = dynamic
 
 
-from .tolerance import MODEL_TOLERANCES, TOLERANCES, assert_close  # noqa: E402,F401
+from .tolerance import (MODEL_TOLERANCES, NORM_TOLERANCES, TOLERANCES,  # noqa: E402,F401
+                        assert_close)

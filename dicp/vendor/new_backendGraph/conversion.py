@@ -92,7 +92,8 @@ def clamp(ctx, x, min=None, max=None):
 
 
 def _bound(ctx, x, bound):
-    return bound if hasattr(bound, "meta") else _full_like_scalar(ctx, x, bound)
+    """A tensor bound as is; a number or symbolic size as a 0-d tensor of x's dtype."""
+    return bound if isinstance(ctx.val(bound), torch.Tensor) else _full_like_scalar(ctx, x, bound)
 
 
 @conversion([aten.clamp_min.default, aten.clamp_max.default])
