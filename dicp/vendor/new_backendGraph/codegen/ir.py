@@ -10,7 +10,7 @@ from typing import Callable
 import sympy
 
 from .ctypes_map import compute_ctype, literal
-from .sym import contiguous_strides, flat_index, unflatten
+from .sym import contiguous_strides, flat_index, product, unflatten
 
 
 @dataclass
@@ -117,10 +117,50 @@ def reshape(x, sizes):
         strides = _view_strides(x, sizes)
         if strides is not None:
             return Buffer(x.base, x.dtype, list(sizes), strides, x.offset)
-    old_sizes = x.sizes
-    new_strides = contiguous_strides(sizes)
-    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(
-        k, unflatten(flat_index(idx, new_strides), old_sizes)))
+    blocks = _reshape_blocks(x.sizes, list(sizes)) or [(list(x.sizes), list(sizes))]
+    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(k, _source_index(blocks, idx)))
+
+
+def _reshape_blocks(old, new):
+    """Runs of old and new sizes with equal products, paired in order, so each run maps on
+    its own: a dim kept as is needs no index arithmetic. None when runs cannot be paired."""
+    blocks, i, j = [], 0, 0
+    while i < len(old) and j < len(new):
+        old_run, new_run = [old[i]], [new[j]]
+        i, j = i + 1, j + 1
+        while sympy.expand(product(old_run) - product(new_run)) != 0:
+            smaller = _smaller(product(old_run), product(new_run))
+            if smaller is None:
+                return None
+            if (smaller == "old" or j >= len(new)) and i < len(old):
+                old_run, i = old_run + [old[i]], i + 1
+            elif j < len(new):
+                new_run, j = new_run + [new[j]], j + 1
+            else:
+                return None
+        blocks.append((old_run, new_run))
+    blocks += [([size], []) for size in old[i:]] + [([], [size]) for size in new[j:]]
+    return blocks
+
+
+def _smaller(a, b):
+    if a.is_number and b.is_number:
+        return "old" if a < b else "new"
+    ratio = sympy.simplify(b / a)
+    if ratio.is_number:
+        return "old" if ratio > 1 else "new"
+    return None
+
+
+def _source_index(blocks, new_index):
+    """The old index that `new_index` of the reshaped value reads, block by block."""
+    old_index, position = [], 0
+    for old_sizes, new_sizes in blocks:
+        run = new_index[position:position + len(new_sizes)]
+        position += len(new_sizes)
+        flat = flat_index(run, contiguous_strides(new_sizes)) if run else sympy.Integer(0)
+        old_index += unflatten(flat, old_sizes) if len(old_sizes) > 1 else [flat] * len(old_sizes)
+    return old_index
 
 
 def _view_strides(x, sizes):
