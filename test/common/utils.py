@@ -5,6 +5,7 @@ Tests import `torch`, `dynamo`, `parse_args`, `compile_model`, `get_device`, `Si
 from argv so the same file runs under pytest and as a script.
 """
 import argparse
+import os
 import random
 
 import torch
@@ -55,9 +56,13 @@ def parse_dynamic_arg(arg):
 
 
 def parse_args():
+    """--backend/--dynamic from argv; under pytest-xdist a worker's argv lacks them, so the
+    values pytest parsed are also read from the environment (set by test/conftest.py)."""
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--backend", type=str, default=DEFAULT_BACKEND)
-    parser.add_argument("--dynamic", type=parse_dynamic_arg, default=None)
+    parser.add_argument("--backend", type=str,
+                        default=os.environ.get("DICP_TEST_BACKEND", DEFAULT_BACKEND))
+    parser.add_argument("--dynamic", type=parse_dynamic_arg,
+                        default=parse_dynamic_arg(os.environ.get("DICP_TEST_DYNAMIC", "all")))
     args, _ = parser.parse_known_args()
     return args
 
