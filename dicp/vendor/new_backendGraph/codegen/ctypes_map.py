@@ -33,7 +33,10 @@ def compute_ctype(dtype):
 
 
 def literal(value, ctype):
-    """A Python number as a C++ literal of `ctype`."""
+    """A Python number as a C++ literal of `ctype` (never a symbolic size: int() on one
+    would specialize it and make dynamo recompile for every new size)."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise TypeError(f"symbolic value {value} reached a C++ literal; pass it as sympy")
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
