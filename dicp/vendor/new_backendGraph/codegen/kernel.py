@@ -52,8 +52,7 @@ class KernelBuilder:
         for block in reversed(self.blocks):
             if expr in block.cse:
                 return block.cse[expr]
-        var = f"t{self._next}"
-        self._next += 1
+        var = self._fresh()
         self.blocks[-1].lines.append(f"const {ctype} {var} = {expr};")
         self.blocks[-1].cse[expr] = var
         return var
@@ -63,16 +62,37 @@ class KernelBuilder:
 
     def masked(self, condition: str, body, other: str, ctype: str) -> str:
         """`body()` evaluated only where `condition` holds, else `other` (no stray loads)."""
-        var = f"t{self._next}"
-        self._next += 1
+        var = self._fresh()
         self.line(f"{ctype} {var} = {other};")
         self.line(f"if ({condition}) {{")
+        self.line(f"  {var} = {self._scoped(body)};")
+        self.line("}")
+        return var
+
+    def select_first(self, cases, ctype: str) -> str:
+        """The value of the first (condition, body) case that holds; each body runs only there."""
+        var = self._fresh()
+        self.line(f"{ctype} {var};")
+        for i, (condition, body) in enumerate(cases):
+            self.line(f"{'if' if i == 0 else '} else if'} ({condition}) {{")
+            self.line(f"  {var} = {self._scoped(body)};")
+        self.line("}")
+        return var
+
+    def forget_values(self):
+        """After a store, earlier loads may be stale: stop reusing them."""
+        self.blocks[-1].cse.clear()
+
+    def _scoped(self, body):
         self.blocks.append(Block())
         value = body()
         inner = self.blocks.pop()
         self.blocks[-1].lines.extend("  " + line for line in inner.lines)
-        self.line(f"  {var} = {value};")
-        self.line("}")
+        return value
+
+    def _fresh(self):
+        var = f"t{self._next}"
+        self._next += 1
         return var
 
     def take_lines(self):

@@ -179,22 +179,14 @@ def cat(g, node, tensors, dim):
 
     def fn(k, index):
         position = k.index(index[dim])
-        result = f"cat{k._next}"
-        k._next += 1
-        k.line(f"{T} {result};")
+        cases = []
         for i, (part, start) in enumerate(zip(parts, starts)):
             local = index[:dim] + [index[dim] - start] + index[dim + 1:]
-            end = k.index(start + part.sizes[dim])
-            keyword = "if" if i == 0 else "} else if"
-            condition = "true" if i == len(parts) - 1 else f"{position} < {end}"
-            k.line(f"{keyword} ({condition}) {{")
-            k.blocks.append(type(k.blocks[0])())
-            loaded = cast_value(k, part.load(k, local), part.dtype, out_val.dtype)
-            inner = k.blocks.pop()
-            k.blocks[-1].lines.extend("  " + line for line in inner.lines)
-            k.line(f"  {result} = {loaded};")
-        k.line("}")
-        return result
+            last = i == len(parts) - 1
+            condition = "true" if last else f"{position} < {k.index(start + part.sizes[dim])}"
+            cases.append((condition, lambda part=part, local=local: cast_value(
+                k, part.load(k, local), part.dtype, out_val.dtype)))
+        return k.select_first(cases, T)
     return Pointwise(out_val.dtype, shape_of(out_val), fn)
 
 
@@ -210,7 +202,7 @@ def constant_pad(g, node, x, pad, value=0):
     def fn(k, index):
         local = [i - b for i, b in zip(index, before)]
         checks = [f"({k.index(i)} >= 0 && {k.index(i)} < {k.index(s)})"
-                  for i, s, b in zip(local, x.sizes, before) if b != 0 or True]
+                  for i, s in zip(local, x.sizes)]
         condition = " && ".join(checks) or "true"
         return k.masked(condition, lambda: x.load(k, local), literal(value, T), T)
     return Pointwise(x.dtype, shape_of(out_val), fn)
@@ -285,7 +277,7 @@ def _scatter_store(k, out, index, value, accumulate):
     T = compute_ctype(out.dtype)
     if accumulate:
         value = k.emit(f"({out.load(k, index)} + {value})", T)
-        k.blocks[-1].cse.clear()  # the read above must not be reused after the write
+        k.forget_values()  # the read above must not be reused after the write
     out.store(k, index, value)
 
 
