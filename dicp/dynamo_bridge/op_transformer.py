@@ -97,10 +97,9 @@ class OpTransformer:
     def _check_dtypes(self, node):
         supported = self.backend.supported_dtypes
         vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
-        for val in fx.node.map_aggregate(vals, lambda v: v):
-            dtype = getattr(val, "dtype", None)
-            if supported and isinstance(val, torch.Tensor) and dtype not in supported:
-                raise Unsupported(f"dtype {dtype} is not supported by {self.backend.name} "
+        for val in _tensors(vals):
+            if supported and val.dtype not in supported:
+                raise Unsupported(f"dtype {val.dtype} is not supported by {self.backend.name} "
                                   f"(supported: {', '.join(sorted(map(str, supported)))})")
 
     def _lookup(self, arg):
@@ -134,6 +133,15 @@ class OpTransformer:
                                      f"DICP_STRICT=1 forbids eager fallback; {advice}")
         log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s); to run "
                  "it natively, %s", backend, name, reason, advice)
+
+
+def _tensors(value):
+    """Every tensor in a (nested) meta value: multi-output ops carry tuples."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
 
 
 def _is_size_arithmetic(node):

@@ -11,7 +11,7 @@ from .graph_codegen import GeneratedGraph, GraphCodegenBase, _sizes
 from .ir import Buffer, Pointwise
 from .kernel import KernelBuilder
 from .lowering import LOWERINGS
-from .sym import contiguous_strides, index_var, product
+from .sym import contiguous_strides, loop_index, product
 from .templates import render
 from .wrapper import Var
 
@@ -120,8 +120,7 @@ class CppCodegen(GraphCodegenBase):
         """Emit one loop nest: outer loops over `sizes`, then `pre`, the `inner` loops with
         `body`, then `post`. Callbacks get (kernel, outer index[, inner index])."""
         name = f"kernel_{len(self.kernels)}"
-        outer = [index_var("i", d) for d in range(len(sizes))]
-        inner_vars = [index_var("r", d) for d in range(len(inner))]
+        outer, inner_vars = loop_index(len(sizes)), loop_index(len(inner), "r")
         k = KernelBuilder(name, outer + inner_vars)
         phases = []
         for callback, args in ((pre, (outer,)), (body, (outer, inner_vars)), (post, (outer,))):

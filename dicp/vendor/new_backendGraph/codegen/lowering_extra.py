@@ -2,7 +2,7 @@
 import sympy
 import torch
 
-from dicp.dynamo_bridge.symbolic import shape_of
+from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 
 from . import ir
 from .ctypes_map import compute_ctype, infinity_or_limit, literal
@@ -141,30 +141,23 @@ def expand(g, node, x, shape):
 
 @lowering("Slice")
 def slice_(g, node, x, dim, start, end, step=1):
-    return ir.slice_view(g.value(x), dim, _size(start), step, shape_of(node.meta["val"]))
+    return ir.slice_view(g.value(x), dim, start, step, shape_of(node.meta["val"]))
 
 
 @lowering("Select")
 def select(g, node, x, dim, index):
     x = g.value(x)
     dim = dim % len(x.sizes)
-    index = _size(index)
     if isinstance(index, int) and index < 0:
         index = x.sizes[dim] + index
     return ir.select_view(x, dim, index)
-
-
-def _size(value):
-    from dicp.dynamo_bridge.symbolic import to_sympy
-    return to_sympy(value) if not isinstance(value, (int, sympy.Basic)) else value
 
 
 @lowering("AsStrided")
 def as_strided(g, node, x, size, stride, offset=0):
     x = g.realize(g.value(x))
     val = node.meta["val"]
-    from dicp.dynamo_bridge.symbolic import strides_of
-    return ir.as_strided(x, shape_of(val), strides_of(val), _size(offset))
+    return ir.as_strided(x, shape_of(val), strides_of(val), offset)
 
 
 @lowering("Cat")
@@ -314,7 +307,6 @@ def index_put(g, node, x, indices, values, accumulate=False):
 
 @lowering("Empty")
 def empty(g, node, size, stride, dtype):
-    from dicp.dynamo_bridge.symbolic import strides_of
     val = node.meta["val"]
     sizes, strides = shape_of(val), strides_of(val)
     return Buffer(g.wrapper.allocate(dtype, sizes, strides), dtype, sizes, strides)

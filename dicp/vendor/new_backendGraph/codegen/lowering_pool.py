@@ -8,7 +8,7 @@ from .ctypes_map import compute_ctype, infinity_or_limit
 from .ir import Buffer
 from .lowering import lowering
 from .lowering_extra import _new_buffer
-from .sym import IDiv, index_var
+from .sym import IDiv, loop_index
 
 
 def _window(k, out_index, x, kernel, stride, padding, dilation, inner):
@@ -87,7 +87,7 @@ def avg_pool2d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode, co
                         divisor):
     grad, x = g.value(grad), g.value(x)
     out = _new_buffer(g, node.meta["val"])
-    outer = _outer_vars(len(out.sizes))
+    outer = loop_index(len(out.sizes))
 
     def window_range(d):
         """Output positions whose window may cover input index outer[d]: at most ceil(k/s)."""
@@ -130,7 +130,7 @@ def adaptive_avg_pool2d(g, node, x, output_size):
         count = f"(({k.index(h1)} - {k.index(h0)}) * ({k.index(w1)} - {k.index(w0)}))"
         out.store(k, outer, f"acc / static_cast<double>{count}")
 
-    outer_vars = _outer_vars(len(out.sizes))
+    outer_vars = loop_index(len(out.sizes))
     g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"),
              inner=[bounds(outer_vars[-2], in_h, out_h), bounds(outer_vars[-1], in_w, out_w)],
              body=body, post=post)
@@ -147,7 +147,7 @@ def adaptive_avg_pool2d_backward(g, node, grad, x):
     out = _new_buffer(g, node.meta["val"])
     in_h, in_w = out.sizes[-2:]
     out_h, out_w = grad.sizes[-2:]
-    outer = _outer_vars(len(out.sizes))
+    outer = loop_index(len(out.sizes))
 
     def body(k, outer, inner):
         (h0, h1), (w0, w1) = (_adaptive_bounds(inner[0], in_h, out_h),
@@ -166,8 +166,3 @@ def adaptive_avg_pool2d_backward(g, node, grad, x):
     g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"), inner=inner, body=body,
              post=lambda k, o: out.store(k, o, "acc"))
     return out
-
-
-def _outer_vars(rank):
-    """The outer loop variables kernel() will use, for bounds that depend on them."""
-    return [index_var("i", d) for d in range(rank)]

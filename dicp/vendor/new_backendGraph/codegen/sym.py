@@ -34,6 +34,11 @@ def index_var(prefix, i):
     return sympy.Symbol(f"{prefix}{i}", integer=True, nonnegative=True)
 
 
+def loop_index(rank, prefix="i"):
+    """The loop variables of a kernel's outer ("i") or inner ("r") loops."""
+    return [index_var(prefix, d) for d in range(rank)]
+
+
 def product(values):
     result = sympy.Integer(1)
     for value in values:
