@@ -39,3 +39,14 @@ def test_views_with_symbolic_strides_match_eager(cold_cache):
     for size in [(3, 5), (7, 4), (10, 7)]:
         x = torch.randn(size)
         torch.testing.assert_close(fn(x), sliced(x))
+
+
+def test_retraced_graph_reuses_its_library(cold_cache):
+    # a graph traced again (dynamo.reset, or a second model with the same graph) must produce
+    # the same source, so the in-process cache serves it without a build
+    x, y = torch.randn(5, 8), torch.randn(8)
+    compiled(fused, dynamic=True)(x, y)
+    before = builds()
+    torch._dynamo.reset()
+    compiled(fused, dynamic=True)(torch.randn(7, 8), y)
+    assert builds() == before

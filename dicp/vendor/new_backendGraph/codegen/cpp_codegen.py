@@ -140,7 +140,7 @@ class CppCodegen(GraphCodegenBase):
         self.wrapper.lines.append(f"kernels.{name}({', '.join(pointers + [s.name for s in symbols])})")
 
     def finish(self):
-        cpp = render("module.cpp.j2", graph_name=self.ctx.graph_name, kernels=self.kernels)
+        cpp = render("module.cpp.j2", kernels=self.kernels)
         return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(),
                               cpp if self.kernels else "", dict(self.signatures),
                               self.wrapper.constants)
