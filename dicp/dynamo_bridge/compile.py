@@ -44,6 +44,11 @@ def cache_stats() -> dict:
     return dict(_STATS)
 
 
+def loaded_libraries() -> frozenset:
+    """Keys of the libraries this process has loaded; a key is a distinct generated source."""
+    return frozenset(_LOADED)
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")

@@ -22,8 +22,10 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestAvgPool2dBackward:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
     # Size((N, C, H, W) or (C, H, W), ...)
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 8, 8), (3, 2, 9, 7)),
-                                       Size((1, 7, 6), (1, 6, 9))])
+    # dynamic dims chosen so no two unrelated input dims are equal (dynamo would share one
+    # symbol between them), at the dynamic size and at the resized one
+    @pytest.mark.parametrize("sizes", [Size((2, 3, 8, 8), (3, 4, 15, 11), resized=(3, 4, 21, 17)),
+                                       Size((1, 7, 6), (1, 15, 11), resized=(1, 21, 17))])
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_avg_pool2d_backward(self, sizes, dtype, compiled_model):
         device = get_device()

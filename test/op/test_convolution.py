@@ -24,8 +24,10 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestConvolution:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
     # Size((N, C, H, W), ...) with C even for the grouped convolution
-    @pytest.mark.parametrize("sizes", [Size((2, 4, 7, 8), (3, 2, 6, 9)),
-                                       Size((1, 2, 5, 6), (1, 4, 7, 5))])
+    # dynamic dims chosen so no two unrelated input dims are equal (dynamo would share one
+    # symbol between them), at the dynamic size and at the resized one
+    @pytest.mark.parametrize("sizes", [Size((2, 4, 7, 8), (5, 4, 7, 9), resized=(5, 8, 9, 10)),
+                                       Size((1, 2, 5, 6), (1, 4, 7, 5), resized=(1, 8, 9, 10))])
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_convolution(self, sizes, dtype, compiled_model):
         device = get_device()
