@@ -20,6 +20,9 @@ class CompileContext:
     fake_mode: object
     graph_id: int = field(default_factory=lambda: next(_graph_ids))
     dumps: dict = field(default_factory=dict)  # name -> text, written when DICP_DEBUG=1
+    # Fake results of the ATen graph's outputs: the layouts the caller expects (AOTAutograd's
+    # backward reads saved tensors with these strides, whatever the vendor ops infer).
+    output_vals: list = field(default_factory=list)
 
     @property
     def graph_name(self) -> str:
@@ -55,6 +58,7 @@ class GraphTransformer:
 
     def transform(self):
         self._dump("aten_graph.txt", self.gm.print_readable(print_output=False))
+        self.ctx.output_vals = [_fake_value(arg) for arg in self.gm.graph.output_node().args[0]]
         self.gm = self.backend.opset_transform(self.gm, self.ctx)
         self._dump("vendor_graph.txt", str(self.gm.graph))
 

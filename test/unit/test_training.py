@@ -110,3 +110,30 @@ def test_inplace_update_of_slice_of_input_matches_eager(warm_cache, dynamic):
     out = compiled(bump_rows, dynamic=dynamic)(x)
     torch.testing.assert_close(out, bump_rows(eager_x))
     assert torch.equal(x, eager_x)
+
+
+def attention_scores(x, w):
+    # q @ k^T over heads, the shape of LoRA-LLaMA's forward: AOTAutograd saves a reshaped
+    # transposed key for the backward, which reads it with the strides eager gives it
+    q = (x @ w).view(2, 8, 4, 16).transpose(1, 2)
+    k = (x @ w.t()).view(2, 8, 4, 16).transpose(1, 2)
+    return (q @ k.transpose(-1, -2)).softmax(-1).sum()
+
+
+def test_saved_tensors_keep_eager_strides_for_the_backward(warm_cache, dynamic):
+    x = torch.randn(2, 8, 64)
+    w = torch.randn(64, 64, requires_grad=True)
+    expected, = torch.autograd.grad(attention_scores(x, w), w)
+    actual, = torch.autograd.grad(compiled(attention_scores, dynamic=dynamic)(x, w), w)
+    torch.testing.assert_close(actual, expected)
+
+
+def layout_kept(x):
+    return (x.permute(0, 2, 1) * 2).clone().unsqueeze(0)
+
+
+def test_outputs_have_eager_strides(warm_cache, dynamic):
+    x = torch.randn(3, 4, 5)
+    actual, expected = compiled(layout_kept, dynamic=dynamic)(x), layout_kept(x)
+    torch.testing.assert_close(actual, expected)
+    assert actual.stride() == expected.stride()

@@ -8,7 +8,9 @@ import torch
 
 from dicp.dynamo_bridge.conversion import register_conversion
 from dicp.dynamo_bridge.op_transformer import Unsupported
+from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 
+from .codegen.sym import is_dense
 from .opset import ops
 
 aten = torch.ops.aten
@@ -325,9 +327,28 @@ def cat(ctx, tensors, dim=0):
     return ctx.op(ops.Cat, tensors, dim % rank)
 
 
+def _storage_owner(ctx, x):
+    """The producer of x's storage: x itself, or the value x is a (chain of) view(s) of."""
+    while ctx.val(x)._base is not None:
+        base = ctx.val(x)._base
+        x = next(arg for arg in x.all_input_nodes
+                 if ctx.val(arg) is base or ctx.val(arg)._base is base)
+    return x
+
+
 @conversion(aten.as_strided.default)
 def as_strided(ctx, x, size, stride, storage_offset=None):
-    return ctx.op(ops.AsStrided, x, list(size), list(stride), storage_offset or 0)
+    # strides address storage, so read from the value that owns it: a view of it may not
+    # cover everything the strides reach
+    owner = _storage_owner(ctx, x)
+    fake = ctx.val(owner)
+    if owner.op != "placeholder" and not is_dense(shape_of(fake), strides_of(fake)):
+        # eager fallback would see a copy, not this storage, so refuse instead of being wrong
+        raise NotImplementedError(
+            f"new_backendgraph: as_strided of a computed tensor whose storage has gaps (sizes "
+            f"{list(fake.shape)}, strides {list(fake.stride())}) is not supported; make the "
+            f"tensor contiguous before as_strided")
+    return ctx.op(ops.AsStrided, owner, list(size), list(stride), storage_offset or 0)
 
 
 @conversion(aten.index_select.default)

@@ -11,7 +11,7 @@ from .graph_codegen import GeneratedGraph, GraphCodegenBase, _sizes
 from .ir import Buffer, Pointwise
 from .kernel import KernelBuilder
 from .lowering import LOWERINGS
-from .sym import contiguous_strides, loop_index, product
+from .sym import contiguous_strides, loop_index, product, same_layout
 from .templates import render
 from .wrapper import Var
 
@@ -27,10 +27,6 @@ def _static_extents(inner, loop_vars):
         if not extent.free_symbols & set(loop_vars):
             extents.append(extent)
     return extents
-
-
-def _same(strides, expected):
-    return all(sympy.expand(a - b) == 0 for a, b in zip(strides, expected))
 
 
 def _fuses(user):
@@ -93,15 +89,10 @@ class CppCodegen(GraphCodegenBase):
         if not isinstance(val, torch.Tensor) or not isinstance(value, (Buffer, Pointwise)):
             return value
         strides = strides_of(val)
-        if isinstance(value, Buffer) and (val.numel() <= 1 or _same(value.strides, strides)):
+        if isinstance(value, Buffer) and (val.numel() <= 1 or
+                                          same_layout(value.sizes, value.strides, strides)):
             return value
         return self.realize(Pointwise(value.dtype, value.sizes, value.load), strides)
-
-    def output_value(self, arg, val):
-        value = self.value(arg)
-        if isinstance(value, Pointwise):
-            return self.realize(value, strides_of(val))
-        return value
 
     # ---- kernels ----
     def realize(self, value, strides=None):

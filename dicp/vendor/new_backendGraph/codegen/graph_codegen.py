@@ -15,6 +15,7 @@ from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
 from dicp.dynamo_bridge.utils import op_name
 
 from .ir import Buffer, Pointwise
+from .sym import same_layout
 from .wrapper import Var, WrapperBuilder
 
 
@@ -110,8 +111,8 @@ class GraphCodegenBase:
         return self.input_value(None, val, name) if isinstance(val, torch.Tensor) else Var(name)
 
     def output(self, node):
-        for arg, val in zip(node.args[0], [a.meta.get("val") if isinstance(a, fx.Node) else a
-                                           for a in node.args[0]]):
+        # outputs take the ATen graph's layouts, which callers rely on
+        for arg, val in zip(node.args[0], self.ctx.output_vals, strict=True):
             self.wrapper.outputs.append(self.wrapper.literal(self.output_value(arg, val)))
 
     def _materialize_node(self, arg):
@@ -131,6 +132,17 @@ class PythonCodegen(GraphCodegenBase):
 
     def input_value(self, node, val, name=None):
         return Var(name or node.name)
+
+    def output_value(self, arg, val):
+        value = self.value(arg)
+        produced = arg.meta.get("val") if isinstance(arg, fx.Node) else None
+        if not isinstance(produced, torch.Tensor) or same_layout(
+                shape_of(val), strides_of(produced), strides_of(val)):
+            return value
+        # a vendor op's torch implementation chose another layout than ATen traced
+        restrided = self.wrapper.allocate(val.dtype, shape_of(val), strides_of(val))
+        self.wrapper.lines.append(f"{restrided}.copy_({value})")
+        return Var(restrided)
 
     def vendor_op(self, node):
         args = self.value(node.args)

@@ -10,7 +10,8 @@ from typing import Callable
 import sympy
 
 from .ctypes_map import compute_ctype, literal
-from .sym import contiguous_strides, flat_index, product, unflatten
+from .sym import (IDiv, IMod, contiguous_strides, flat_index, product, same_layout,
+                  unflatten)
 
 
 @dataclass
@@ -174,6 +175,18 @@ def _view_strides(x, sizes):
     return strides
 
 
-def as_strided(x, sizes, strides, offset):
-    """Only buffers can be reinterpreted; strides are relative to the base storage."""
-    return Buffer(x.base, x.dtype, list(sizes), list(strides), offset)
+def as_strided(x, sizes, strides, offset, layout):
+    """`x` reinterpreted as eager does it: `strides` and `offset` address the storage of x,
+    whose eager layout is `layout` = (strides, storage offset). A buffer stored in that layout
+    is viewed in place; any other value (lazy, or realized in another layout) is read through
+    the inverse of that layout, which the conversion has checked is dense."""
+    source_strides, source_offset = layout
+    relative = offset - source_offset
+    if isinstance(x, Buffer) and same_layout(x.sizes, x.strides, source_strides):
+        return Buffer(x.base, x.dtype, list(sizes), list(strides), x.offset + relative)
+
+    def load(k, index):
+        position = relative + flat_index(index, strides)
+        return x.load(k, [IMod(IDiv(position, stride), size)
+                          for size, stride in zip(x.sizes, source_strides)])
+    return Pointwise(x.dtype, list(sizes), load)

@@ -2,7 +2,7 @@
 import sympy
 import torch
 
-from dicp.dynamo_bridge.symbolic import shape_of, strides_of
+from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
 
 from . import ir
 from .ctypes_map import compute_ctype, infinity_or_limit, literal
@@ -154,10 +154,12 @@ def select(g, node, x, dim, index):
 
 
 @lowering("AsStrided")
-def as_strided(g, node, x, size, stride, offset=0):
-    x = g.realize(g.value(x))
-    val = node.meta["val"]
-    return ir.as_strided(x, shape_of(val), strides_of(val), offset)
+def as_strided(g, node, x, *_):
+    # sizes, strides and offset come from the node's meta: symbolic, and absolute like eager's
+    val, source = node.meta["val"], node.args[0].meta["val"]
+    layout = (strides_of(source), to_sympy(source.storage_offset()))
+    return ir.as_strided(g.value(x), shape_of(val), strides_of(val),
+                         to_sympy(val.storage_offset()), layout)
 
 
 @lowering("Cat")

@@ -54,6 +54,26 @@ def contiguous_strides(sizes):
     return list(reversed(strides))
 
 
+def same_layout(sizes, strides, expected):
+    """Whether two stride lists address the same elements (dims of size 1 never move)."""
+    return all(size == 1 or sympy.expand(a - b) == 0
+               for size, a, b in zip(sizes, strides, expected))
+
+
+def is_dense(sizes, strides):
+    """Whether the layout fills its storage exactly: some order of the dims has contiguous
+    strides (dims of size 1 may have any stride). Compared as sympy, so no guards."""
+    dims = [d for d, size in enumerate(sizes) if size != 1]
+    expected = sympy.Integer(1)
+    while dims:
+        match = next((d for d in dims if sympy.expand(strides[d] - expected) == 0), None)
+        if match is None:
+            return False
+        dims.remove(match)
+        expected = expected * sizes[match]
+    return True
+
+
 def flat_index(index, strides):
     return sympy.expand(sum((i * s for i, s in zip(index, strides)), sympy.Integer(0)))
 
