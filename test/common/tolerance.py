@@ -33,6 +33,16 @@ MODEL_TOLERANCES = {
 }
 
 
+# Half-precision models: eager rounds every op to the storage type, so it is itself far from
+# exact arithmetic, and an implementation that keeps float intermediates (as fused kernels do)
+# differs from eager by more than one table bound while being closer to the truth. Measured on
+# bfloat16 weights run in float64: LLaMA logits, eager rmse 0.026 / dicp 0.024 (max 0.11 /
+# 0.097); SD latents, eager rmse 0.042 / dicp 0.037 (max 0.18 / 0.15). Such outputs may instead
+# pass PyTorch's own accuracy rule (torch._dynamo.utils.same with fp64_ref): root mean square
+# error against the float64 run at most this many times eager's.
+FP64_ERROR_MULTIPLIER = 2.0
+
+
 def tolerance_for(dtype, table=TOLERANCES):
     return table.get(dtype, (0.0, 0.0))
 
@@ -54,3 +64,19 @@ def assert_close(actual, expected, table=TOLERANCES, dtype=None):
     rtol, atol = tolerance_for(dtype or expected.dtype, table)
     ok = torch.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
     assert ok, f"{expected.dtype} (rtol={rtol}, atol={atol}): {diff_report(actual, expected)}"
+
+
+def rmse(actual, reference):
+    return (actual.double() - reference.double()).pow(2).mean().sqrt().item()
+
+
+def assert_close_or_as_accurate(actual, expected, reference, table=MODEL_TOLERANCES, dtype=None):
+    """Agree with eager within `table`, or be about as accurate as eager against `reference`
+    (the same computation in float64): rmse at most FP64_ERROR_MULTIPLIER times eager's."""
+    try:
+        assert_close(actual, expected, table=table, dtype=dtype)
+    except AssertionError as not_close:
+        ours, eagers = rmse(actual, reference), rmse(expected, reference)
+        assert ours <= FP64_ERROR_MULTIPLIER * eagers, (
+            f"{not_close}; against float64, rmse {ours:.3e} exceeds {FP64_ERROR_MULTIPLIER} x "
+            f"eager's {eagers:.3e}")

@@ -89,4 +89,4 @@ def update_dynamo_config(dynamic=False):
 
 
 from .tolerance import (MODEL_TOLERANCES, NORM_TOLERANCES, TOLERANCES,  # noqa: E402,F401
-                        assert_close)
+                        assert_close, assert_close_or_as_accurate)

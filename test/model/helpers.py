@@ -1,11 +1,21 @@
 """Helpers shared by the model suites: modes, compile counting and result comparison."""
+import copy
+
 import pytest
+import torch
 from torch._dynamo.utils import counters
 
-from ..common.utils import MODEL_TOLERANCES, assert_close, compile_model
+from ..common.utils import (MODEL_TOLERANCES, assert_close, assert_close_or_as_accurate,
+                            compile_model)
 from ..common.tolerance import tolerance_for
 
 DICP_BACKEND = "new_backendgraph"
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def float64_twin(model):
+    """A copy of `model` computing in float64 from the same (possibly rounded) weights."""
+    return copy.deepcopy(model).double()
 
 
 def compile_modes(args):
@@ -57,8 +67,9 @@ def assert_state_close(actual_module, expected_module, dtype=None):
             raise AssertionError(f"{name}: {err}") from None
 
 
-def assert_same_generation(tokens, logits, eager_tokens, eager_logits):
-    """Greedy tokens equal eager's, and each step's logits agree within MODEL_TOLERANCES.
+def assert_same_generation(tokens, logits, eager_tokens, eager_logits, reference_logits=None):
+    """Greedy tokens equal eager's, and each step's logits agree within MODEL_TOLERANCES (or,
+    given float64 `reference_logits` along eager's tokens, are about as accurate as eager's).
 
     The only divergence accepted is a near-tie: at the first step where the tokens differ,
     eager's logits for both choices must be within the tolerance of each other (the compiled
@@ -67,7 +78,10 @@ def assert_same_generation(tokens, logits, eager_tokens, eager_logits):
     """
     differs = (tokens != eager_tokens).any(dim=0).nonzero()
     steps = eager_tokens.shape[1] if differs.numel() == 0 else differs[0].item() + 1
-    assert_close(logits[:steps], eager_logits[:steps], table=MODEL_TOLERANCES)
+    if reference_logits is None:
+        assert_close(logits[:steps], eager_logits[:steps], table=MODEL_TOLERANCES)
+    else:
+        assert_close_or_as_accurate(logits[:steps], eager_logits[:steps], reference_logits[:steps])
     if differs.numel() == 0:
         return
     step = steps - 1
@@ -91,10 +105,3 @@ def mode_dtype_params(args, static_dtypes, dynamic_dtypes):
     modes = [False, True] if args.dynamic is None else [args.dynamic]
     return [pytest.param(m, d, id=f"{'dynamic' if m else 'static'}-{str(d).split('.')[-1]}")
             for m in modes for d in dtypes[m]]
-
-
-def known_failure(request, args, when, reason):
-    """Mark this case as a known new_backendgraph failure (strict: a fix makes it fail, so
-    the marker is removed with the fix). Other backends run the case normally."""
-    if when and args.backend == "new_backendgraph":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))

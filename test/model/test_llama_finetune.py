@@ -10,7 +10,7 @@ import pytest
 
 from ..common.utils import (MODEL_TOLERANCES, Size, assert_close, dynamo, parse_args, torch,
                             update_dynamo_config)
-from .helpers import (known_failure, assert_reused, assert_state_close, compile_modes, compile_one,
+from .helpers import (assert_reused, assert_state_close, compile_modes, compile_one,
                       dicp_builds, graphs_compiled)
 from .models.llama import CausalLMLoss, LlamaConfig, add_lora, build_llama
 
@@ -46,10 +46,7 @@ def train(loss_fn, model, batches, after_first_step=lambda: None):
 
 class TestLlamaFinetune:
     @pytest.mark.parametrize("dynamic", compile_modes(args))
-    def test_lora_adamw(self, dynamic, request):
-        known_failure(request, args, True,
-                      "C++ codegen bug: the training forward graph's loss differs from eager "
-                      "(9.42 vs 9.26) while the python kernel target matches; issue 4")
+    def test_lora_adamw(self, dynamic):
         model = add_lora(build_llama().train())
         compiled_model = copy.deepcopy(model)
         compiled = compile_one(CausalLMLoss(compiled_model), args, dynamic)

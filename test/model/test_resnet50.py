@@ -10,7 +10,7 @@ import pytest
 
 from ..common.utils import (MODEL_TOLERANCES, Size, assert_close, dynamo, parse_args, torch,
                             update_dynamo_config)
-from .helpers import (known_failure, assert_reused, assert_state_close, compile_modes, compile_one,
+from .helpers import (assert_reused, assert_state_close, compile_modes, compile_one,
                       dicp_builds, graphs_compiled)
 from .models.resnet import build_resnet50
 
@@ -45,11 +45,7 @@ def train(model_fn, model, batches, after_first_step=lambda: None):
 
 class TestResNet50:
     @pytest.mark.parametrize("dynamic", compile_modes(args))
-    def test_sgd_train_steps(self, dynamic, request):
-        known_failure(request, args, True,
-                      "losses/parameters differ from eager after 3 SGD steps (0.32 static, "
-                      "0.16 dynamic) in cpp and python targets alike: a conversion-level "
-                      "difference not yet found; issue 4")
+    def test_sgd_train_steps(self, dynamic):
         model = build_resnet50(num_classes=NUM_CLASSES).train()
         compiled_model = copy.deepcopy(model)
         compiled = compile_one(compiled_model, args, dynamic)
