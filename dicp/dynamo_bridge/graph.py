@@ -63,8 +63,10 @@ class GraphTransformer:
         self._dump("vendor_graph.txt", str(self.gm.graph))
 
     def infer_shape_dtype(self):
+        # The conversion pass inferred every node it emitted; only nodes made by the backend's
+        # later rewrites (pattern replacement) arrive without a fake result.
         for node in self.gm.graph.nodes:
-            if node.op == "call_function":
+            if node.op == "call_function" and "val" not in node.meta:
                 node.meta["val"] = infer_node(node, self.ctx.fake_mode)
 
     def codegen(self):

@@ -250,6 +250,15 @@ def _count(ctx, x, dims):
     return count
 
 
+def _moments(ctx, x, dims, keepdim):
+    """Two-pass statistics over `dims`: the mean (dims kept), x - mean, and the sum of squared
+    deviations. Two passes, because E[x^2] - E[x]^2 cancels badly for a mean far from 0."""
+    mean = ctx.op(ops.Div, ctx.op(ops.ReduceSum, x, dims, True), _count(ctx, x, dims))
+    centered = ctx.op(ops.Sub, x, mean)
+    squares = ctx.op(ops.ReduceSum, ctx.op(ops.Mul, centered, centered), dims, keepdim)
+    return mean, centered, squares
+
+
 @conversion([aten.var.correction, aten.var_mean.correction])
 def var(ctx, x, dims=None, *, correction=None, keepdim=False):
     """Two-pass variance, computed in float32 for half types as eager does."""
@@ -258,9 +267,7 @@ def var(ctx, x, dims=None, *, correction=None, keepdim=False):
         x = ctx.op(ops.Convert, x, torch.float32)
     dims = _dims(ctx, x, dims)
     count = _count(ctx, x, dims)
-    mean_ = ctx.op(ops.Div, ctx.op(ops.ReduceSum, x, dims, True), count)
-    centered = ctx.op(ops.Sub, x, mean_)
-    squares = ctx.op(ops.ReduceSum, ctx.op(ops.Mul, centered, centered), dims, keepdim)
+    mean_, _, squares = _moments(ctx, x, dims, keepdim)
     divisor = ctx.op(ops.Maximum, _full_like_scalar(ctx, squares, 0),
                      ctx.op(ops.Sub, _full_like_scalar(ctx, squares, count), correction))
     variance = _cast(ctx, ctx.op(ops.Div, squares, divisor), out_dtype)
@@ -400,10 +407,8 @@ def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var, train
     dims = [0] + list(range(2, rank))
     count = _count(ctx, x, dims)
     xf = _cast(ctx, x, torch.float32)
-    mean = ctx.op(ops.Div, ctx.op(ops.ReduceSum, xf, dims, True), count)
-    centered = ctx.op(ops.Sub, xf, mean)
-    var = ctx.op(ops.Div, ctx.op(ops.ReduceSum, ctx.op(ops.Mul, centered, centered), dims, True),
-                 count)
+    mean, centered, squares = _moments(ctx, xf, dims, keepdim=True)
+    var = ctx.op(ops.Div, squares, count)
     inv_std = ctx.op(ops.Rsqrt, ctx.op(ops.Add, var, eps))
     out = ctx.op(ops.Mul, centered, inv_std)
     per_channel = [ctx.val(x).shape[1]] + [1] * (rank - 2)

@@ -69,9 +69,10 @@ for _name in REDUCTIONS:
     lowering(_name)(reduction)
 
 
-def _new_buffer(g, fake):
+def _new_buffer(g, fake, strides=None):
+    """A fresh buffer shaped like `fake`: contiguous unless `strides` are given."""
     sizes = shape_of(fake)
-    strides = contiguous_strides(sizes)
+    strides = strides if strides is not None else contiguous_strides(sizes)
     return Buffer(g.wrapper.allocate(fake.dtype, sizes, strides), fake.dtype, sizes, strides)
 
 
@@ -310,8 +311,7 @@ def index_put(g, node, x, indices, values, accumulate=False):
 @lowering("Empty")
 def empty(g, node, size, stride, dtype):
     val = node.meta["val"]
-    sizes, strides = shape_of(val), strides_of(val)
-    return Buffer(g.wrapper.allocate(dtype, sizes, strides), dtype, sizes, strides)
+    return _new_buffer(g, val, strides_of(val))
 
 
 # ---- in place ------------------------------------------------------------------------
