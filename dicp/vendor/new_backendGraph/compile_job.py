@@ -15,8 +15,11 @@ from . import config
 from .codegen.templates import INCLUDE_DIR
 from .opset import OPS
 
+# -fno-math-errno and -fno-trapping-math change no value: they drop errno writes and FP
+# exception flags, which nothing reads, and let g++ turn selects (clamps, where, NaN checks)
+# into vector blends, so those loops vectorize.
 BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fno-math-errno",
-              "-Wno-unused-variable", "-pipe")
+              "-fno-trapping-math", "-Wno-unused-variable", "-pipe")
 
 
 def chip_flags(variant: str) -> tuple:
