@@ -33,6 +33,19 @@ def _fuses(user):
     return isinstance(user.target, Operator) and user.target.family != "library"
 
 
+# Statements a lazy value may take and still be recomputed by each of its consumers rather
+# than written to memory once and read back.
+RECOMPUTE_LIMIT = 8
+
+
+def _cheap(value):
+    """Whether `value` costs at most RECOMPUTE_LIMIT statements, by emitting it once into a
+    scratch kernel that is thrown away."""
+    probe = KernelBuilder("probe", loop_index(len(value.sizes)))
+    value.load(probe, loop_index(len(value.sizes)))
+    return sum(len(block.lines) for block in probe.blocks) <= RECOMPUTE_LIMIT
+
+
 class UnsupportedLowering(NotImplementedError):
     pass
 
@@ -70,11 +83,16 @@ class CppCodegen(GraphCodegenBase):
         return value if isinstance(value, sympy.Basic) else arg
 
     def _must_realize(self, node, value):
-        """Inline a lazy value into its single fusing consumer; otherwise write it once."""
+        """Inline a lazy value into consumers that fuse: its only one, or each of several when
+        it is cheap to recompute (softmax's exp(x - max) feeds the sum and the division).
+        Otherwise write it once."""
         if not isinstance(value, Pointwise):
             return False
-        consumers = [u for u in node.users if u.op != "output"]
-        return len(node.users) > 1 or not all(_fuses(u) for u in consumers)
+        if not all(_fuses(u) for u in node.users if u.op != "output"):
+            return True
+        if len(node.users) == 1:
+            return False
+        return any(u.op == "output" for u in node.users) or not _cheap(value)
 
     def realize_live_values(self):
         """Before a kernel overwrites a buffer, compute every lazy value still to be read."""
