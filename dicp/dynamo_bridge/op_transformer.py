@@ -1,4 +1,5 @@
 """The conversion pass (ATen graph -> vendor graph) and the pattern-rewrite utility."""
+import functools
 import operator
 import warnings
 
@@ -150,9 +151,19 @@ def _is_size_arithmetic(node):
                                              float, bool))
 
 
+@functools.lru_cache(maxsize=None)
+def _pattern_targets(pattern) -> frozenset:
+    """The ops a pattern function calls (a graph lacking one of them cannot match)."""
+    graph = fx.symbolic_trace(pattern).graph
+    return frozenset(n.target for n in graph.nodes if n.op == "call_function")
+
+
 def rewrite_patterns(gm: fx.GraphModule, rewrites) -> fx.GraphModule:
     """Apply (pattern, replacement, checker) rows; checker(match, original, pattern) -> bool."""
+    present = {n.target for n in gm.graph.nodes if n.op == "call_function"}
     for pattern, replacement, checker in rewrites:
+        if not _pattern_targets(pattern) <= present:
+            continue  # matching costs a full subgraph search; skip it when it cannot succeed
         filters = [checker] if checker is not None else []
         replace_pattern_with_filters(gm, pattern, replacement, filters)
     gm.graph.eliminate_dead_code()
