@@ -42,7 +42,7 @@ def pytest_pyfunc_call(pyfuncitem):
     before = loaded_libraries()
     pyfuncitem.obj(**rerun_args)
     new = loaded_libraries() - before
-    assert not new, (f"dynamic graph built {len(new)} new C++ librar{'y' if len(new) == 1 else 'ies'} "
-                     f"at second size {second} (first size {sizes.dynamic}): generated code "
-                     f"depends on the traced sizes")
+    assert not new, (f"dynamic graph loaded {len(new)} new C++ library(ies) at second size "
+                     f"{second} (first size {sizes.dynamic}): generated code depends on the "
+                     f"traced sizes")
     return result

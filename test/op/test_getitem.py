@@ -24,7 +24,8 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestGetitem:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
     # split into chunks of 2 fixes the chunk count, so the resized case keeps the split dim
-    @pytest.mark.parametrize("sizes", [Size((5,), (7,)), Size((3, 1, 4), (5, 1, 2), resized=(5, 1, 3))])
+    @pytest.mark.parametrize("sizes", [Size((5,), (7,)),
+                                       Size((3, 1, 4), (5, 1, 2), resized=(5, 1, 3))])
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_getitem(self, sizes, dtype, compiled_model):
         device = get_device()

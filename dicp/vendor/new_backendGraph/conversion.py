@@ -335,11 +335,15 @@ def cat(ctx, tensors, dim=0):
 
 
 def _storage_owner(ctx, x):
-    """The producer of x's storage: x itself, or the value x is a (chain of) view(s) of."""
+    """The producer of x's storage: x itself, or the value x is a (chain of) view(s) of.
+    A view of something no input holds (a vendor op viewing its own temporary) owns itself."""
     while ctx.val(x)._base is not None:
         base = ctx.val(x)._base
-        x = next(arg for arg in x.all_input_nodes
-                 if ctx.val(arg) is base or ctx.val(arg)._base is base)
+        owner = next((arg for arg in x.all_input_nodes
+                      if ctx.val(arg) is base or ctx.val(arg)._base is base), None)
+        if owner is None:
+            return x
+        x = owner
     return x
 
 
