@@ -1,6 +1,13 @@
+import runpy
+from pathlib import Path
+
 from setuptools import find_packages, setup
 
-# torch is pinned exactly: a looser pin makes pip fetch a multi-GB CUDA build.
+# The supported torch range lives in one file that imports neither torch nor dicp. A torch
+# already installed in that range (including a vendor's local or pre-release build) is kept;
+# with none installed, pip takes the newest release in the range.
+SUPPORTED = runpy.run_path(str(Path(__file__).parent / "dicp" / "supported_torch.py"))
+
 setup(
     name="dicp",
     version="0.1.0",
@@ -8,7 +15,8 @@ setup(
     packages=find_packages(include=["dicp", "dicp.*"]),
     package_data={"dicp": ["vendor/*/codegen/templates/*.j2", "vendor/*/codegen/include/*.h"]},
     python_requires=">=3.10",
-    install_requires=["torch==2.13.0", "jinja2>=3.0", "sympy>=1.12", "numpy"],
+    install_requires=[SUPPORTED["TORCH_REQUIREMENT"], "jinja2>=3.0", "sympy>=1.12", "numpy",
+                      "packaging"],
     extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "cryptography>=41"]},
     entry_points={
         "torch_dynamo_backends": [

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import dicp
 
-from .utils import cache_dir, log
+from dicp import config, profile
+
+from .utils import log
 
 _STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0}
 _LOADED: dict = {}
@@ -66,9 +68,14 @@ def load_library(spec: BuildSpec) -> ctypes.CDLL:
     key = spec.key()
     if key in _LOADED:
         _STATS["memory_hits"] += 1
+        profile.count("cache hits (memory)")
         return _LOADED[key]
-    directory = cache_dir() / "kernels" / key[:2]
-    library = _load_cached(directory, key) or _build(spec, directory, key)
+    directory = config.cache_dir / "kernels" / key[:2]
+    library = _load_cached(directory, key)
+    if library is None:
+        profile.count("cache misses")
+        with profile.stage("build"):
+            library = _build(spec, directory, key)
     _LOADED[key] = library
     return library
 
@@ -86,6 +93,7 @@ def _load_cached(directory: Path, key: str):
         _STATS["rebuilt_corrupt"] += 1
         return None
     _STATS["disk_hits"] += 1
+    profile.count("cache hits (disk)")
     return library
 
 
@@ -102,6 +110,7 @@ def _build(spec: BuildSpec, directory: Path, key: str) -> ctypes.CDLL:
                                f"{source_path}:\n{result.stderr.strip()}\ncommand: "
                                f"{' '.join(command)}")
         _STATS["builds"] += 1
+        profile.count("cache builds")
         data = Path(tmp_so).read_bytes()
         atomic_write(directory / f"{key}.sha256", hashlib.sha256(data).hexdigest().encode())
         os.replace(tmp_so, directory / f"{key}.so")

@@ -1,14 +1,18 @@
 """The dynamo -> AOTAutograd -> backend bridge."""
-from torch._dynamo.backends.common import aot_autograd
-
+from dicp import config, profile
 from dicp.vendor import get_backend
 
+from .dynamo_context import current_frame, inside_dicp, install
 from .graph import GraphTransformer
+from .recompiles import note_compile
+from .torch_compat import aot_autograd
 
 
 def _graph_compiler(backend, kind):
     def compile_graph(gm, example_inputs):
-        compiled = GraphTransformer(gm, backend, kind, example_inputs).compile_to_callable()
+        with inside_dicp():  # AOTAutograd compiles the backward lazily, outside compile_fx
+            transformer = GraphTransformer(gm, backend, kind, example_inputs)
+            compiled = transformer.compile_to_callable()
         compiled._boxed_call = True  # AOTAutograd passes one list it lets us clear
         return compiled
     compile_graph.__name__ = f"{backend.name}_{kind}_compiler"
@@ -22,11 +26,17 @@ def _decompositions(backend):
 
 def compile_fx(gm, example_inputs, backend_name: str):
     """Compile a dynamo FX graph for the registered backend `backend_name`."""
-    backend = get_backend(backend_name)
-    compiler = aot_autograd(
-        fw_compiler=_graph_compiler(backend, "forward"),
-        bw_compiler=_graph_compiler(backend, "backward"),
-        inference_compiler=_graph_compiler(backend, "inference"),
-        decompositions=_decompositions(backend),
-    )
-    return compiler(gm, example_inputs)
+    install()  # again: torch._dynamo.reset() drops dynamo's hooks
+    with inside_dicp():
+        with profile.stage("setup"):
+            backend = get_backend(backend_name)
+            config.check_environment()  # after the backend is loaded, so its knobs are known
+            note_compile(current_frame(gm).function, example_inputs)
+            compiler = aot_autograd(
+                fw_compiler=_graph_compiler(backend, "forward"),
+                bw_compiler=_graph_compiler(backend, "backward"),
+                inference_compiler=_graph_compiler(backend, "inference"),
+                decompositions=_decompositions(backend),
+            )
+        with profile.stage("aot_autograd"):
+            return compiler(gm, example_inputs)

@@ -1,5 +1,5 @@
 """The conversion-table decorator: ATen op -> converter rows, one per overload."""
-import torch
+from .torch_compat import OpOverloadPacket
 
 
 class DuplicateConversionError(ValueError):
@@ -10,7 +10,7 @@ def overloads_of(aten_op):
     """Every OpOverload named by `aten_op` (an overload, a packet, or a list of them)."""
     if isinstance(aten_op, (list, tuple)):
         return [overload for op in aten_op for overload in overloads_of(op)]
-    if isinstance(aten_op, torch._ops.OpOverloadPacket):
+    if isinstance(aten_op, OpOverloadPacket):
         return [getattr(aten_op, name) for name in aten_op.overloads()]
     return [aten_op]
 

@@ -4,17 +4,17 @@ The table is a new dict: torch's own tables are never edited.
 """
 from functools import lru_cache
 
-import torch
-from torch._decomp import core_aten_decompositions, get_decompositions
+from dicp import config
 
 from .conversion import overloads_of
-from .utils import env_list, matches_any, op_name
+from .torch_compat import OpOverload, core_aten_decompositions, get_decompositions
+from .utils import matches_any, op_name
 
 
 def build_decompositions(extra_ops=(), keep_ops=()):
     """torch's core ATen decompositions plus `extra_ops`, minus `keep_ops` and the ops
     named (by pattern, e.g. aten.gelu.*) in DICP_KEEP_TORCH_DEFAULT."""
-    keep_patterns = tuple(env_list("DICP_KEEP_TORCH_DEFAULT"))
+    keep_patterns = config.keep_torch_default
     return _build(tuple(extra_ops), tuple(keep_ops), keep_patterns)
 
 
@@ -25,5 +25,5 @@ def _build(extra_ops, keep_ops, keep_patterns):
     for overload in overloads_of(list(keep_ops)):
         table.pop(overload, None)
     return {op: fn for op, fn in table.items()
-            if not (isinstance(op, torch._ops.OpOverload)
+            if not (isinstance(op, OpOverload)
                     and matches_any(op_name(op), list(keep_patterns)))}

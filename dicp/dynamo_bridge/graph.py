@@ -2,12 +2,14 @@
 import itertools
 from dataclasses import dataclass, field
 
-import torch
 import torch.fx as fx
-from torch._guards import detect_fake_mode
+
+from dicp import config, profile
 
 from .operator import InferenceError, Operator
-from .utils import debug_mode, log, op_name
+from .provenance import origin_of
+from .torch_compat import FakeTensorMode, detect_fake_mode
+from .utils import log, op_name
 
 _graph_ids = itertools.count()
 
@@ -57,6 +59,7 @@ class GraphTransformer:
         self.sources = None
 
     def transform(self):
+        self._dump("config.txt", config.format_effective())
         self._dump("aten_graph.txt", self.gm.print_readable(print_output=False))
         self.ctx.output_vals = [_fake_value(arg) for arg in self.gm.graph.output_node().args[0]]
         self.gm = self.backend.opset_transform(self.gm, self.ctx)
@@ -74,21 +77,57 @@ class GraphTransformer:
 
     def compile(self):
         compiled = self.backend.compile_job(self.sources, self.ctx)
-        if debug_mode():
+        if config.debug:
             log.warning("%s: debug dumps in %s", self.ctx.graph_name, compiled.debug_dir)
         return compiled
 
-    def compile_to_callable(self):
-        self.transform()
-        self.infer_shape_dtype()
-        self.codegen()
-        return self.compile()
+    def compile_to_callable(self, hooks=True):
+        """The compiled callable. With `hooks`, wrapped by the debugging tools the knobs turn
+        on (op-argument dumps, autocompare); the builds those tools make themselves pass
+        hooks=False."""
+        aten_gm, before = self.gm, profile.stage_totals()
+        with profile.stage("conversion"):
+            self.transform()
+        if config.record_ops is not None:  # before codegen, which may be what fails
+            record_native_ops(self.gm, config.record_ops)
+        with profile.stage("shape_inference"):
+            self.infer_shape_dtype()
+        with profile.stage("codegen"):
+            self.codegen()
+        with profile.stage("load"):  # the build, a stage of its own, happens inside
+            compiled = self.compile()
+        self._account(before)
+        return _with_debug_tools(compiled, aten_gm, self) if hooks else compiled
+
+    def _account(self, stages_before):
+        vendor_nodes = sum(isinstance(n.target, Operator) for n in self.gm.graph.nodes)
+        profile.count(f"graphs ({self.ctx.kind})")
+        profile.count("vendor nodes", vendor_nodes)
+        profile.log_graph(self.ctx.graph_name, stages_before, vendor_nodes)
 
     def _dump(self, name, text):
-        if debug_mode():
+        if config.debug:
             self.ctx.dumps[name] = text
+
+
+def _with_debug_tools(compiled, aten_gm, transformer):
+    if config.dump_op_args:
+        from .op_dump import dumping
+        compiled = dumping(compiled, aten_gm, transformer)
+    if config.autocompare != "off":
+        from .autocompare import checked
+        compiled = checked(compiled, aten_gm, transformer.ctx)
+    return compiled
+
+
+def record_native_ops(gm, path):
+    """Append the ATen ops this vendor graph runs natively (DICP_RECORD_OPS, for bisect)."""
+    ops = {origin_of(n).op for n in gm.graph.nodes
+           if isinstance(n.target, Operator) and origin_of(n) is not None}
+    with open(path, "a") as f:
+        f.writelines(f"{op}\n" for op in sorted(ops))
 
 
 def _fake_mode_of(gm):
     vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    return detect_fake_mode(vals) or torch._subclasses.FakeTensorMode()
+    return detect_fake_mode(vals) or FakeTensorMode()

@@ -1,4 +1,5 @@
 """The conversion pass (ATen graph -> vendor graph) and the pattern-rewrite utility."""
+import dataclasses
 import functools
 import operator
 import warnings
@@ -7,7 +8,14 @@ import torch
 import torch.fx as fx
 from torch.fx.subgraph_rewriter import replace_pattern_with_filters
 
-from .utils import log_once, matches_any, env_list, op_name, strict_mode
+from dicp import config, profile
+
+from .fallback import Fallback, declared_reason, record_fallback
+from .provenance import ORIGIN, Origin
+from .torch_compat import OpOverload
+from .utils import leaves, log_once, matches_any, op_name
+
+FORCED = "forced by DICP_FALLBACK_OPS"
 
 
 class Unsupported(Exception):
@@ -34,6 +42,7 @@ class ConversionContext:
             warnings.filterwarnings("ignore", message="Raw SymInt value")
             node = self.graph.call_function(vendor_op, args, kwargs)
         node.meta["val"] = self._infer(node)
+        node.meta[ORIGIN] = _origin(self.node)
         return node
 
     @staticmethod
@@ -59,7 +68,7 @@ class OpTransformer:
         self.graph = fx.Graph()
         self.ctx = ConversionContext(self.graph, infer)
         self.env = {}
-        self.forced_fallback = env_list("DICP_FALLBACK_OPS")
+        self.forced_fallback = config.fallback_ops
 
     def run(self) -> fx.GraphModule:
         for node in self.gm.graph.nodes:
@@ -83,7 +92,7 @@ class OpTransformer:
         args, kwargs = fx.node.map_aggregate((node.args, node.kwargs), self._lookup)
         if node.target is operator.getitem and isinstance(args[0], (tuple, list)):
             return args[0][args[1]]  # a converter returned the tuple itself
-        if _is_size_arithmetic(node):
+        if is_size_arithmetic(node):
             return self._copy(node, args, kwargs)
         converter = self._converter_for(node)
         if converter is None:
@@ -91,14 +100,14 @@ class OpTransformer:
         self.ctx.node = node
         try:
             self._check_dtypes(node)
-            return converter(self.ctx, *args, **kwargs)
+            return _mark_results(converter(self.ctx, *args, **kwargs), node)
         except Unsupported as reason:
             return self._fallback(node, args, kwargs, str(reason))
 
     def _check_dtypes(self, node):
         supported = self.backend.supported_dtypes
         vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
-        for val in _tensors(vals):
+        for val in leaves(vals, torch.Tensor):
             if supported and val.dtype not in supported:
                 raise Unsupported(f"dtype {val.dtype} is not supported by {self.backend.name} "
                                   f"(supported: {', '.join(sorted(map(str, supported)))})")
@@ -114,38 +123,51 @@ class OpTransformer:
         return self.backend.conversions.get(node.target)
 
     def _fallback(self, node, args, kwargs, reason):
-        name = op_name(node.target)
         if node.target is not operator.getitem:
+            name = op_name(node.target)
+            profile.fallback(name)
             forced = matches_any(name, self.forced_fallback)
-            self._report_fallback(name, "forced by DICP_FALLBACK_OPS" if forced else reason)
+            self._report_fallback(name, FORCED if forced else reason, forced)
         return self._copy(node, args, kwargs)
 
     def _copy(self, node, args, kwargs):
         new = self.graph.call_function(node.target, args, kwargs)
         new.meta = dict(node.meta)
+        new.meta[ORIGIN] = _origin(node, result=True)
         return new
 
-    def _report_fallback(self, name, reason):
+    def _report_fallback(self, name, reason, forced):
         backend, table = self.backend.name, self.backend.conversion_table
+        record_fallback(Fallback(backend, name, reason))
+        declared = declared_reason(self.backend, name)
+        if declared is not None:
+            log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s), a "
+                     "fallback the backend declares: %s", backend, name, reason, declared)
+            return
         advice = (f"add a converter for {name} in {table}" if reason == "no converter"
                   else f"extend the converter of {name} in {table}")
-        if strict_mode() and "DICP_FALLBACK_OPS" not in reason:
+        if config.strict and not forced:
             raise UnsupportedOpError(f"{backend}: {name} is not supported ({reason}) and "
                                      f"DICP_STRICT=1 forbids eager fallback; {advice}")
         log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s); to run "
                  "it natively, %s", backend, name, reason, advice)
 
 
-def _tensors(value):
-    """Every tensor in a (nested) meta value: multi-output ops carry tuples."""
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors(item)
+def _origin(node, result=False) -> Origin:
+    return Origin(node.name, op_name(node.target), node.meta.get("stack_trace"), result)
 
 
-def _is_size_arithmetic(node):
+def _mark_results(value, aten_node):
+    """Flag the vendor nodes that hold `aten_node`'s value (a converter may also return a node
+    converted earlier, e.g. its input for a no-op: that one keeps its own origin)."""
+    for node in leaves(value, fx.Node):
+        origin = node.meta.get(ORIGIN)
+        if origin is not None and origin.node == aten_node.name:
+            node.meta[ORIGIN] = dataclasses.replace(origin, result=True)
+    return value
+
+
+def is_size_arithmetic(node):
     """Arithmetic on symbolic sizes (sym_size, operator.mul on SymInts, ...): not an op."""
     return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int,
                                              float, bool))
@@ -166,10 +188,15 @@ def rewrite_patterns(gm: fx.GraphModule, rewrites) -> fx.GraphModule:
             continue  # matching costs a full subgraph search; skip it when it cannot succeed
         filters = [checker] if checker is not None else []
         replace_pattern_with_filters(gm, pattern, replacement, filters)
-    gm.graph.eliminate_dead_code()
+    gm.graph.eliminate_dead_code(is_impure_node=_is_impure)
     gm.recompile()
     return gm
 
 
+def _is_impure(node):
+    """fx keeps ATen ops that mutate; a vendor op says so with `Operator.mutates`."""
+    return node.is_impure() or getattr(node.target, "mutates", False)
+
+
 def is_aten(target) -> bool:
-    return isinstance(target, torch._ops.OpOverload)
+    return isinstance(target, OpOverload)

@@ -13,6 +13,7 @@ class Operator:
     (`infer_result`), run on real tensors it is the op's Python kernel.
     """
     name = "Operator"
+    mutates = False  # writes into an argument: never dead code, even without users
 
     def __init__(self):
         self.__name__ = self.name

@@ -1,62 +1,31 @@
-"""Knobs (DICP_* environment variables, read when used) and small shared helpers."""
+"""Small shared helpers: op names and patterns, the dicp logger. Knobs live in dicp.config."""
 import fnmatch
 import logging
-import os
-from pathlib import Path
 
-import torch
+from .torch_compat import OpOverload
 
 log = logging.getLogger("dicp")
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"", "0", "false", "no", "off"}
 
-
-def env_flag(name: str, default: bool = False) -> bool:
-    """A boolean knob: 1/true/yes/on or 0/false/no/off; anything else is an error."""
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError(f"{name}={raw!r}: expected one of 1/true/yes/on or 0/false/no/off")
-
-
-def env_list(name: str) -> list[str]:
-    """A comma-separated knob, e.g. DICP_FALLBACK_OPS=aten.mm.*,aten.bmm.default."""
-    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
-
-
-def matches_any(op_name: str, patterns: list[str]) -> bool:
+def matches_any(op_name: str, patterns) -> bool:
     return any(fnmatch.fnmatchcase(op_name, pattern) for pattern in patterns)
+
+
+def leaves(value, kind):
+    """Every item of type `kind` in a value nested in lists and tuples (tuple outputs, args)."""
+    if isinstance(value, kind):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from leaves(item, kind)
 
 
 def op_name(target) -> str:
     """`aten.add.Tensor` for an OpOverload, the vendor name for a vendor op."""
-    if isinstance(target, torch._ops.OpOverload):
+    if isinstance(target, OpOverload):
         return str(target)  # "aten.mm.default"; OpOverload.name() drops ".default"
     name = getattr(target, "name", None)
     return str(name if isinstance(name, str) else getattr(target, "__name__", target))
-
-
-def strict_mode() -> bool:
-    return env_flag("DICP_STRICT")
-
-
-def debug_mode() -> bool:
-    return env_flag("DICP_DEBUG")
-
-
-def cache_dir() -> Path:
-    """DICP_CACHE_DIR, else the user's cache directory (XDG_CACHE_HOME or ~/.cache)."""
-    configured = os.environ.get("DICP_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "dicp"
 
 
 _logged_once: set = set()

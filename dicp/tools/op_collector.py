@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import torch
 from functorch.compile import make_boxed_func
-from torch._dynamo.backends.common import aot_autograd
-from torch.utils import _pytree as pytree
 
+from dicp import config
 from dicp.dynamo_bridge.op_transformer import is_aten
-from dicp.dynamo_bridge.utils import env_list, matches_any, op_name
+from dicp.dynamo_bridge.torch_compat import aot_autograd, pytree
+from dicp.dynamo_bridge.utils import matches_any, op_name
 from dicp.vendor import get_backend
 
 GRAPH_KINDS = ("forward", "backward", "inference")
@@ -145,7 +145,7 @@ def _is_op(node) -> bool:
 
 def _report(spec, graphs) -> OpReport:
     counts = Counter((kind, target) for kind, targets in graphs for target in targets)
-    forced = env_list("DICP_FALLBACK_OPS")
+    forced = config.fallback_ops
     # str() keeps ".default" (aten.mm.default); the forced-fallback patterns are matched
     # against op_name(), as OpTransformer matches them.
     records = [OpRecord(str(target), kind, count,

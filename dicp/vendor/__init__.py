@@ -13,6 +13,9 @@ class Backend:
     opset_transform(gm, ctx) -> gm      ATen graph -> vendor-op graph
     codegen(gm, ctx) -> sources         vendor-op graph -> generated sources
     compile_job(sources, ctx) -> fn     sources -> callable taking the list of graph inputs
+    expected_fallbacks                  op pattern ("aten.view_as_real.*", fnmatch) -> why the
+                                        backend runs it as eager fallback; strict mode and the
+                                        op test harness allow these fallbacks and no other
     """
     name: str
     opset_transform: Callable
@@ -23,6 +26,7 @@ class Backend:
     conversion_table: str = ""  # where a converter for a missing op would go
     device: str = "cpu"
     supported_dtypes: frozenset = frozenset()  # empty: every dtype
+    expected_fallbacks: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -30,6 +34,8 @@ _REGISTRY: dict[str, Backend] = {}
 
 
 def register_backend(backend: Backend) -> Backend:
+    from dicp.dynamo_bridge.dynamo_context import install
+    install()  # time dynamo and AOTAutograd for the compile profile, from the first compile on
     existing = _REGISTRY.get(backend.name)
     if existing is not None and existing is not backend:
         raise ValueError(f"a dicp backend named {backend.name!r} is already registered")

@@ -1,21 +1,37 @@
-"""Shared pytest options and fixtures; test/conftest.py registers them once for every folder."""
+"""DICP's conftest API: `pytest_addoption` and the `backend`/`dynamic` fixtures.
+
+Each test folder's conftest imports these (DICP's op folders: `from ..common.conftest import
+pytest_addoption, backend, dynamic`), and pytest calls every conftest's `pytest_addoption`. The
+first call registers the options and the harness plugin (test/common/harness.py); later calls
+find the plugin registered and add nothing, since pytest refuses an option added twice. So a
+DICP folder runs next to ours (test/conftest.py imports the same function) or on its own.
+"""
 import pytest
 
+from . import harness
 from .utils import DEFAULT_BACKEND, parse_dynamic_arg
 
+HARNESS_PLUGIN = "dicp-test-harness"
 
-def add_dicp_options(parser):
+
+def pytest_addoption(parser, pluginmanager):
+    if pluginmanager.has_plugin(HARNESS_PLUGIN):
+        return
+    pluginmanager.register(harness, HARNESS_PLUGIN)
     parser.addoption("--backend", type=str, default=DEFAULT_BACKEND,
                      help="dynamo backend to test (default: %(default)s)")
     parser.addoption("--dynamic", type=str, default="all",
                      help="false: static shapes, true: dynamic shapes, all: both (default)")
+    parser.addoption("--seed-base", type=int, default=0,
+                     help="every test seeds its inputs from this and its own id; another value "
+                          "draws other inputs in every test (default: %(default)s)")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def backend(request):
     return request.config.getoption("--backend")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def dynamic(request):
     return parse_dynamic_arg(request.config.getoption("--dynamic"))

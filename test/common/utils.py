@@ -5,16 +5,17 @@ Tests import `torch`, `dynamo`, `parse_args`, `compile_model`, `get_device`, `Si
 from argv so the same file runs under pytest and as a script.
 """
 import argparse
-import os
 import random
 
 import torch
 import torch._dynamo as dynamo
 
+from dicp import config as dicp_config
+
 torch.manual_seed(1)
 random.seed(1)
 
-DEFAULT_BACKEND = "new_backendgraph"
+DEFAULT_BACKEND = dicp_config.knob("test_backend").default
 
 
 class Size:
@@ -61,12 +62,11 @@ def parse_dynamic_arg(arg):
 
 def parse_args():
     """--backend/--dynamic from argv; under pytest-xdist a worker's argv lacks them, so the
-    values pytest parsed are also read from the environment (set by test/conftest.py)."""
+    values pytest parsed are also read from the environment (set by test/common/harness.py)."""
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--backend", type=str,
-                        default=os.environ.get("DICP_TEST_BACKEND", DEFAULT_BACKEND))
+    parser.add_argument("--backend", type=str, default=dicp_config.test_backend)
     parser.add_argument("--dynamic", type=parse_dynamic_arg,
-                        default=parse_dynamic_arg(os.environ.get("DICP_TEST_DYNAMIC", "all")))
+                        default=parse_dynamic_arg(dicp_config.test_dynamic))
     args, _ = parser.parse_known_args()
     return args
 
@@ -78,9 +78,20 @@ def compile_model(model, backend, dynamic=False):
             for mode in modes]
 
 
+def dicp_backend(name):
+    """The registered dicp Backend called `name`, or None for other dynamo backends (inductor,
+    aot_eager), which tests may also run against."""
+    from dicp.vendor import get_backend
+    try:
+        return get_backend(name)
+    except KeyError:
+        return None
+
+
 def get_device():
-    # The reference backend's device is the host CPU.
-    return "cpu"
+    """The device of the backend under test (`Backend.device`); the host CPU for others."""
+    backend = dicp_backend(parse_args().backend)
+    return backend.device if backend is not None else "cpu"
 
 
 def update_dynamo_config(dynamic=False):
@@ -88,5 +99,6 @@ def update_dynamo_config(dynamic=False):
     dynamo.config.automatic_dynamic_shapes = dynamic
 
 
-from .tolerance import (MODEL_TOLERANCES, NORM_TOLERANCES, TOLERANCES,  # noqa: E402,F401
-                        assert_close, assert_close_or_as_accurate)
+from .accuracy import float64_run  # noqa: E402,F401
+from .tolerance import (MODEL_TOLERANCES, TOLERANCES, assert_close,  # noqa: E402,F401
+                        assert_close_or_as_accurate)

@@ -6,10 +6,9 @@ import torch
 from torch._dynamo.utils import counters
 
 from ..common.utils import (MODEL_TOLERANCES, assert_close, assert_close_or_as_accurate,
-                            compile_model)
+                            compile_model, dicp_backend)
 from ..common.tolerance import tolerance_for
 
-DICP_BACKEND = "new_backendgraph"
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
@@ -35,11 +34,17 @@ def graphs_compiled():
     return counters["stats"]["unique_graphs"]
 
 
+def is_dicp_backend(backend):
+    """A backend registered with dicp (any vendor's), as opposed to inductor or aot_eager."""
+    return dicp_backend(backend) is not None
+
+
 def dicp_builds(backend):
-    """g++ builds so far in this process when testing the dicp backend, else None."""
-    if backend != DICP_BACKEND:
+    """Builds by dicp's compile cache so far in this process when testing a dicp backend,
+    else None."""
+    if not is_dicp_backend(backend):
         return None
-    from dicp.dynamo_bridge.compile import cache_stats  # lazy: only the dicp backend has it
+    from dicp.dynamo_bridge.compile import cache_stats
     return cache_stats()["builds"]
 
 
@@ -47,12 +52,11 @@ def assert_reused(backend, graphs_before, builds_before):
     """After the first compile of a dynamic model, new sizes must reuse what was compiled."""
     assert graphs_compiled() == graphs_before, (
         f"dynamo recompiled for a new size: {graphs_compiled() - graphs_before} new graph(s)")
-    if backend == DICP_BACKEND:
+    if is_dicp_backend(backend):
         # A dynamic-shape graph is built once and serves every size, so a new size must not
-        # run g++ again. This is a property of the dicp backend, checked only there.
-        from dicp.dynamo_bridge.compile import cache_stats
-        builds = cache_stats()["builds"]
-        assert builds == builds_before, f"{builds - builds_before} C++ rebuild(s) for a new size"
+        # build again. This is a property of dicp backends, checked only there.
+        builds = dicp_builds(backend)
+        assert builds == builds_before, f"{builds - builds_before} rebuild(s) for a new size"
 
 
 def assert_state_close(actual_module, expected_module, dtype=None):

@@ -14,13 +14,6 @@ args = parse_args()
 compiled_model = compile_model(model, args.backend, args.dynamic)
 
 
-@pytest.fixture(autouse=True)
-def documented_fallback(monkeypatch):
-    # Complex tensors are a documented gap of new_backendgraph (README, "Gaps"): this op runs
-    # as eager fallback, declared here so the strict-mode suite still runs and checks it.
-    monkeypatch.setenv("DICP_FALLBACK_OPS", "aten.view_as_real.*")
-
-
 class TestViewAsReal:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
     @pytest.mark.parametrize("sizes", [Size((5,), (7,)), Size((3, 1, 4), (5, 1, 2))])

@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 
+import dicp.vendor.new_backendGraph  # noqa: F401  (declares the backend's knobs)
+from dicp import config as dicp_config
+
 REPO = Path(__file__).resolve().parents[2]
 BACKEND = "new_backendgraph"
-KNOBS = ("DICP_STRICT", "DICP_DEBUG", "DICP_FALLBACK_OPS", "DICP_KEEP_TORCH_DEFAULT",
-         "DICP_NEW_BACKENDGRAPH_TARGET", "DICP_CHIP_VARIANT", "DICP_CXX", "DICP_CACHE_DIR")
+# Every declared knob except the harness's own (which pick the backend and shape mode).
+KNOBS = tuple(k.env for k in dicp_config.knobs() if k.owner != "tests")
 
 
 def _isolate(monkeypatch, path):

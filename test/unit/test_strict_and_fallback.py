@@ -1,11 +1,14 @@
-"""Eager fallback of unconverted ops, DICP_STRICT, DICP_FALLBACK_OPS, dtypes and DICP_DEBUG."""
+"""Eager fallback of unconverted ops, DICP_STRICT, DICP_FALLBACK_OPS, declared fallbacks, dtypes
+and DICP_DEBUG."""
 import logging
 
 import pytest
 import torch
 
 from dicp.dynamo_bridge import utils
+from dicp.dynamo_bridge.fallback import declared_reason, observe_fallbacks
 from dicp.dynamo_bridge.op_transformer import UnsupportedOpError
+from dicp.vendor import get_backend
 from dicp.vendor.new_backendGraph import config
 from dicp.vendor.new_backendGraph.conversion import CONVERSIONS
 
@@ -162,3 +165,29 @@ def test_no_debug_dir_without_debug_mode(cold_cache):
     x, y = torch.randn(5, 6), torch.randn(5, 6)
     torch.testing.assert_close(compiled(mul_fn)(x, y), mul_fn(x, y))
     assert not (cold_cache / "debug").exists()
+
+
+# ---- declared fallbacks (Backend.expected_fallbacks) and observing fallbacks ----------------
+
+def real_parts(z):
+    return torch.view_as_real(z) * 2
+
+
+def test_declared_fallback_is_allowed_in_strict_mode_and_observed(warm_cache, monkeypatch):
+    monkeypatch.setenv("DICP_STRICT", "1")
+    z = torch.randn(4, 3, dtype=torch.complex64)
+    with observe_fallbacks() as seen:
+        torch.testing.assert_close(compiled(real_parts)(z), real_parts(z))
+    assert [f.op for f in seen] == ["aten.view_as_real.default"], seen
+    backend = get_backend(BACKEND)
+    assert "complex" in declared_reason(backend, seen[0].op)
+    assert declared_reason(backend, "aten.mul.Tensor") is None
+
+
+def test_forced_fallbacks_are_observed(warm_cache, monkeypatch):
+    monkeypatch.setenv("DICP_FALLBACK_OPS", "aten.mul.*")
+    x, y = torch.randn(5, 6), torch.randn(5, 6)
+    with observe_fallbacks() as seen:
+        compiled(mul_fn)(x, y)
+    assert {(f.backend, f.op, f.reason) for f in seen} == {
+        (BACKEND, "aten.mul.Tensor", "forced by DICP_FALLBACK_OPS")}

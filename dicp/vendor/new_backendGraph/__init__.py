@@ -6,6 +6,7 @@ from .codegen import codegen
 from .codegen.ctypes_map import SUPPORTED_DTYPES
 from .compile_job import compile_job
 from .conversion import CONVERSIONS
+from .expected_fallbacks import EXPECTED_FALLBACKS
 from .opset_transform import opset_transform
 
 BACKEND = register_backend(Backend(
@@ -18,6 +19,7 @@ BACKEND = register_backend(Backend(
     conversion_table="dicp/vendor/new_backendGraph/conversion.py",
     device="cpu",
     supported_dtypes=SUPPORTED_DTYPES,
+    expected_fallbacks=EXPECTED_FALLBACKS,
 ))
 
 

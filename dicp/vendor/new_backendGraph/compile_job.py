@@ -9,9 +9,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from dicp.dynamo_bridge.compile import BuildSpec, atomic_write, load_library
-from dicp.dynamo_bridge.utils import cache_dir, debug_mode
+from dicp import config as dicp_config
+from dicp import profile
 
-from . import config
+from . import bounds, config
 from .codegen.templates import INCLUDE_DIR
 from .opset import OPS
 
@@ -61,7 +62,7 @@ def precompiled_header_dir(compiler, flags):
     """
     texts = _header_texts()
     key = hashlib.sha256(repr((compiler, flags, texts)).encode()).hexdigest()[:16]
-    directory = cache_dir() / "pch" / key
+    directory = dicp_config.cache_dir / "pch" / key
     gch = directory / "dicp_runtime.h.gch"
     if gch.exists():
         return directory
@@ -71,7 +72,9 @@ def precompiled_header_dir(compiler, flags):
     os.close(fd)
     command = [compiler, *flags, "-x", "c++-header", str(directory / "dicp_runtime.h"), "-o", tmp]
     try:
-        if subprocess.run(command, capture_output=True).returncode != 0:
+        with profile.stage("build"):
+            built = subprocess.run(command, capture_output=True).returncode == 0
+        if not built:
             return None  # the plain header still works
         os.replace(tmp, gch)
     finally:
@@ -82,20 +85,25 @@ def precompiled_header_dir(compiler, flags):
 class KernelTable:
     """Attribute access to a built library's kernels with their ctypes signatures."""
 
-    def __init__(self, library, signatures):
+    def __init__(self, library, signatures, graph_name):
+        reader = bounds.error_reader(library)
         for name, (pointers, symbols) in signatures.items():
             fn = getattr(library, name)
             fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int64] * symbols
             fn.restype = None
-            setattr(self, name, fn)
+            setattr(self, name, fn if reader is None else
+                    bounds.checked(fn, f"{graph_name} {name}", reader))
 
 
 def compile_job(generated, ctx):
     """Build the graph's C++ (if any), then load its wrapper; returns `call(args)`."""
     kernels = None
+    profile.count("kernels", len(generated.kernels))
     if generated.cpp_source:
-        kernels = KernelTable(load_library(build_spec(generated.cpp_source)), generated.kernels)
-    namespace = {"kernels": kernels, "vendor_ops": OPS, **generated.constants}
+        kernels = KernelTable(load_library(build_spec(generated.cpp_source)), generated.kernels,
+                              generated.name)
+    namespace = {"kernels": kernels, "vendor_ops": OPS, "storage_extent": bounds.storage_extent,
+                 **generated.constants}
     wrapper_path = _wrapper_path(generated, ctx)
     exec(compile(generated.wrapper_source, wrapper_path, "exec"), namespace)
     call = namespace["call"]
@@ -105,9 +113,9 @@ def compile_job(generated, ctx):
 
 def _wrapper_path(generated, ctx) -> str:
     """Where the wrapper's source lives, so tracebacks and debug dumps point at real files."""
-    if not debug_mode():
+    if not dicp_config.debug:
         return f"<dicp {generated.name}>"
-    directory = cache_dir() / "debug" / generated.name
+    directory = dicp_config.cache_dir / "debug" / generated.name
     files = {"wrapper.py": generated.wrapper_source, "kernels.cpp": generated.cpp_source,
              **ctx.dumps}
     for name, text in files.items():

@@ -1,18 +1,25 @@
-"""Knobs of new_backendgraph and its decomposition table.
-
-DICP_NEW_BACKENDGRAPH_TARGET  cpp (default) or python: which kernels codegen renders
-DICP_CHIP_VARIANT             native (default) or an x86-64 level / -march value
-DICP_CXX                      the C++ compiler (default g++)
-"""
-import os
-
+"""Knobs of new_backendgraph (declared in dicp.config) and its decomposition table."""
 import torch
 
+from dicp import config as dicp_config
 from dicp.dynamo_bridge.decompositions import build_decompositions
 
 aten = torch.ops.aten
 
 TARGETS = ("cpp", "python")
+
+OWNER = "new_backendgraph"
+dicp_config.declare("new_backendgraph_target", dicp_config.Choice(*TARGETS), "cpp",
+                    "`cpp`: generated C++ kernels; `python`: Python kernels (each vendor op as "
+                    "torch ops, no compiler needed)", owner=OWNER)
+dicp_config.declare("chip_variant", dicp_config.Text(), "native",
+                    "`-march` value (`native`, `x86-64-v2`, `x86-64-v3`, ...; `generic` for "
+                    "none); part of the cache key", owner=OWNER)
+dicp_config.declare("cxx", dicp_config.Text(), "g++", "the C++ compiler", owner=OWNER)
+dicp_config.declare("bounds_check", dicp_config.Flag(), False,
+                    "build kernels that check every load and store against its tensor's "
+                    "storage: an access outside raises `BoundsError` naming the graph, kernel, "
+                    "buffer and element (slower; part of the cache key)", owner=OWNER)
 
 # Composite ops decomposed into the vocabulary before conversion (on top of torch's core
 # ATen decompositions).
@@ -42,15 +49,16 @@ def decompositions():
 
 
 def codegen_target() -> str:
-    target = os.environ.get("DICP_NEW_BACKENDGRAPH_TARGET", "cpp").strip().lower()
-    if target not in TARGETS:
-        raise ValueError(f"DICP_NEW_BACKENDGRAPH_TARGET={target!r}: expected one of {TARGETS}")
-    return target
+    return dicp_config.new_backendgraph_target
 
 
 def chip_variant() -> str:
-    return os.environ.get("DICP_CHIP_VARIANT", "native").strip()
+    return dicp_config.chip_variant
 
 
 def compiler() -> str:
-    return os.environ.get("DICP_CXX", "g++")
+    return dicp_config.cxx
+
+
+def bounds_check() -> bool:
+    return dicp_config.bounds_check

@@ -13,6 +13,7 @@ OPS: dict[str, Operator] = {}
 
 def _define(family, name, impl):
     op_class = type(name, (Operator,), {"name": name, "family": family,
+                                        "mutates": family == "inplace",
                                         "impl": staticmethod(impl)})
     OPS[name] = op_class()
     return OPS[name]

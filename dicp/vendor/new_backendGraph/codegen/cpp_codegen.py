@@ -6,14 +6,15 @@ import torch.fx as fx
 from dicp.dynamo_bridge.operator import Operator
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 
+from .. import config
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
 from .graph_codegen import GeneratedGraph, GraphCodegenBase, _sizes
 from .ir import Buffer, Pointwise
 from .kernel import KernelBuilder
+from .loops import KernelLoops, plan_loops
 from .lowering import LOWERINGS
 from .sym import contiguous_strides, loop_index, product, same_layout
 from .templates import render
-from .wrapper import Var
 
 PARALLEL_THRESHOLD = 32768  # elements of work below which OpenMP costs more than it saves
 
@@ -56,6 +57,7 @@ class CppCodegen(GraphCodegenBase):
     def __init__(self, gm, ctx):
         super().__init__(gm, ctx)
         self.kernels, self.signatures = [], {}
+        self.bounds_check = config.bounds_check()
 
     # ---- values ----
     def input_value(self, node, val, name=None):
@@ -119,37 +121,44 @@ class CppCodegen(GraphCodegenBase):
         strides = strides or contiguous_strides(value.sizes)
         base = self.wrapper.allocate(value.dtype, value.sizes, strides)
         out = Buffer(base, value.dtype, list(value.sizes), list(strides))
-        self.pointwise_kernel(value.sizes, lambda k, index: out.store(k, index, value.load(k, index)))
+        self.pointwise_kernel(value.sizes,
+                              lambda k, index: out.store(k, index, value.load(k, index)))
         return out
 
-    def pointwise_kernel(self, sizes, body, parallel=True):
-        return self.kernel(sizes, pre=None, inner=(), body=None, post=body, parallel=parallel)
+    def pointwise_kernel(self, sizes, body):
+        return self.kernel(sizes, pre=None, inner=(), body=None, post=body)
 
-    def kernel(self, sizes, pre, inner, body, post, parallel=True, simd_reduction=None):
+    def kernel(self, sizes, pre, inner, body, post, simd_reduction=None):
         """Emit one loop nest: outer loops over `sizes`, then `pre`, the `inner` loops with
-        `body`, then `post`. Callbacks get (kernel, outer index[, inner index])."""
+        `body`, then `post`. Callbacks get (kernel, outer index[, inner index]). Which loops
+        run in parallel or as SIMD is decided from the accesses they record (loops.py)."""
         name = f"kernel_{len(self.kernels)}"
         outer, inner_vars = loop_index(len(sizes)), loop_index(len(inner), "r")
-        k = KernelBuilder(name, outer + inner_vars)
-        phases = []
+        k = KernelBuilder(name, outer + inner_vars, self.bounds_check)
+        phases, accesses = [], []
         for callback, args in ((pre, (outer,)), (body, (outer, inner_vars)), (post, (outer,))):
             if callback is not None:
                 callback(k, *args)
             phases.append(k.take_lines())
+            accesses.append(k.take_accesses())
+        extents = dict(zip(outer, sizes)) | {v: hi - lo for v, (lo, hi) in zip(inner_vars, inner)}
+        plan = plan_loops(KernelLoops(outer, inner_vars, extents, tuple(accesses), k.computed),
+                          simd_reduction)
         work = k.index(product(sizes) * product(_static_extents(inner, inner_vars + outer)))
         loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
         bounds = [(v, k.index(lo), k.index(hi)) for v, (lo, hi) in zip(inner_vars, inner)]
-        signature, params, symbols = k.signature()
+        signature, params, symbols = k.signature(self.wrapper.private)
         self.kernels.append(render(
             "kernel.cpp.j2", name=name, signature=signature, outer=loops, inner=bounds,
-            pre=phases[0], body=phases[1], post=phases[2], parallel=parallel and bool(loops),
-            work=work, threshold=PARALLEL_THRESHOLD, simd_reduction=simd_reduction))
-        self.signatures[name] = (len(params), len(symbols))
-        pointers = [f"{p.base}.data_ptr()" for p in params]
-        self.wrapper.lines.append(f"kernels.{name}({', '.join(pointers + [s.name for s in symbols])})")
+            pre=phases[0], body=phases[1], post=phases[2], plan=plan, work=work,
+            threshold=PARALLEL_THRESHOLD))
+        extents = [f"*storage_extent({p.base})" for p in params if self.bounds_check]
+        self.signatures[name] = (len(params), len(symbols) + 2 * len(extents))
+        arguments = [f"{p.base}.data_ptr()" for p in params] + [s.name for s in symbols] + extents
+        self.wrapper.lines.append(f"kernels.{name}({', '.join(arguments)})")
 
     def finish(self):
-        cpp = render("module.cpp.j2", kernels=self.kernels)
+        cpp = render("module.cpp.j2", kernels=self.kernels, bounds_check=self.bounds_check)
         return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(),
                               cpp if self.kernels else "", dict(self.signatures),
                               self.wrapper.constants)

@@ -10,10 +10,12 @@ import sympy
 import torch
 import torch.fx as fx
 
+from dicp.dynamo_bridge.fault_injection import fault_for
 from dicp.dynamo_bridge.operator import Operator
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
 from dicp.dynamo_bridge.utils import op_name
 
+from .faults import inject
 from .ir import Buffer, Pointwise
 from .sym import same_layout
 from .wrapper import Var, WrapperBuilder
@@ -84,6 +86,11 @@ class GraphCodegenBase:
         return self.input_value(node, val, name)
 
     def call_function(self, node):
+        value = self.compute(node)
+        fault = fault_for(node)  # DICP_INJECT_BUG_TESTING_ONLY: tests of the debugging tools
+        return inject(self, node, value, fault) if fault else value
+
+    def compute(self, node):
         val = node.meta.get("val")
         if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float)):
             return to_sympy(val)  # size arithmetic: the expression itself, no runtime code

@@ -23,15 +23,10 @@ class Buffer:
     offset: object = 0
 
     def load(self, k, index):
-        ptr = k.pointer(self.base, self.dtype)
-        ctype = compute_ctype(self.dtype)
-        position = k.index(self.offset + flat_index(index, self.strides))
-        return k.emit(f"dicp::cast<{ctype}>({ptr}[{position}])", ctype)
+        return k.load(self, index)
 
     def store(self, k, index, value):
-        ptr = k.pointer(self.base, self.dtype, writable=True)
-        position = k.index(self.offset + flat_index(index, self.strides))
-        k.line(f"{ptr}[{position}] = dicp::cast<{k.params[self.base].ctype}>({value});")
+        k.store(self, index, value)
 
     def is_contiguous(self):
         return all(size == 1 or sympy.expand(stride - expected) == 0 for size, stride, expected

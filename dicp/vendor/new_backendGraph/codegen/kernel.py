@@ -1,10 +1,11 @@
-"""KernelBuilder: collects one C++ kernel's parameters and body, with CSE and masked scopes."""
+"""KernelBuilder: collects one C++ kernel's parameters, body and memory accesses, with CSE and
+masked scopes."""
 from dataclasses import dataclass, field
 
 import sympy
 
-from .ctypes_map import storage_ctype
-from .sym import cpp_expr
+from .ctypes_map import compute_ctype, storage_ctype
+from .sym import cpp_expr, flat_index
 
 
 @dataclass
@@ -13,6 +14,23 @@ class Param:
     ctype: str
     base: str          # the wrapper variable whose data pointer is passed
     writable: bool = False
+
+
+@dataclass(frozen=True)
+class Access:
+    """One load or store of a kernel, as IR: the wrapper variable it addresses and the per-dim
+    index into that buffer's layout (`strides`, `offset`). Indices are sympy over the loop
+    variables, size symbols and the kernel's computed (data-dependent) index symbols. The loop
+    plan (`loops.plan_loops`) decides parallelism and vectorization from these records."""
+    base: str
+    index: tuple
+    strides: tuple
+    offset: object
+    is_store: bool
+
+    @property
+    def address(self):
+        return sympy.expand(self.offset + flat_index(self.index, self.strides))
 
 
 @dataclass
@@ -24,11 +42,14 @@ class Block:
 class KernelBuilder:
     """Statements are emitted into the innermost open block; CSE is scoped to blocks."""
 
-    def __init__(self, name, loop_vars=()):
+    def __init__(self, name, loop_vars=(), bounds_check=False):
         self.name = name
+        self.bounds_check = bounds_check  # every access checked against its storage
         self.params: dict[str, Param] = {}
         self.symbols: set = set()
         self.loop_vars = set(loop_vars)
+        self.computed: set = set()   # symbols of data-dependent indices (loaded at run time)
+        self.accesses: list[Access] = []
         self.blocks = [Block()]
         self._next = 0
 
@@ -44,8 +65,43 @@ class KernelBuilder:
     def index(self, expr) -> str:
         """C++ text of an index/size expression, recording the size symbols it needs."""
         expr = sympy.sympify(expr)
-        self.symbols |= {s for s in expr.free_symbols if s not in self.loop_vars}
+        self.symbols |= expr.free_symbols - self.loop_vars - self.computed
         return cpp_expr(expr)
+
+    def computed_index(self, value: str, size, what: str):
+        """A data-dependent index (C++ `value`, negatives counting from the end of a dim of
+        `size`) as an index symbol. Stores through it may collide across iterations (see
+        loops.plan_loops); with bounds checks an index outside the dim is reported as `what`."""
+        if self.bounds_check:
+            wrapped = f'dicp::checked_index<int64_t>({value}, {self.index(size)}, "{what} is")'
+        else:
+            wrapped = f"dicp::wrap_index<int64_t>({value}, {self.index(size)})"
+        symbol = sympy.Symbol(self.emit(wrapped, "int64_t"), integer=True)
+        self.computed.add(symbol)
+        return symbol
+
+    # ---- memory ----
+    def load(self, buffer, index) -> str:
+        """The element of `buffer` (an ir.Buffer) at per-dim `index`, in its compute type."""
+        ctype = compute_ctype(buffer.dtype)
+        element = self._access(buffer, index, is_store=False)
+        return self.emit(f"dicp::cast<{ctype}>({element})", ctype)
+
+    def store(self, buffer, index, value: str):
+        element = self._access(buffer, index, is_store=True)
+        self.line(f"{element} = dicp::cast<{self.params[buffer.base].ctype}>({value});")
+
+    def _access(self, buffer, index, is_store):
+        """Records the access; returns the C++ lvalue of the element."""
+        ptr = self.pointer(buffer.base, buffer.dtype, writable=is_store)
+        access = Access(buffer.base, tuple(sympy.sympify(i) for i in index),
+                        tuple(buffer.strides), buffer.offset, is_store)
+        self.accesses.append(access)
+        position = self.index(access.address)
+        if not self.bounds_check:
+            return f"{ptr}[{position}]"
+        site = f"{'store to' if is_store else 'load of'} buffer {buffer.base} at element"
+        return f'(*dicp::checked({ptr}, {position}, {ptr}_lo, {ptr}_hi, "{site}"))'
 
     # ---- statements ----
     def emit(self, expr: str, ctype: str) -> str:
@@ -100,9 +156,24 @@ class KernelBuilder:
         self.blocks = [Block()]
         return lines
 
-    def signature(self):
+    def take_accesses(self):
+        accesses, self.accesses = self.accesses, []
+        return accesses
+
+    def signature(self, private=frozenset()):
+        """(C++ parameters, pointer Params, size symbols); with bounds checks, each pointer's
+        storage extent follows as two more int64 arguments.
+
+        `__restrict__` promises that no two pointers reach one element while one of them
+        writes. It holds when every buffer the kernel writes is `private`: allocated by this
+        graph and never seen by an ATen call, so no other wrapper variable can view it. A
+        kernel writing anything else (a graph input in place) gets no `__restrict__` at all."""
         params = sorted(self.params.values(), key=lambda p: (not p.writable, p.name))
-        pointers = [f"{'' if p.writable else 'const '}{p.ctype}* __restrict__ {p.name}"
+        restrict = all(p.base in private for p in params if p.writable)
+        qualifier = "* __restrict__ " if restrict else "* "
+        pointers = [f"{'' if p.writable else 'const '}{p.ctype}{qualifier}{p.name}"
                     for p in params]
         symbols = sorted(self.symbols, key=str)
-        return pointers + [f"int64_t {s}" for s in symbols], params, symbols
+        extents = [f"int64_t {p.name}_{end}" for p in params for end in ("lo", "hi")
+                   if self.bounds_check]
+        return pointers + [f"int64_t {s}" for s in symbols] + extents, params, symbols

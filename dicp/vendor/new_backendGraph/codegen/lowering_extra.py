@@ -1,5 +1,4 @@
 """Lowerings of the reduction, layout, indexing, scan and in-place families."""
-import sympy
 import torch
 
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
@@ -206,21 +205,14 @@ def constant_pad(g, node, x, pad, value=0):
 
 # ---- indexing ------------------------------------------------------------------------
 
-def _runtime_index(k, var, size):
-    """A data-dependent index as a symbol usable in index arithmetic (negatives wrap)."""
-    wrapped = k.emit(f"dicp::wrap_index<int64_t>({var}, {k.index(size)})", "int64_t")
-    symbol = sympy.Symbol(wrapped, integer=True)
-    k.loop_vars.add(symbol)
-    return symbol
-
-
 @lowering("Gather")
 def gather(g, node, x, dim, index):
     x, index_value = g.value(x), g.value(index)
     dim = dim % max(len(x.sizes), 1)
 
     def fn(k, idx):
-        position = _runtime_index(k, index_value.load(k, idx), x.sizes[dim])
+        position = k.computed_index(index_value.load(k, idx), x.sizes[dim],
+                                    f"Gather index for dim {dim}")
         return x.load(k, idx[:dim] + [position] + idx[dim + 1:])
     return Pointwise(x.dtype, shape_of(node.meta["val"]), fn)
 
@@ -243,7 +235,7 @@ def _index_source(k, x, indices, out_index, broadcast_rank):
     for d in range(rank):
         if d in positions:
             loaded = load_broadcast(k, indices[d], b_index, torch.int64)
-            source.append(_runtime_index(k, loaded, x.sizes[d]))
+            source.append(k.computed_index(loaded, x.sizes[d], f"index tensor for dim {d}"))
         else:
             source.append(next(rest_iter))
     return source
@@ -284,10 +276,11 @@ def scatter(g, node, x, dim, index, src):
     accumulate = node.target.name == "ScatterAdd"
 
     def body(k, idx):
-        position = _runtime_index(k, index_value.load(k, idx), out.sizes[dim])
+        position = k.computed_index(index_value.load(k, idx), out.sizes[dim],
+                                    f"{node.target.name} index for dim {dim}")
         value = cast_value(k, src.load(k, idx), src.dtype, out.dtype)
         _scatter_store(k, out, idx[:dim] + [position] + idx[dim + 1:], value, accumulate)
-    g.pointwise_kernel(index_value.sizes, body, parallel=False)  # serial: indices may repeat
+    g.pointwise_kernel(index_value.sizes, body)
     return out
 
 
@@ -304,7 +297,7 @@ def index_put(g, node, x, indices, values, accumulate=False):
     def body(k, idx):
         value = load_broadcast(k, values, idx, out.dtype)
         _scatter_store(k, out, _index_source(k, out, indices, idx, rank), value, accumulate)
-    g.pointwise_kernel(shape_of(indexed), body, parallel=False)
+    g.pointwise_kernel(shape_of(indexed), body)
     return out
 
 
@@ -318,6 +311,9 @@ def empty(g, node, size, stride, dtype):
 
 @lowering("CopyInto")
 def copy_into(g, node, dst, src):
+    # Every lazy value still to be read is computed first, src included (this node is one of
+    # its readers): x[1:] = x[:-1] * 2 must not read elements it has already overwritten. A
+    # src that is a plain view overlapping dst is refused by eager's copy_.
     g.realize_live_values()
     dst, src = g.value(dst), g.value(src)
     g.pointwise_kernel(dst.sizes, lambda k, idx: dst.store(

@@ -1,11 +1,7 @@
 """Pooling as window reductions over the last two dims: one loop nest per output."""
 import sympy
-import torch
-
-from dicp.dynamo_bridge.symbolic import shape_of
 
 from .ctypes_map import compute_ctype, infinity_or_limit
-from .ir import Buffer
 from .lowering import lowering
 from .lowering_extra import _new_buffer
 from .sym import IDiv, loop_index

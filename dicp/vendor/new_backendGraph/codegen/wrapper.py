@@ -27,6 +27,9 @@ class WrapperBuilder:
         self.bound: set = set()
         self.constants: dict = {}
         self.layouts: dict = {}  # wrapper var -> (sizes, strides) of the tensor it holds
+        # Buffers this wrapper allocated that no other variable can view yet: no ATen call
+        # has seen them. Only these may be written through a `__restrict__` pointer.
+        self.private: set = set()
         self._next = 0
 
     def fresh(self, prefix="buf"):
@@ -84,6 +87,7 @@ class WrapperBuilder:
     # ---- statements ----
     def allocate(self, dtype, sizes, strides):
         name = self.fresh()
+        self.private.add(name)
         self.layouts[name] = (list(sizes), list(strides))
         self.lines.append(f"{name} = torch.empty_strided({self.literal(tuple(sizes))}, "
                           f"{self.literal(tuple(strides))}, dtype={dtype})")
@@ -93,6 +97,7 @@ class WrapperBuilder:
         name = Var(self.fresh())
         rendered = [self.literal(a) for a in args]
         rendered += [f"{k}={self.literal(v)}" for k, v in kwargs.items()]
+        self.private -= set(_NAME.findall(" ".join(rendered)))  # its result may view them
         self.lines.append(f"{name} = {op_source}({', '.join(rendered)})")
         return name
 

@@ -2,8 +2,10 @@
 // Half types are stored as 16-bit patterns and computed in float.
 #ifndef DICP_RUNTIME_H
 #define DICP_RUNTIME_H
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -190,6 +192,34 @@ template <typename T> inline T ipow(T base, T exp) {
   return result;
 }
 template <typename T> inline T wrap_index(T index, T size) { return index < 0 ? index + size : index; }
+
+// Bounds checks (DICP_BOUNDS_CHECK=1): each access goes through checked(), each data-dependent
+// index through checked_index(). The first value outside its range [lo, hi) (for an access:
+// the elements of its pointer's storage) is recorded for take_bounds_error(); the access goes
+// to a scratch element instead, so the kernel finishes without touching foreign memory.
+inline std::atomic<bool> bounds_failed{false};
+inline char bounds_message[512];
+inline void report_bounds(const char* site, int64_t i, int64_t lo, int64_t hi) {
+  if (!bounds_failed.exchange(true))
+    std::snprintf(bounds_message, sizeof bounds_message, "%s %lld, outside [%lld, %lld)", site,
+                  static_cast<long long>(i), static_cast<long long>(lo),
+                  static_cast<long long>(hi));
+}
+template <typename T>
+inline T* checked(T* ptr, int64_t i, int64_t lo, int64_t hi, const char* site) {
+  if (__builtin_expect(i >= lo && i < hi, 1)) return ptr + i;
+  report_bounds(site, i, lo, hi);
+  static thread_local std::remove_const_t<T> scratch{};
+  return &scratch;
+}
+template <typename T> inline T checked_index(T index, T size, const char* site) {
+  if (__builtin_expect(index >= -size && index < size, 1)) return wrap_index(index, size);
+  report_bounds(site, index, -size, size);
+  return 0;
+}
+inline const char* take_bounds_error() {
+  return bounds_failed.exchange(false) ? bounds_message : nullptr;
+}
 
 }  // namespace dicp
 #endif  // DICP_RUNTIME_H

@@ -1,0 +1,44 @@
+"""Compiles per function, and a one-time warning when shape changes keep recompiling one."""
+import torch
+
+from dicp import config, profile
+
+from .utils import log_once
+
+_last_shapes: dict = {}    # function -> (input kinds, input shapes) of its previous compile
+_shape_recompiles: dict = {}
+
+
+def note_compile(function: str, example_inputs) -> None:
+    """Count a compile of `function` (dynamo's name for the frame); warn once when more than
+    DICP_RECOMPILE_WARN_LIMIT of them differ from the previous one only in input shapes."""
+    profile.compiled_function(function)
+    kinds, shapes = _signature(example_inputs)
+    previous_kinds, previous_shapes = _last_shapes.get(function, (None, None))
+    _last_shapes[function] = (kinds, shapes)
+    if previous_kinds != kinds or previous_shapes == shapes:
+        return  # a first compile, other inputs, or a recompile for another reason
+    _shape_recompiles[function] = _shape_recompiles.get(function, 0) + 1
+    limit = config.recompile_warn_limit
+    if limit and _shape_recompiles[function] > limit:
+        log_once(("recompiles", function), "dicp: %s has been recompiled %d times because input "
+                 "shapes changed (last input sizes %s); compile it with torch.compile(..., "
+                 "dynamic=True) or mark the changing dimensions with "
+                 "torch._dynamo.mark_dynamic(tensor, dim) so one build serves every size",
+                 function, _shape_recompiles[function], _shown(shapes))
+
+
+def _signature(example_inputs):
+    kinds, shapes = [], []
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor):
+            kinds.append((value.dtype, value.dim()))
+            shapes.append(tuple(str(size) for size in value.shape))
+        else:
+            kinds.append(type(value).__name__)
+    return tuple(kinds), tuple(shapes)
+
+
+def _shown(shapes) -> str:
+    return ", ".join(f"[{', '.join(shape)}]" for shape in shapes[:4]) + \
+        (", ..." if len(shapes) > 4 else "")

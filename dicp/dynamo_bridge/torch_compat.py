@@ -1,0 +1,27 @@
+"""The torch internals dicp relies on, in one place.
+
+torch has no public API for these, and private names can move between releases. dicp supports
+torch 2.11 to 2.15 (`dicp/supported_torch.py`); each name below has the same signature on 2.11.0,
+2.13.0 and 2.15.0. When a release moves one, adapt it here by feature detection (try the new
+location, then the old), never by comparing `torch.__version__`.
+"""
+import torch
+# AOTAutograd wrapped as a dynamo backend (functionalize, decompose, partition fw/bw).
+from torch._dynamo.backends.common import aot_autograd
+# The fake-tensor mode dynamo traced a graph with, so inference reuses its shape environment.
+from torch._guards import detect_fake_mode
+# The types of ATen operators: `torch.ops.aten.add` is a packet, `.Tensor` an overload.
+from torch._ops import OpOverload, OpOverloadPacket
+from torch._subclasses import FakeTensorMode
+# Decompositions of listed ops, from torch's registry (the core table itself is public).
+from torch._decomp import get_decompositions
+# Flattening of nested outputs (tuples, lists, dicts) for the op collector.
+from torch.utils import _pytree as pytree
+
+__all__ = ["FakeTensorMode", "OpOverload", "OpOverloadPacket", "aot_autograd",
+           "core_aten_decompositions", "detect_fake_mode", "get_decompositions", "pytree"]
+
+
+def core_aten_decompositions():
+    """torch's core ATen decomposition table (public since 2.6 as torch.export's default)."""
+    return torch.export.default_decompositions()

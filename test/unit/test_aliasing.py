@@ -1,0 +1,106 @@
+"""Kernels never rely on memory two names might share.
+
+`__restrict__` is kept only on kernels whose written buffers this graph allocated privately; an
+in-place copy whose source may view its destination computes the source first. ATen graphs
+with `copy_` left in place (AOTAutograd functionalizes them away today, a vendor pass or
+another configuration may not) are built with make_fx and compiled directly."""
+import re
+
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from dicp.dynamo_bridge.graph import GraphTransformer
+from dicp.vendor import get_backend
+
+from .helpers import BACKEND, compiled, warm_cache  # noqa: F401  (fixture)
+
+aten = torch.ops.aten
+
+
+def compile_aten(fn, *inputs):
+    """`fn` traced to a non-functional ATen graph (its copy_ stays) and built directly;
+    returns the callable and the generated C++ source."""
+    gm = make_fx(fn, tracing_mode="fake")(*inputs)
+    transformer = GraphTransformer(gm, get_backend(BACKEND), "inference", list(inputs))
+    call = transformer.compile_to_callable()
+    return call, transformer.sources.cpp_source
+
+
+def shift_down(x):
+    aten.copy_(aten.slice(x, 0, 1, None), aten.slice(x, 0, 0, -1) * 2)
+    return (x + 0,)
+
+
+def shift_up(x):
+    aten.copy_(aten.slice(x, 0, 0, -1), aten.slice(x, 0, 1, None) * 2)
+    return (x + 0,)
+
+
+def transpose_in_place(x):
+    aten.copy_(x, aten.permute(x, [1, 0]) + 1)
+    return (x * 1,)
+
+
+@pytest.mark.parametrize("fn", [shift_down, shift_up, transpose_in_place])
+def test_copy_from_a_view_of_the_destination(warm_cache, fn):
+    x = torch.randn(40, 40)
+    call, _ = compile_aten(fn, x.clone())
+    expected, got = x.clone(), x.clone()
+    (expected_out,) = fn(expected)
+    (got_out,) = call([got])
+    assert torch.equal(got, expected)
+    assert torch.equal(got_out, expected_out)
+
+
+def add_other(x, y):
+    aten.copy_(x, y * 2)
+    return (x + 0,)
+
+
+def test_copy_from_another_input_sharing_storage(warm_cache):
+    """Inputs that are distinct names may view one storage (here y is x shifted by a row)."""
+    call, source = compile_aten(add_other, torch.randn(8, 5), torch.randn(8, 5))
+    for overlap in (True, False):
+        base = torch.randn(9, 5)
+        x, y = (base[1:], base[:-1]) if overlap else (base[1:], base[:-1].clone())
+        expected_base = base.clone()
+        expected_x = expected_base[1:]
+        expected_x.copy_((expected_base[:-1] if overlap else y) * 2)
+        call([x, y])
+        assert torch.equal(base, expected_base), overlap
+
+
+def signatures(source):
+    return dict(re.findall(r'extern "C" void (kernel_\d+)\(([^)]*)\)', source))
+
+
+def test_restrict_only_on_kernels_writing_private_buffers(warm_cache):
+    _, source = compile_aten(add_other, torch.randn(8, 5), torch.randn(8, 5))
+    kernels = signatures(source)
+    writes_input = [k for k, sig in kernels.items() if "out_x_1" in sig]
+    assert writes_input, source
+    for name, signature in kernels.items():
+        # the kernel writing the graph input x in place promises nothing
+        assert ("__restrict__" in signature) == (name not in writes_input), (name, signature)
+
+
+def test_aliased_graph_inputs_through_torch_compile(warm_cache):
+    """Read-only aliasing inputs, an output viewing an input, and a mutated input aliasing
+    another (AOTAutograd merges those into one base)."""
+    def reads(a, b):
+        return a + b, a.t()
+
+    def mutates(a, b):
+        a.mul_(2)
+        return a + b
+
+    for fn in (reads, mutates):
+        base = torch.randn(6, 6)
+        expected_base = base.clone()
+        expected = fn(expected_base[1:], expected_base[:-1])
+        got = compiled(fn)(base[1:], base[:-1])
+        expected, got = (expected, got) if isinstance(got, tuple) else ((expected,), (got,))
+        for e, g in zip(expected, got, strict=True):
+            assert torch.equal(e, g), fn.__name__
+        assert torch.equal(base, expected_base), fn.__name__

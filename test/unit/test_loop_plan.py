@@ -1,0 +1,66 @@
+"""The loop plan (codegen/loops.py): which loops may be parallel or SIMD, from a kernel's
+accesses alone. Stores through computed indices never get `omp simd` and are never parallel
+over the loops they index; read-modify-writes of one's own element keep both."""
+import pytest
+import sympy
+
+from dicp.vendor.new_backendGraph.codegen.kernel import Access
+from dicp.vendor.new_backendGraph.codegen.loops import KernelLoops, LoopPlan, plan_loops
+from dicp.vendor.new_backendGraph.codegen.sym import contiguous_strides, loop_index
+
+i0, i1, i2 = loop_index(3)
+r0 = loop_index(1, "r")[0]
+t = sympy.Symbol("t5", integer=True)        # a computed index
+s0 = sympy.Symbol("s0", integer=True, positive=True)
+
+
+def store(index, sizes, base="out"):
+    return Access(base, tuple(index), tuple(contiguous_strides(sizes)), 0, True)
+
+
+def load(index, sizes, base="out"):
+    return Access(base, tuple(index), tuple(contiguous_strides(sizes)), 0, False)
+
+
+def plan(sizes, post, pre=(), body=(), inner=(), simd_reduction=None):
+    outer, inner_vars = loop_index(len(sizes)), loop_index(len(inner), "r")
+    extents = dict(zip(outer, sizes)) | dict(zip(inner_vars, inner))
+    return plan_loops(KernelLoops(outer, inner_vars, extents, (list(pre), list(body), list(post)),
+                                  {t}), simd_reduction)
+
+
+CASES = {
+    # pointwise: everything but the innermost loop collapsed, the innermost vectorized
+    "pointwise": (plan([4, 5, 6], [store([i0, i1, i2], [4, 5, 6])]), LoopPlan(2, True)),
+    "pointwise symbolic": (plan([s0, 5], [store([i0, i1], [s0, 5])]), LoopPlan(1, True)),
+    # scatter along the last dim: parallel over the others, never SIMD over the scattered one
+    "scatter last dim": (plan([4, 5, 6], [load([i0, i1, t], [4, 5, 3]),
+                                          store([i0, i1, t], [4, 5, 3])]), LoopPlan(2, False)),
+    # scatter along dim 0 (embedding backward, index_put): serial rows, SIMD along a row
+    "scatter first dim": (plan([7, 16], [load([t, i1], [9, 16]), store([t, i1], [9, 16])]),
+                          LoopPlan(0, True)),
+    "scatter 1-d": (plan([7], [store([t], [9])]), LoopPlan(0, False)),
+    # a computed index mixed with a loop variable in one dim pins nothing
+    "mixed index": (plan([4, 6], [store([i0, t + i1], [4, 9])]), LoopPlan(1, False)),
+    # reading another element of a written buffer: serial, no SIMD
+    "foreign load": (plan([4, 6], [load([i0, 5 - i1], [4, 6]), store([i0, i1], [4, 6])]),
+                     LoopPlan()),
+    "two store addresses": (plan([4, 6], [store([i0, i1], [4, 12]),
+                                          store([i0, i1 + 6], [4, 12])]), LoopPlan()),
+    # a store that ignores a loop variable collides across that loop's iterations
+    "broadcast store": (plan([4, 6], [store([i0], [4])]), LoopPlan(1, False)),
+    "size-1 loop": (plan([1, 6], [store([i1], [6])]), LoopPlan(1, True)),
+    # reductions: stores after the inner loop; the inner loop keeps its SIMD reduction
+    "reduction": (plan([4], [store([i0], [4])], body=[load([i0, r0], [4, 8], "x")],
+                       inner=[8], simd_reduction="+:acc"), LoopPlan(1, False, "+:acc")),
+    # a scan stores inside its inner loop: that loop gets no SIMD clause when stores collide
+    "scan": (plan([4], [], body=[store([i0, r0], [4, 8])], inner=[8]), LoopPlan(1, False)),
+    "inner computed": (plan([4], [], body=[store([i0, t], [4, 8])], inner=[8],
+                            simd_reduction="+:acc"), LoopPlan(1, False, None)),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_loop_plan(case):
+    got, expected = CASES[case]
+    assert got == expected
