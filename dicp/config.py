@@ -448,6 +448,10 @@ declare("fallback_ops", Patterns(), (), "comma-separated patterns (`aten.mm.*,at
         " of ATen ops forced to run as eager fallback")
 declare("keep_torch_default", Patterns(), (), "comma-separated patterns of ops removed from the "
         "backend's decomposition table, so torch's default implementation is kept")
+declare("fallback_random", Flag(), False, "random ops (dropout, rand, bernoulli, ...: every op "
+        "torch tags `nondeterministic_seeded`) are neither decomposed nor converted but run as "
+        "eager ATen, so they draw exactly the numbers eager draws (Inductor's `fallback_random`);"
+        " allowed under `DICP_STRICT=1`")
 declare("autocompare", Choice("off", "log", "raise", aliases={
             "0": "off", "false": "off", "no": "off", "1": "log", "true": "log", "yes": "log",
             "on": "log"}), "off", "`1`: run every compiled graph's ATen graph eagerly too, "

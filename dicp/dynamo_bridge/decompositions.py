@@ -4,26 +4,37 @@ The table is a new dict: torch's own tables are never edited.
 """
 from functools import lru_cache
 
+import torch
+
 from dicp import config
 
 from .conversion import overloads_of
 from .torch_compat import OpOverload, core_aten_decompositions, get_decompositions
-from .utils import matches_any, op_name
+from .utils import is_random, matches_any, op_name
+
+# Decompositions in torch's core table that are right only without autograd: they change
+# what an op returns for its backward. `_scaled_dot_product_flash_attention_for_cpu` becomes
+# the math path, whose second output is the attention matrix, while the op's backward (taken
+# from the undecomposed op) reads it as the logsumexp: gradients come out wrong. Inductor
+# excludes it too (torch/_inductor/decomposition.py). No backend gets these.
+AUTOGRAD_UNSAFE = (torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,)
 
 
 def build_decompositions(extra_ops=(), keep_ops=()):
-    """torch's core ATen decompositions plus `extra_ops`, minus `keep_ops` and the ops
-    named (by pattern, e.g. aten.gelu.*) in DICP_KEEP_TORCH_DEFAULT."""
+    """torch's core ATen decompositions plus `extra_ops`, minus `keep_ops`, the ops named (by
+    pattern, e.g. aten.gelu.*) in DICP_KEEP_TORCH_DEFAULT and, with DICP_FALLBACK_RANDOM, the
+    random ops (their decompositions draw other numbers than eager's kernels)."""
     keep_patterns = config.keep_torch_default
-    return _build(tuple(extra_ops), tuple(keep_ops), keep_patterns)
+    return _build(tuple(extra_ops), tuple(keep_ops), keep_patterns, config.fallback_random)
 
 
 @lru_cache(maxsize=8)  # materializing torch's table costs ~0.3 s; do it once per setting
-def _build(extra_ops, keep_ops, keep_patterns):
+def _build(extra_ops, keep_ops, keep_patterns, fallback_random):
     table = dict(core_aten_decompositions().items())
     table.update(get_decompositions(list(extra_ops)))
-    for overload in overloads_of(list(keep_ops)):
+    for overload in overloads_of(list(keep_ops)) + list(AUTOGRAD_UNSAFE):
         table.pop(overload, None)
     return {op: fn for op, fn in table.items()
             if not (isinstance(op, OpOverload)
-                    and matches_any(op_name(op), list(keep_patterns)))}
+                    and (matches_any(op_name(op), list(keep_patterns))
+                         or fallback_random and is_random(op)))}

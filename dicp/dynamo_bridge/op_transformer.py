@@ -13,13 +13,19 @@ from dicp import config, profile
 from .fallback import Fallback, declared_reason, record_fallback
 from .provenance import ORIGIN, Origin
 from .torch_compat import OpOverload
-from .utils import leaves, log_once, matches_any, op_name
+from .utils import is_random, leaves, log_once, matches_any, op_name
 
 FORCED = "forced by DICP_FALLBACK_OPS"
+RANDOM = "a random op, run by eager under DICP_FALLBACK_RANDOM"
 
 
 class Unsupported(Exception):
-    """Raised by a converter that cannot handle these arguments: the node falls back."""
+    """Raised by a converter that cannot handle these arguments: the node falls back.
+    `advice` says how to make the op run natively (default: extend its converter)."""
+
+    def __init__(self, reason, advice=None):
+        super().__init__(reason)
+        self.advice = advice
 
 
 class UnsupportedOpError(NotImplementedError):
@@ -29,10 +35,16 @@ class UnsupportedOpError(NotImplementedError):
 class ConversionContext:
     """What a converter sees: the node being converted and a way to emit vendor ops."""
 
-    def __init__(self, graph, infer):
+    def __init__(self, graph, infer, converted=None):
         self.graph = graph
         self._infer = infer
+        self._converted = converted if converted is not None else {}
         self.node = None  # the ATen node being converted
+
+    def converted(self, aten_node):
+        """The vendor value an earlier ATen node of the graph became (for converters that
+        must look past their direct arguments, e.g. to the tensor owning a view's storage)."""
+        return self._converted[aten_node]
 
     def op(self, vendor_op, *args, **kwargs):
         """Append `vendor_op(*args, **kwargs)` to the vendor graph with its inferred meta."""
@@ -66,9 +78,10 @@ class OpTransformer:
         self.gm = gm
         self.backend = backend
         self.graph = fx.Graph()
-        self.ctx = ConversionContext(self.graph, infer)
         self.env = {}
+        self.ctx = ConversionContext(self.graph, infer, self.env)
         self.forced_fallback = config.fallback_ops
+        self.fallback_random = config.fallback_random
 
     def run(self) -> fx.GraphModule:
         for node in self.gm.graph.nodes:
@@ -101,8 +114,15 @@ class OpTransformer:
         try:
             self._check_dtypes(node)
             return _mark_results(converter(self.ctx, *args, **kwargs), node)
-        except Unsupported as reason:
-            return self._fallback(node, args, kwargs, str(reason))
+        except Unsupported as unsupported:
+            return self._fallback(node, args, kwargs, str(unsupported), unsupported.advice)
+        except Exception as error:  # a converter bug must not cost the user a working program
+            reason = f"its converter failed with {type(error).__name__}: {error}"
+            advice = f"fix the converter of {op_name(node.target)} in {self._table()}"
+            if config.strict:
+                raise UnsupportedOpError(self._strict_message(op_name(node.target), reason,
+                                                              advice)) from error
+            return self._fallback(node, args, kwargs, reason, advice)
 
     def _check_dtypes(self, node):
         supported = self.backend.supported_dtypes
@@ -110,7 +130,9 @@ class OpTransformer:
         for val in leaves(vals, torch.Tensor):
             if supported and val.dtype not in supported:
                 raise Unsupported(f"dtype {val.dtype} is not supported by {self.backend.name} "
-                                  f"(supported: {', '.join(sorted(map(str, supported)))})")
+                                  f"(supported: {', '.join(sorted(map(str, supported)))})",
+                                  f"add {val.dtype} to the backend's Backend.supported_dtypes "
+                                  f"once its codegen handles that type")
 
     def _lookup(self, arg):
         return self.env[arg] if isinstance(arg, fx.Node) else arg
@@ -118,16 +140,24 @@ class OpTransformer:
     def _converter_for(self, node):
         if node.target is operator.getitem:
             return None
-        if matches_any(op_name(node.target), self.forced_fallback):
+        if self._forced_reason(node.target) is not None:
             return None
         return self.backend.conversions.get(node.target)
 
-    def _fallback(self, node, args, kwargs, reason):
+    def _forced_reason(self, target):
+        """Why a knob sends `target` to eager fallback whatever its converter, or None."""
+        if matches_any(op_name(target), self.forced_fallback):
+            return FORCED
+        if self.fallback_random and is_random(target):
+            return RANDOM
+        return None
+
+    def _fallback(self, node, args, kwargs, reason, advice=None):
         if node.target is not operator.getitem:
             name = op_name(node.target)
             profile.fallback(name)
-            forced = matches_any(name, self.forced_fallback)
-            self._report_fallback(name, FORCED if forced else reason, forced)
+            forced = self._forced_reason(node.target)
+            self._report_fallback(name, forced or reason, forced is not None, advice)
         return self._copy(node, args, kwargs)
 
     def _copy(self, node, args, kwargs):
@@ -136,21 +166,32 @@ class OpTransformer:
         new.meta[ORIGIN] = _origin(node, result=True)
         return new
 
-    def _report_fallback(self, name, reason, forced):
-        backend, table = self.backend.name, self.backend.conversion_table
+    def _report_fallback(self, name, reason, forced, advice=None):
+        backend = self.backend.name
         record_fallback(Fallback(backend, name, reason))
         declared = declared_reason(self.backend, name)
         if declared is not None:
             log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s), a "
                      "fallback the backend declares: %s", backend, name, reason, declared)
             return
-        advice = (f"add a converter for {name} in {table}" if reason == "no converter"
-                  else f"extend the converter of {name} in {table}")
-        if config.strict and not forced:
-            raise UnsupportedOpError(f"{backend}: {name} is not supported ({reason}) and "
-                                     f"DICP_STRICT=1 forbids eager fallback; {advice}")
+        if forced:  # the user's choice: nothing to advise
+            log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s)",
+                     backend, name, reason)
+            return
+        advice = advice or (f"add a converter for {name} in {self._table()}"
+                            if reason == "no converter"
+                            else f"extend the converter of {name} in {self._table()}")
+        if config.strict:
+            raise UnsupportedOpError(self._strict_message(name, reason, advice))
         log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s); to run "
                  "it natively, %s", backend, name, reason, advice)
+
+    def _table(self):
+        return self.backend.conversion_table or f"the conversion table of {self.backend.name}"
+
+    def _strict_message(self, name, reason, advice):
+        return (f"{self.backend.name}: {name} is not supported ({reason}) and DICP_STRICT=1 "
+                f"forbids eager fallback; {advice}")
 
 
 def _origin(node, result=False) -> Origin:

@@ -2,6 +2,8 @@
 import fnmatch
 import logging
 
+import torch
+
 from .torch_compat import OpOverload
 
 log = logging.getLogger("dicp")
@@ -18,6 +20,11 @@ def leaves(value, kind):
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from leaves(item, kind)
+
+
+def is_random(target) -> bool:
+    """An op that draws from torch's random number generator (torch tags it so)."""
+    return torch.Tag.nondeterministic_seeded in getattr(target, "tags", ())
 
 
 def op_name(target) -> str:

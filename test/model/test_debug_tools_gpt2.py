@@ -9,8 +9,6 @@ import textwrap
 
 import pytest
 
-pytest.importorskip("transformers", reason="GPT-2 comes from transformers; install the test "
-                                           "extra or `pip install transformers`")
 
 FAULT = "aten.tanh.default:accuracy"   # GPT-2's gelu_new is the only tanh in the model
 

@@ -9,7 +9,9 @@ class OpModule(torch.nn.Module):
         res_all = torch.ops.aten.any.default(a)
         res_last = torch.ops.aten.any.dim(a, -1)
         res_first = torch.ops.aten.any.dims(a, [0], True)
-        return res_all, res_last, res_first
+        # a 0-d input (its last element, a negative select): the result is still bool
+        res_scalar = torch.ops.aten.any.default(a.flatten()[-1])
+        return res_all, res_last, res_first, res_scalar
 
 
 model = OpModule()

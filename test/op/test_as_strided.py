@@ -21,7 +21,12 @@ class OpModule(torch.nn.Module):
         # every other column of a product, reinterpreted over its whole rows: the strides
         # reach the skipped columns, which the view does not cover but its storage does
         res_gaps = as_strided((a + 1)[:, ::2], [m, n - 1], [n, 1], 1)
-        return res_columns, res_shifted, res_memory_order, res_input, res_gaps
+        # a computed tensor whose own layout has gaps (rows two elements apart): the strides
+        # address that storage, not the compact layout a converter might give the value
+        gapped = torch.empty_strided((m, n), (n + 2, 1), dtype=a.dtype)
+        gapped.copy_(a * 2)
+        res_gapped = as_strided(gapped, [m, n // 2], [n + 2, 2], 1)
+        return res_columns, res_shifted, res_memory_order, res_input, res_gaps, res_gapped
 
 
 model = OpModule()

@@ -8,7 +8,9 @@ class OpModule(torch.nn.Module):
     def forward(self, a, index_first, index_last):
         res_first = torch.ops.aten.index_select.default(a, 0, index_first)
         res_last = torch.ops.aten.index_select.default(a, -1, index_last)
-        return res_first, res_last
+        # a 0-d index keeps the dim, with size 1
+        res_scalar_index = torch.ops.aten.index_select.default(a, 0, index_first[-1])
+        return res_first, res_last, res_scalar_index
 
 
 model = OpModule()

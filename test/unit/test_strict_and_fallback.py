@@ -125,6 +125,7 @@ def test_unsupported_dtype_in_strict_mode_raises_naming_dtype(warm_cache, monkey
     error = cause_of(info.value, UnsupportedOpError)
     assert error is not None, repr(info.value)
     assert "complex64" in str(error) and "aten.add" in str(error), str(error)
+    assert "Backend.supported_dtypes" in str(error), str(error)  # the fix, not the converter
 
 
 # ---- a fallback op with several outputs feeding a fused kernel -----------------------------
@@ -191,3 +192,61 @@ def test_forced_fallbacks_are_observed(warm_cache, monkeypatch):
         compiled(mul_fn)(x, y)
     assert {(f.backend, f.op, f.reason) for f in seen} == {
         (BACKEND, "aten.mul.Tensor", "forced by DICP_FALLBACK_OPS")}
+
+
+def _spd(n):
+    a = torch.randn(n, n)
+    return a @ a.T + n * torch.eye(n)
+
+
+# Ops that reach the wrapper as something other than an ATen overload (linalg's error checks
+# run under the `with_effects` higher-order op) or return tuples: fallback must run them too.
+LINALG_CASES = {
+    "inv": (lambda a: torch.linalg.inv(a), lambda: (_spd(4),)),
+    "cholesky": (lambda a: torch.linalg.cholesky(a), lambda: (_spd(5),)),
+    "solve": (lambda a, b: torch.linalg.solve(a, b), lambda: (_spd(4), torch.randn(4, 3))),
+    "lu_factor": (lambda a: torch.linalg.lu_factor(a), lambda: (_spd(4),)),
+    "ldl_factor": (lambda a: torch.linalg.ldl_factor(a), lambda: (_spd(3),)),
+    "tensorinv": (lambda a: torch.linalg.tensorinv(a, ind=1), lambda: (_spd(4),)),
+    "tensorsolve": (lambda a, b: torch.linalg.tensorsolve(a, b),
+                    lambda: (_spd(6).reshape(6, 2, 3), torch.randn(6))),
+}
+
+
+@pytest.mark.parametrize("case", LINALG_CASES)
+def test_linalg_ops_fall_back_and_match_eager(case, warm_cache):
+    fn, make_inputs = LINALG_CASES[case]
+    inputs = make_inputs()
+    expected = fn(*inputs)
+    actual = compiled(lambda *xs: fn(*(x * 1.0 for x in xs)))(*inputs)
+    torch.testing.assert_close(actual, expected)
+
+
+# ---- a converter that fails ---------------------------------------------------------------
+
+def broken_converter(ctx, *args, **kwargs):
+    raise ZeroDivisionError("a bug in the converter")
+
+
+def sin_fn(x):
+    return torch.sin(x) * 2
+
+
+def test_failing_converter_falls_back_naming_op_and_error(warm_cache, dicp_log, monkeypatch):
+    monkeypatch.setitem(CONVERSIONS, aten.sin.default, broken_converter)
+    x = torch.randn(4, 5)
+    torch.testing.assert_close(compiled(sin_fn)(x), sin_fn(x))
+    logged = [m for m in messages(dicp_log) if "aten.sin.default" in m]
+    assert logged and "ZeroDivisionError" in logged[0] and "a bug in the converter" in logged[0]
+    assert "fix the converter" in logged[0], logged[0]
+
+
+def test_failing_converter_in_strict_mode_raises_naming_op(warm_cache, monkeypatch):
+    monkeypatch.setitem(CONVERSIONS, aten.sin.default, broken_converter)
+    monkeypatch.setenv("DICP_STRICT", "1")
+    with pytest.raises(Exception) as info:
+        compiled(sin_fn)(torch.randn(4, 5))
+    error = cause_of(info.value, UnsupportedOpError)
+    assert error is not None, repr(info.value)
+    assert "aten.sin.default" in str(error) and "ZeroDivisionError" in str(error), str(error)
+    assert isinstance(error.__cause__, ZeroDivisionError)

@@ -4,13 +4,14 @@ One-to-one rows are data (the dicts below); converters with logic get a body. A 
 gets a ConversionContext and the ATen node's arguments (already converted) and returns the
 vendor node(s). `raise Unsupported(reason)` sends the node to eager fallback.
 """
+import operator
+
 import torch
 
 from dicp.dynamo_bridge.conversion import register_conversion
 from dicp.dynamo_bridge.op_transformer import Unsupported
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 
-from .codegen.sym import is_dense
 from .opset import ops
 
 aten = torch.ops.aten
@@ -53,6 +54,8 @@ ONE_TO_ONE = {
     aten.convolution_backward: ops.ConvolutionBackward,
     aten.topk: ops.Topk, aten.tril: ops.Tril, aten.triu: ops.Triu,
     aten.constant_pad_nd: ops.ConstantPad,
+    aten._scaled_dot_product_flash_attention_for_cpu: ops.FlashAttention,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward: ops.FlashAttentionBackward,
 }
 for _aten_op, _vendor_op in ONE_TO_ONE.items():
     conversion(_aten_op)(_same_args(_vendor_op))
@@ -267,6 +270,7 @@ def var(ctx, x, dims=None, *, correction=None, keepdim=False):
         x = ctx.op(ops.Convert, x, torch.float32)
     dims = _dims(ctx, x, dims)
     count = _count(ctx, x, dims)
+    correction = 1 if correction is None else correction  # ATen's default: Bessel's
     mean_, _, squares = _moments(ctx, x, dims, keepdim)
     divisor = ctx.op(ops.Maximum, _full_like_scalar(ctx, squares, 0),
                      ctx.op(ops.Sub, _full_like_scalar(ctx, squares, count), correction))
@@ -334,37 +338,35 @@ def cat(ctx, tensors, dim=0):
     return ctx.op(ops.Cat, tensors, dim % rank)
 
 
-def _storage_owner(ctx, x):
-    """The producer of x's storage: x itself, or the value x is a (chain of) view(s) of.
-    A view of something no input holds (a vendor op viewing its own temporary) owns itself."""
-    while ctx.val(x)._base is not None:
-        base = ctx.val(x)._base
-        owner = next((arg for arg in x.all_input_nodes
-                      if ctx.val(arg) is base or ctx.val(arg)._base is base), None)
-        if owner is None:
-            return x
-        x = owner
-    return x
+def _storage_owner(node):
+    """The ATen node whose storage `node` views: itself, or the value it is a (chain of) view(s)
+    of, by the ops' schemas (a split's pieces through their getitem)."""
+    while node.op == "call_function":
+        view = node.args[0] if node.target is operator.getitem else node
+        if not getattr(view.target, "is_view", False):
+            break
+        node = view.args[0]
+    return node
 
 
 @conversion(aten.as_strided.default)
 def as_strided(ctx, x, size, stride, storage_offset=None):
-    # strides address storage, so read from the value that owns it: a view of it may not
-    # cover everything the strides reach
-    owner = _storage_owner(ctx, x)
-    fake = ctx.val(owner)
-    if owner.op != "placeholder" and not is_dense(shape_of(fake), strides_of(fake)):
-        # eager fallback would see a copy, not this storage, so refuse instead of being wrong
-        raise NotImplementedError(
-            f"new_backendgraph: as_strided of a computed tensor whose storage has gaps (sizes "
-            f"{list(fake.shape)}, strides {list(fake.stride())}) is not supported; make the "
-            f"tensor contiguous before as_strided")
-    return ctx.op(ops.AsStrided, owner, list(size), list(stride), storage_offset or 0)
+    """Strides address storage in eager's layout, so the owner of that storage is read in the
+    layout the ATen graph gives it (a converter may have laid the value out otherwise). An
+    input is read in place; a computed owner comes with its eager strides."""
+    owner = _storage_owner(ctx.node.args[0])
+    layout = () if owner.op == "placeholder" else (list(owner.meta["val"].stride()),)
+    return ctx.op(ops.AsStrided, ctx.converted(owner), list(size), list(stride),
+                  storage_offset or 0, *layout)
 
 
 @conversion(aten.index_select.default)
 def index_select(ctx, x, dim, index):
-    dim = dim % max(ctx.val(x).dim(), 1)
+    if ctx.val(x).dim() == 0:
+        raise Unsupported("index_select of a 0-d tensor")
+    if ctx.val(index).dim() == 0:  # index_select keeps the dim; indexing by a 0-d drops it
+        index = ctx.op(ops.Reshape, index, [1])
+    dim = dim % ctx.val(x).dim()
     return ctx.op(ops.IndexTensor, x, [None] * dim + [index])
 
 

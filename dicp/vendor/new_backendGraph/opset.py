@@ -64,7 +64,8 @@ LAYOUT = {
     "Slice": lambda x, dim, start, end, step: x[(slice(None),) * (dim % max(x.dim(), 1))
                                                 + (slice(start, end, step),)],
     "Select": lambda x, dim, index: x.select(dim, index),
-    "AsStrided": lambda x, size, stride, offset: x.as_strided(size, stride, offset),
+    "AsStrided": lambda x, size, stride, offset, owner_strides=None: _relaid(
+        x, owner_strides).as_strided(size, stride, offset),
     "Cat": lambda xs, dim: torch.cat(xs, dim),
     "ConstantPad": lambda x, pad, value=0: torch.constant_pad_nd(x, pad, value),
     "Copy": lambda x: x.clone(memory_format=torch.contiguous_format),
@@ -116,6 +117,9 @@ LIBRARY = {
     "Topk": torch.ops.aten.topk.default,
     "Bernoulli": torch.ops.aten.bernoulli.p, "Rand": torch.ops.aten.rand.default,
     "Randn": torch.ops.aten.randn.default,
+    "FlashAttention": torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+    "FlashAttentionBackward":
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
 }
 
 # Writes into an existing buffer (graph-input mutation that AOTAutograd leaves in place).
@@ -124,7 +128,17 @@ INPLACE = {
 }
 
 
+def _relaid(x, strides):
+    """x in a fresh tensor with `strides` (None: x as it is), so that strides addressing that
+    layout's storage read what eager's would."""
+    if strides is None:
+        return x
+    return torch.empty_strided(x.shape, strides, dtype=x.dtype, device=x.device).copy_(x)
+
+
 def _reduce_each(fn, x, dims, keepdim, **kwargs):
+    if x.dim() == 0:  # no dims to name: reduce the one element (any/all still give bool)
+        return fn(x, **kwargs)
     result = x
     for dim in sorted((d % max(x.dim(), 1) for d in dims), reverse=True):
         result = fn(result, dim, keepdim=keepdim, **kwargs)

@@ -13,6 +13,7 @@ import torch.fx as fx
 from dicp.dynamo_bridge.fault_injection import fault_for
 from dicp.dynamo_bridge.operator import Operator
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
+from dicp.dynamo_bridge.torch_compat import OpOverload
 from dicp.dynamo_bridge.utils import op_name
 
 from .faults import inject
@@ -65,6 +66,8 @@ class GraphCodegenBase:
             return self.env[arg]
         if isinstance(arg, (list, tuple)):
             return type(arg)(self.value(a) for a in arg)
+        if isinstance(arg, dict):
+            return {key: self.value(a) for key, a in arg.items()}
         if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return to_sympy(arg)
         return arg
@@ -98,7 +101,15 @@ class GraphCodegenBase:
             return self.value(node.args[0])[node.args[1]]
         if isinstance(node.target, Operator):
             return self.vendor_op(node)
-        return self.aten_call(node, f"torch.ops.{op_name(node.target)}", node.target)
+        return self.aten_call(node, self.callable_source(node.target), node.target)
+
+    def callable_source(self, target):
+        """How the wrapper names a fallback's callable: an operator overload by its path in
+        torch.ops, anything else (higher-order ops such as with_effects, Python callables) by
+        reference, as a constant of the wrapper."""
+        if isinstance(target, OpOverload):
+            return f"torch.ops.{op_name(target)}"
+        return str(self.wrapper.constant(target))
 
     def aten_call(self, node, source, target):
         """Library kernels and eager fallback: ATen called from the wrapper."""

@@ -1,4 +1,5 @@
 """Lowerings of the reduction, layout, indexing, scan and in-place families."""
+import sympy
 import torch
 
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
@@ -7,7 +8,7 @@ from . import ir
 from .ctypes_map import compute_ctype, infinity_or_limit, literal
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
 from .lowering import lowering
-from .sym import contiguous_strides, flat_index
+from .sym import contiguous_strides, flat_index, is_dense, same_layout
 
 # ---- reductions ----------------------------------------------------------------------
 
@@ -154,12 +155,24 @@ def select(g, node, x, dim, index):
 
 
 @lowering("AsStrided")
-def as_strided(g, node, x, *_):
+def as_strided(g, node, x, size, stride, offset, owner_strides=None):
     # sizes, strides and offset come from the node's meta: symbolic, and absolute like eager's
-    val, source = node.meta["val"], node.args[0].meta["val"]
-    layout = (strides_of(source), to_sympy(source.storage_offset()))
-    return ir.as_strided(g.value(x), shape_of(val), strides_of(val),
-                         to_sympy(val.storage_offset()), layout)
+    val, x = node.meta["val"], g.value(x)
+    if owner_strides is None:  # a graph input, read in place: its layout is eager's
+        source = node.args[0].meta["val"]
+        layout = (strides_of(source), to_sympy(source.storage_offset()))
+    else:  # a computed owner, in the strides eager gave it (from a fresh allocation)
+        layout = ([to_sympy(s) for s in owner_strides], sympy.Integer(0))
+        if not is_dense(x.sizes, layout[0]):
+            x = _in_layout(g, x, layout[0])  # gaps: no inverse index; lay it out as eager
+    return ir.as_strided(x, shape_of(val), strides_of(val), to_sympy(val.storage_offset()),
+                         layout)
+
+
+def _in_layout(g, x, strides):
+    if isinstance(x, Buffer) and same_layout(x.sizes, x.strides, strides) and x.offset == 0:
+        return x
+    return g.realize(Pointwise(x.dtype, x.sizes, x.load), strides)
 
 
 @lowering("Cat")

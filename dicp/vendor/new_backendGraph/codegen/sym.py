@@ -54,10 +54,24 @@ def contiguous_strides(sizes):
     return list(reversed(strides))
 
 
+def without_unit_max(expr):
+    """`expr` with every Max(1, e) replaced by e. torch spells symbolic contiguous strides as
+    products of Max(1, size) so that an empty dim does not zero a stride; in a tensor with
+    elements every size is at least 1, and an empty tensor has no element to address."""
+    expr = sympy.sympify(expr)
+    # by name: torch's shape environment has its own Max class (a private module)
+    return expr.replace(lambda e: e.func.__name__ == "Max" and len(e.args) == 2 and 1 in e.args,
+                        lambda e: e.args[0] if e.args[1] == 1 else e.args[1])
+
+
+def same_size(a, b):
+    """Whether two size or stride expressions are equal for every tensor with elements."""
+    return sympy.expand(without_unit_max(a) - without_unit_max(b)) == 0
+
+
 def same_layout(sizes, strides, expected):
     """Whether two stride lists address the same elements (dims of size 1 never move)."""
-    return all(size == 1 or sympy.expand(a - b) == 0
-               for size, a, b in zip(sizes, strides, expected))
+    return all(size == 1 or same_size(a, b) for size, a, b in zip(sizes, strides, expected))
 
 
 def is_dense(sizes, strides):
@@ -66,7 +80,7 @@ def is_dense(sizes, strides):
     dims = [d for d, size in enumerate(sizes) if size != 1]
     expected = sympy.Integer(1)
     while dims:
-        match = next((d for d in dims if sympy.expand(strides[d] - expected) == 0), None)
+        match = next((d for d in dims if same_size(strides[d], expected)), None)
         if match is None:
             return False
         dims.remove(match)
