@@ -36,9 +36,10 @@ CASES = {
     # scatter along the last dim: parallel over the others, never SIMD over the scattered one
     "scatter last dim": (plan([4, 5, 6], [load([i0, i1, t], [4, 5, 3]),
                                           store([i0, i1, t], [4, 5, 3])]), LoopPlan(2, False)),
-    # scatter along dim 0 (embedding backward, index_put): serial rows, SIMD along a row
+    # scatter along dim 0 (embedding backward, index_put): serial rows, and no SIMD at all in
+    # a kernel that stores through a computed index, not even along a row
     "scatter first dim": (plan([7, 16], [load([t, i1], [9, 16]), store([t, i1], [9, 16])]),
-                          LoopPlan(0, True)),
+                          LoopPlan(0, False)),
     "scatter 1-d": (plan([7], [store([t], [9])]), LoopPlan(0, False)),
     # a computed index mixed with a loop variable in one dim pins nothing
     "mixed index": (plan([4, 6], [store([i0, t + i1], [4, 9])]), LoopPlan(1, False)),

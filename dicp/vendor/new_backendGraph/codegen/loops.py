@@ -10,7 +10,9 @@ its accesses prove it:
   (every buffer a kernel writes: fresh allocations and the graph inputs eager writes in place);
 - a store through a computed (data-dependent) index pins nothing: scatter, index_put and
   every backward that torch decomposes into them may hit one element from several iterations.
-  Such a loop runs serially, never under `omp simd`;
+  Such a loop runs serially. A kernel with such a store gets no `omp simd` at all, not even on
+  a loop the store does pin (embedding backward's row): what is safe there rests on index
+  arithmetic a later change could break, and the gain is small next to a lost update;
 - a kernel that loads an element it also stores must do so at the very index of its one store
   to that buffer (a read-modify-write of its own element); any other load of a written buffer
   may read what another iteration writes, and the kernel runs serially without SIMD.
@@ -69,10 +71,17 @@ def plan_loops(nest: KernelLoops, simd_reduction=None):
     parallel = wanted.parallel
     while parallel and not all(nest.pinned(v, stores, everything) for v in nest.outer[:parallel]):
         parallel -= 1
+    if any(_is_computed(store, nest.computed) for store in stores):
+        return LoopPlan(parallel)
     simd_outer = wanted.simd_outer and nest.pinned(nest.outer[-1], stores, {nest.outer[-1]})
     simd_inner = wanted.simd_inner if wanted.simd_inner and nest.pinned(
         nest.inner[-1], body_stores, {nest.inner[-1]}) else None
     return LoopPlan(parallel, simd_outer, simd_inner)
+
+
+def _is_computed(store, computed):
+    """A store whose address depends on a value loaded at run time."""
+    return any(sympy.sympify(index).free_symbols & computed for index in store.index)
 
 
 def _own_elements_only(accesses):
