@@ -1,9 +1,16 @@
-"""The on-disk build cache: content-addressed, atomic, safe across processes.
+"""The on-disk build cache: content-addressed, atomic, safe across processes, any toolchain.
 
-key = sha256(source + headers + compiler + flags + chip variant + dicp version). An entry is
-`<key>.so` plus `<key>.sha256` (the digest of the .so); an entry whose digest does not match
-or that fails to load is rebuilt, never trusted. Writes go to a temp file in the same
-directory and are renamed into place, so concurrent builders never see a partial file.
+A backend describes its toolchain (`Toolchain`: the build command, the source and artifact file
+suffixes, how to load an artifact, and what else the artifact depends on), and asks for
+`load_artifact(BuildSpec(source, toolchain))`. The key is
+
+    sha256(source + build command + suffixes + toolchain key (chip variant, headers, ...)
+           + dicp version)
+
+An entry is `<key><artifact suffix>` plus `<key>.sha256` (the artifact's digest) next to the
+source `<key><source suffix>`; an entry whose digest does not match or that fails to load is
+rebuilt, never trusted. Writes go to a temp file in the same directory and are renamed into
+place, so concurrent builders (DDP ranks) never see a partial file.
 """
 import ctypes
 import hashlib
@@ -12,6 +19,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import dicp
 
@@ -28,16 +36,31 @@ class CompileError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Toolchain:
+    """How generated sources become loadable artifacts. `command` is the argv, where the
+    strings "{source}" and "{artifact}" stand for the two paths; `load(path)` returns what the
+    backend calls (a ctypes library for host C++); `key` holds everything else the artifact
+    depends on that the command does not spell (chip variant, header texts)."""
+    command: tuple
+    source_suffix: str = ".cpp"
+    artifact_suffix: str = ".so"
+    load: Callable = ctypes.CDLL
+    key: tuple = ()
+
+    def argv(self, source: Path, artifact: Path) -> list:
+        return [str(arg).replace("{source}", str(source)).replace("{artifact}", str(artifact))
+                for arg in self.command]
+
+
+@dataclass(frozen=True)
 class BuildSpec:
     source: str
-    compiler: str
-    flags: tuple
-    chip_variant: str
-    headers: tuple = ()   # (name, text) pairs the source includes
+    toolchain: Toolchain
 
     def key(self) -> str:
-        parts = [self.source, self.compiler, " ".join(self.flags), self.chip_variant,
-                 dicp.__version__, *(f"{name}\n{text}" for name, text in self.headers)]
+        chain = self.toolchain
+        parts = [self.source, "\0".join(map(str, chain.command)), chain.source_suffix,
+                 chain.artifact_suffix, dicp.__version__, *map(str, chain.key)]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -63,57 +86,65 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def load_library(spec: BuildSpec) -> ctypes.CDLL:
-    """The built library for `spec`: from memory, from the disk cache, or built now."""
+def load_artifact(spec: BuildSpec):
+    """The loaded artifact for `spec`: from memory, from the disk cache, or built now."""
     key = spec.key()
     if key in _LOADED:
         _STATS["memory_hits"] += 1
         profile.count("cache hits (memory)")
         return _LOADED[key]
     directory = config.cache_dir / "kernels" / key[:2]
-    library = _load_cached(directory, key)
-    if library is None:
+    artifact = _load_cached(spec.toolchain, directory, key)
+    if artifact is None:
         profile.count("cache misses")
         with profile.stage("build"):
-            library = _build(spec, directory, key)
-    _LOADED[key] = library
-    return library
+            artifact = _build(spec, directory, key)
+    _LOADED[key] = artifact
+    return artifact
 
 
-def _load_cached(directory: Path, key: str):
-    so, digest = directory / f"{key}.so", directory / f"{key}.sha256"
-    if not so.exists():
+def source_path(spec: BuildSpec) -> Path:
+    """Where the cache keeps `spec`'s source (written when it is built)."""
+    key = spec.key()
+    return config.cache_dir / "kernels" / key[:2] / f"{key}{spec.toolchain.source_suffix}"
+
+
+def _load_cached(toolchain: Toolchain, directory: Path, key: str):
+    artifact = directory / f"{key}{toolchain.artifact_suffix}"
+    digest = directory / f"{key}.sha256"
+    if not artifact.exists():
         return None
     try:
-        if digest.read_text().strip() != hashlib.sha256(so.read_bytes()).hexdigest():
+        if digest.read_text().strip() != hashlib.sha256(artifact.read_bytes()).hexdigest():
             raise OSError("digest mismatch")
-        library = ctypes.CDLL(str(so))
-    except OSError as error:
-        log.warning("dicp: cache entry %s is corrupt (%s); rebuilding", so, error)
+        loaded = toolchain.load(str(artifact))
+    except Exception as error:  # a corrupt entry is rebuilt, whatever the loader raised
+        log.warning("dicp: cache entry %s is corrupt (%s); rebuilding", artifact, error)
         _STATS["rebuilt_corrupt"] += 1
         return None
     _STATS["disk_hits"] += 1
     profile.count("cache hits (disk)")
-    return library
+    return loaded
 
 
-def _build(spec: BuildSpec, directory: Path, key: str) -> ctypes.CDLL:
-    source_path = directory / f"{key}.cpp"
-    atomic_write(source_path, spec.source.encode())
-    fd, tmp_so = tempfile.mkstemp(dir=directory, prefix=f".{key}.", suffix=".so")
+def _build(spec: BuildSpec, directory: Path, key: str):
+    toolchain = spec.toolchain
+    source = directory / f"{key}{toolchain.source_suffix}"
+    atomic_write(source, spec.source.encode())
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{key}.", suffix=toolchain.artifact_suffix)
     os.close(fd)
-    command = [spec.compiler, *spec.flags, str(source_path), "-o", tmp_so]
+    command = toolchain.argv(source, Path(tmp))
+    artifact = directory / f"{key}{toolchain.artifact_suffix}"
     try:
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
-            raise CompileError(f"{spec.compiler} failed to build generated source "
-                               f"{source_path}:\n{result.stderr.strip()}\ncommand: "
-                               f"{' '.join(command)}")
+            raise CompileError(f"{command[0]} failed to build generated source {source}:\n"
+                               f"{result.stderr.strip()}\ncommand: {' '.join(command)}")
         _STATS["builds"] += 1
         profile.count("cache builds")
-        data = Path(tmp_so).read_bytes()
+        data = Path(tmp).read_bytes()
         atomic_write(directory / f"{key}.sha256", hashlib.sha256(data).hexdigest().encode())
-        os.replace(tmp_so, directory / f"{key}.so")
+        os.replace(tmp, artifact)
     finally:
-        Path(tmp_so).unlink(missing_ok=True)
-    return ctypes.CDLL(str(directory / f"{key}.so"))
+        Path(tmp).unlink(missing_ok=True)
+    return toolchain.load(str(artifact))

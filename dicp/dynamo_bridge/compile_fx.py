@@ -12,11 +12,23 @@ def _graph_compiler(backend, kind):
     def compile_graph(gm, example_inputs):
         with inside_dicp():  # AOTAutograd compiles the backward lazily, outside compile_fx
             transformer = GraphTransformer(gm, backend, kind, example_inputs)
-            compiled = transformer.compile_to_callable()
-        compiled._boxed_call = True  # AOTAutograd passes one list it lets us clear
-        return compiled
+            return boxed(transformer.compile_to_callable())
     compile_graph.__name__ = f"{backend.name}_{kind}_compiler"
     return compile_graph
+
+
+def boxed(fn):
+    """`fn(args)` in AOTAutograd's boxed calling convention: it receives the one list of graph
+    inputs and may empty it to free inputs early; the list is emptied after the call in any
+    case. Whatever callable a backend's compile job returns (a function, a bound method, an
+    object) is wrapped, so the convention is dicp's business, not the vendor's."""
+    def call(args):
+        try:
+            return fn(args)
+        finally:
+            args.clear()
+    call._boxed_call = True
+    return call
 
 
 def _decompositions(backend):

@@ -1,11 +1,13 @@
 """GraphTransformer: one ATen graph through a backend's transform, inference, codegen, build."""
 import itertools
+import os
 from dataclasses import dataclass, field
 
 import torch.fx as fx
 
 from dicp import config, profile
 
+from .compile import atomic_write
 from .operator import InferenceError, Operator
 from .provenance import origin_of
 from .torch_compat import FakeTensorMode, detect_fake_mode
@@ -29,6 +31,17 @@ class CompileContext:
     @property
     def graph_name(self) -> str:
         return f"{self.backend.name}_{self.kind}_{self.graph_id}"
+
+    @property
+    def debug_dir(self):
+        """Where DICP_DEBUG dumps this graph (graph ids restart in every process, so the
+        folder also names the process)."""
+        return config.cache_dir / "debug" / f"{self.graph_name}-pid{os.getpid()}"
+
+    def source_path(self, name):
+        """The dumped file `name` of this graph under DICP_DEBUG (for tracebacks that point at
+        real files), else None."""
+        return str(self.debug_dir / name) if config.debug else None
 
 
 def infer_node(node: fx.Node, fake_mode):
@@ -74,18 +87,37 @@ class GraphTransformer:
 
     def codegen(self):
         self.sources = self.backend.codegen(self.gm, self.ctx)
+        debug_files = getattr(self.sources, "debug_files", None)
+        for name, text in (debug_files() if debug_files else {"sources.txt": str(self.sources)}
+                           ).items():
+            self._dump(name, text)
+        self.write_dumps()  # before the build, so a failing build leaves its sources
 
     def compile(self):
-        compiled = self.backend.compile_job(self.sources, self.ctx)
-        if config.debug:
-            log.warning("%s: debug dumps in %s", self.ctx.graph_name, compiled.debug_dir)
-        return compiled
+        return self.backend.compile_job(self.sources, self.ctx)
+
+    def write_dumps(self):
+        """DICP_DEBUG: write what this graph has dumped so far, for every backend."""
+        if not config.debug:
+            return
+        for name, text in self.ctx.dumps.items():
+            atomic_write(self.ctx.debug_dir / name, text.encode())
+        log.warning("%s: debug dumps in %s", self.ctx.graph_name, self.ctx.debug_dir)
 
     def compile_to_callable(self, hooks=True):
         """The compiled callable. With `hooks`, wrapped by the debugging tools the knobs turn
         on (op-argument dumps, autocompare); the builds those tools make themselves pass
         hooks=False."""
         aten_gm, before = self.gm, profile.stage_totals()
+        try:
+            compiled = self._compile_stages()
+        except Exception:
+            self.write_dumps()  # what was made before the failure, to look at
+            raise
+        self._account(before)
+        return _with_debug_tools(compiled, aten_gm, self) if hooks else compiled
+
+    def _compile_stages(self):
         with profile.stage("conversion"):
             self.transform()
         if config.record_ops is not None:  # before codegen, which may be what fails
@@ -95,9 +127,7 @@ class GraphTransformer:
         with profile.stage("codegen"):
             self.codegen()
         with profile.stage("load"):  # the build, a stage of its own, happens inside
-            compiled = self.compile()
-        self._account(before)
-        return _with_debug_tools(compiled, aten_gm, self) if hooks else compiled
+            return self.compile()
 
     def _account(self, stages_before):
         vendor_nodes = sum(isinstance(n.target, Operator) for n in self.gm.graph.nodes)

@@ -32,3 +32,77 @@ def shape_of(fake):
 
 def strides_of(fake):
     return [to_sympy(s) for s in fake.stride()]
+
+
+def without_unit_max(expr):
+    """`expr` with every Max(1, e) replaced by e. torch spells symbolic contiguous strides as
+    products of Max(1, size) so that an empty dim does not zero a stride; in a tensor with
+    elements every size is at least 1, and an empty tensor has no element to address."""
+    expr = sympy.sympify(expr)
+    # by name: torch's shape environment has its own Max class (a private module)
+    return expr.replace(lambda e: e.func.__name__ == "Max" and len(e.args) == 2 and 1 in e.args,
+                        lambda e: e.args[0] if e.args[1] == 1 else e.args[1])
+
+
+def same_size(a, b):
+    """Whether two size or stride expressions are equal for every tensor with elements."""
+    return sympy.expand(without_unit_max(a) - without_unit_max(b)) == 0
+
+
+def same_layout(sizes, strides, expected):
+    """Whether two stride lists address the same elements (dims of size 1 never move)."""
+    return all(size == 1 or same_size(a, b) for size, a, b in zip(sizes, strides, expected))
+
+
+# torch's symbolic functions (and the index functions backends define), by class name, as
+# Python: matched by name so that no private torch module is imported.
+PYTHON_FUNCTIONS = {
+    "IDiv": "({0} // {1})", "IMod": "({0} % {1})", "FloorDiv": "({0} // {1})",
+    "CleanDiv": "({0} // {1})", "CeilDiv": "(-(-({0}) // ({1})))", "IntTrueDiv": "({0} / {1})",
+    "PythonMod": "({0} % {1})", "Mod": "({0} % {1})", "ModularIndexing": "(({0} // {1}) % {2})",
+    "Max": "max({args})", "Min": "min({args})", "FloatTrueDiv": "({0} / {1})",
+    "ToFloat": "float({0})", "FloatPow": "({0} ** {1})", "PowByNatural": "({0} ** {1})",
+    "OpaqueUnaryFn_sqrt": "math.sqrt({0})", "TruncToInt": "int({0})",
+    "floor": "math.floor({0})", "ceiling": "math.ceil({0})", "FloorToInt": "math.floor({0})",
+    "CeilToInt": "math.ceil({0})",
+}
+
+
+class UnsupportedExpression(NotImplementedError):
+    """A size expression uses a function the printer has no template for."""
+
+
+class ExprPrinter:
+    """Prints integer sympy expressions with `functions` (class name -> template over the
+    printed arguments `{0}`, `{1}`, ... or `{args}`); `cpp` marks C++ literals."""
+
+    def __init__(self, functions, cpp=False):
+        self.functions, self.cpp = functions, cpp
+
+    def __call__(self, expr) -> str:
+        expr = sympy.sympify(expr)
+        if expr.is_Integer:
+            return f"{int(expr)}L" if self.cpp else str(int(expr))
+        if expr.is_Symbol:
+            return expr.name
+        if expr.is_Add:
+            return "(" + " + ".join(self(a) for a in expr.args) + ")"
+        if expr.is_Mul:
+            return "(" + " * ".join(self(a) for a in expr.args) + ")"
+        if expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:
+            return "(" + " * ".join([self(expr.base)] * int(expr.exp)) + ")"
+        if expr.is_Float:
+            return repr(float(expr))
+        if expr.is_Rational:
+            return f"({expr.p}.0 / {expr.q})" if self.cpp else f"({expr.p} / {expr.q})"
+        return self._function(expr)
+
+    def _function(self, expr):
+        name = type(expr).__name__
+        if name not in self.functions:
+            raise UnsupportedExpression(f"cannot print size expression {expr} ({name})")
+        args = [self(a) for a in expr.args]
+        return self.functions[name].format(*args, args=", ".join(args))
+
+
+py_expr = ExprPrinter(PYTHON_FUNCTIONS)

@@ -24,7 +24,7 @@ def compile_aten(fn, *inputs):
     gm = make_fx(fn, tracing_mode="fake")(*inputs)
     transformer = GraphTransformer(gm, get_backend(BACKEND), "inference", list(inputs))
     call = transformer.compile_to_callable()
-    return call, transformer.sources.cpp_source
+    return call, transformer.sources.files.get("kernels.cpp", "")
 
 
 def shift_down(x):

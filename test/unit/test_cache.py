@@ -15,8 +15,8 @@ import uuid
 import pytest
 
 import dicp
-from dicp.dynamo_bridge.compile import (BuildSpec, CompileError, atomic_write, cache_stats,
-                                        load_library)
+from dicp.dynamo_bridge.compile import (BuildSpec, CompileError, Toolchain, atomic_write,
+                                        cache_stats, load_artifact)
 from dicp.vendor.new_backendGraph.compile_job import BASE_FLAGS
 
 from .helpers import REPO, check_fresh, cold_cache  # noqa: F401  (fixture)
@@ -35,20 +35,23 @@ extern "C" long long dicp_unit_broken(long long a) {{
 # A fresh interpreter loads the spec stored in SPEC_FILE and reports its cache counters.
 LOAD_SCRIPT = """
 import ctypes, json, os
-from dicp.dynamo_bridge.compile import BuildSpec, cache_stats, load_library
+from dicp.dynamo_bridge.compile import BuildSpec, Toolchain, cache_stats, load_artifact
 raw = json.load(open(os.environ["SPEC_FILE"]))
-spec = BuildSpec(raw["source"], raw["compiler"], tuple(raw["flags"]), raw["chip_variant"],
-                 tuple(tuple(h) for h in raw["headers"]))
-fn = load_library(spec).dicp_unit_axpb
+spec = BuildSpec(raw["source"], Toolchain(tuple(raw["command"]), key=tuple(raw["key"])))
+fn = load_artifact(spec).dicp_unit_axpb
 fn.argtypes = [ctypes.c_longlong] * 3
 fn.restype = ctypes.c_longlong
 print(json.dumps({"value": fn(6, 7, 5), **cache_stats()}))
 """
 
 
+def gxx(compiler="g++", flags=BASE_FLAGS, variant="generic", header="// header v1\n"):
+    return Toolchain((compiler, *flags, "{source}", "-o", "{artifact}"),
+                     key=(variant, "unit.h", header))
+
+
 def make_spec(template=KERNEL):
-    return BuildSpec(template.format(marker=uuid.uuid4().hex), "g++", BASE_FLAGS, "generic",
-                     (("unit.h", "// header v1\n"),))
+    return BuildSpec(template.format(marker=uuid.uuid4().hex), gxx())
 
 
 def axpb(library):
@@ -70,7 +73,8 @@ def delta(before, after):
 
 def spec_file(tmp_path, spec):
     path = tmp_path / "spec.json"
-    path.write_text(json.dumps(dataclasses.asdict(spec)))
+    path.write_text(json.dumps({"source": spec.source, "command": spec.toolchain.command,
+                                "key": spec.toolchain.key}))
     return str(path)
 
 
@@ -82,10 +86,11 @@ def load_fresh(tmp_path, spec, cache):
 
 CHANGES = {
     "source": {"source": KERNEL.format(marker="other")},
-    "compiler": {"compiler": "clang++"},
-    "flags": {"flags": BASE_FLAGS + ("-DEXTRA",)},
-    "chip_variant": {"chip_variant": "x86-64-v3"},
-    "header_text": {"headers": (("unit.h", "// header v2\n"),)},
+    "compiler": {"toolchain": gxx(compiler="clang++")},
+    "flags": {"toolchain": gxx(flags=BASE_FLAGS + ("-DEXTRA",))},
+    "chip_variant": {"toolchain": gxx(variant="x86-64-v3")},
+    "header_text": {"toolchain": gxx(header="// header v2\n")},
+    "artifact_suffix": {"toolchain": dataclasses.replace(gxx(), artifact_suffix=".dylib")},
 }
 
 
@@ -112,7 +117,7 @@ def test_key_changes_with_dicp_version(monkeypatch):
 def test_builds_once_then_memory_then_disk_hit(cold_cache, tmp_path):
     spec = make_spec()
     before = cache_stats()
-    assert axpb(load_library(spec))(3, 4, 5) == 17
+    assert axpb(load_artifact(spec))(3, 4, 5) == 17
     assert delta(before, cache_stats())["builds"] == 1
     files = entry(cold_cache, spec)
     assert all(path.exists() for path in files.values()), files
@@ -121,7 +126,7 @@ def test_builds_once_then_memory_then_disk_hit(cold_cache, tmp_path):
     assert files[".cpp"].read_text() == spec.source
 
     again = cache_stats()
-    load_library(spec)
+    load_artifact(spec)
     assert delta(again, cache_stats()) == {"builds": 0, "disk_hits": 0, "memory_hits": 1,
                                           "rebuilt_corrupt": 0}
 
@@ -132,7 +137,7 @@ def test_builds_once_then_memory_then_disk_hit(cold_cache, tmp_path):
 
 def test_cache_root_layout_follows_dicp_cache_dir(cold_cache):
     spec = make_spec()
-    load_library(spec)
+    load_artifact(spec)
     key = spec.key()
     assert sorted(p.name for p in (cold_cache / "kernels" / key[:2]).iterdir()) == \
         sorted(f"{key}{suffix}" for suffix in (".cpp", ".sha256", ".so"))  # no temp files left
@@ -176,7 +181,7 @@ def _truncate_so(files):
                          ids=["garbage_so", "wrong_sha256", "truncated_so"])
 def test_corrupt_entry_is_rebuilt_not_trusted(cold_cache, tmp_path, corrupt):
     spec = make_spec()
-    load_library(spec)
+    load_artifact(spec)
     files = entry(cold_cache, spec)
     corrupt(files)
     fresh = load_fresh(tmp_path, spec, cold_cache)
@@ -211,7 +216,7 @@ def test_build_error_shows_compiler_message_and_source_path(cold_cache):
     spec = make_spec(BROKEN)
     before = cache_stats()
     with pytest.raises(CompileError) as info:
-        load_library(spec)
+        load_artifact(spec)
     message = str(info.value)
     source = entry(cold_cache, spec)[".cpp"]
     assert str(source) in message
@@ -220,3 +225,32 @@ def test_build_error_shows_compiler_message_and_source_path(cold_cache):
     assert delta(before, cache_stats())["builds"] == 0
     assert not entry(cold_cache, spec)[".so"].exists()
     assert [p.name for p in source.parent.iterdir()] == [source.name]  # no temp .so left
+
+
+# ---- any toolchain -------------------------------------------------------------------------
+
+def shout_toolchain():
+    """A toolchain with nothing of C++: `cp` builds, reading the file in upper case loads."""
+    return Toolchain(("cp", "{source}", "{artifact}"), source_suffix=".txt",
+                     artifact_suffix=".out", load=lambda path: open(path).read().upper())
+
+
+def test_cache_serves_any_toolchain(cold_cache):
+    spec = BuildSpec(f"hello {uuid.uuid4().hex}", shout_toolchain())
+    before = cache_stats()
+    assert load_artifact(spec) == spec.source.upper()
+    assert delta(before, cache_stats())["builds"] == 1
+    key = spec.key()
+    assert sorted(p.name for p in (cold_cache / "kernels" / key[:2]).iterdir()) == \
+        sorted(f"{key}{suffix}" for suffix in (".txt", ".sha256", ".out"))
+
+
+def test_corrupt_entry_of_any_toolchain_is_rebuilt(cold_cache, monkeypatch):
+    spec = BuildSpec(f"hello {uuid.uuid4().hex}", shout_toolchain())
+    load_artifact(spec)
+    key = spec.key()
+    (cold_cache / "kernels" / key[:2] / f"{key}.out").write_text("tampered")
+    monkeypatch.setattr("dicp.dynamo_bridge.compile._LOADED", {})  # as a new process would
+    before = cache_stats()
+    assert load_artifact(spec) == spec.source.upper()
+    assert delta(before, cache_stats())["rebuilt_corrupt"] == 1

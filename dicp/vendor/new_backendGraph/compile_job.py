@@ -1,4 +1,5 @@
-"""Compiler command, chip-variant flags and loading of a generated graph."""
+"""new_backendgraph's toolchain (g++ command, chip-variant flags, runtime header) and the
+compile job: build the graph's C++, then load its wrapper with the kernels."""
 import ctypes
 import hashlib
 import os
@@ -8,13 +9,13 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from dicp.dynamo_bridge.compile import BuildSpec, atomic_write, load_library
 from dicp import config as dicp_config
 from dicp import profile
+from dicp.dynamo_bridge.compile import BuildSpec, Toolchain, atomic_write, load_artifact
+from dicp.dynamo_bridge.graph_codegen import load_wrapper
 
 from . import bounds, config
 from .codegen.templates import INCLUDE_DIR
-from .opset import OPS
 
 # -fno-math-errno and -fno-trapping-math change no value: they drop errno writes and FP
 # exception flags, which nothing reads, and let g++ turn selects (clamps, where, NaN checks)
@@ -45,13 +46,19 @@ def _header_texts():
     return tuple((p.name, p.read_text()) for p in sorted(INCLUDE_DIR.glob("*.h")))
 
 
-def build_spec(source: str) -> BuildSpec:
+def toolchain() -> Toolchain:
+    """g++ building a shared library loaded with ctypes; the key adds what `-march=native`
+    means on this CPU and the runtime header's text."""
     variant = config.chip_variant()
     key_variant = f"native:{_host_cpu()}" if variant == "native" else variant
     flags = BASE_FLAGS + chip_flags(variant)
     include = precompiled_header_dir(config.compiler(), flags) or INCLUDE_DIR
-    return BuildSpec(source, config.compiler(), flags + (f"-I{include}",), key_variant,
-                     _header_texts())
+    command = (config.compiler(), *flags, f"-I{include}", "{source}", "-o", "{artifact}")
+    return Toolchain(command, key=(key_variant, *_header_texts()))
+
+
+def build_spec(source: str) -> BuildSpec:
+    return BuildSpec(source, toolchain())
 
 
 def precompiled_header_dir(compiler, flags):
@@ -97,27 +104,11 @@ class KernelTable:
 
 def compile_job(generated, ctx):
     """Build the graph's C++ (if any), then load its wrapper; returns `call(args)`."""
+    signatures = generated.metadata.get("kernels", {})
+    profile.count("kernels", len(signatures))
     kernels = None
-    profile.count("kernels", len(generated.kernels))
-    if generated.cpp_source:
-        kernels = KernelTable(load_library(build_spec(generated.cpp_source)), generated.kernels,
-                              generated.name)
-    namespace = {"kernels": kernels, "vendor_ops": OPS, "storage_extent": bounds.storage_extent,
-                 **generated.constants}
-    wrapper_path = _wrapper_path(generated, ctx)
-    exec(compile(generated.wrapper_source, wrapper_path, "exec"), namespace)
-    call = namespace["call"]
-    call.debug_dir = str(Path(wrapper_path).parent)
-    return call
-
-
-def _wrapper_path(generated, ctx) -> str:
-    """Where the wrapper's source lives, so tracebacks and debug dumps point at real files."""
-    if not dicp_config.debug:
-        return f"<dicp {generated.name}>"
-    directory = dicp_config.cache_dir / "debug" / generated.name
-    files = {"wrapper.py": generated.wrapper_source, "kernels.cpp": generated.cpp_source,
-             **ctx.dumps}
-    for name, text in files.items():
-        atomic_write(directory / name, text.encode())
-    return str(directory / "wrapper.py")
+    if "kernels.cpp" in generated.files:
+        library = load_artifact(build_spec(generated.files["kernels.cpp"]))
+        kernels = KernelTable(library, signatures, generated.name)
+    namespace = {"kernels": kernels, "storage_extent": bounds.storage_extent}
+    return load_wrapper(generated, namespace, ctx.source_path("wrapper.py"))

@@ -4,7 +4,7 @@ from .. import config
 
 def codegen(gm, ctx):
     if config.codegen_target() == "python":
-        from .graph_codegen import PythonCodegen
+        from dicp.dynamo_bridge.graph_codegen import PythonCodegen
         return PythonCodegen(gm, ctx).run()
     from .cpp_codegen import CppCodegen
     return CppCodegen(gm, ctx).run()

@@ -3,12 +3,13 @@ import sympy
 import torch
 import torch.fx as fx
 
+from dicp.dynamo_bridge.graph_codegen import GeneratedGraph, GraphCodegenBase, sizes_as_sympy
 from dicp.dynamo_bridge.operator import Operator
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 
 from .. import config
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
-from .graph_codegen import GeneratedGraph, GraphCodegenBase, _sizes
+from .faults import KERNEL_FAULTS
 from .ir import Buffer, Pointwise
 from .kernel import KernelBuilder
 from .loops import KernelLoops, plan_loops
@@ -68,14 +69,14 @@ class CppCodegen(GraphCodegenBase):
 
     def vendor_op(self, node):
         if node.target.family == "library":
-            return self.aten_call(node, f"vendor_ops[{node.target.name!r}]", node.target)
+            return self.aten_call(node, self.vendor_op_source(node.target), node.target)
         try:
             lower = LOWERINGS[node.target.name]
         except KeyError:
             raise UnsupportedLowering(f"vendor op {node.target.name} has no C++ lowering; "
                                       f"add one in codegen/lowering*.py") from None
         args, kwargs = fx.node.map_aggregate(
-            fx.node.map_arg((node.args, node.kwargs), self._size_or_node), _sizes)
+            fx.node.map_arg((node.args, node.kwargs), self._size_or_node), sizes_as_sympy)
         value = lower(self, node, *args, **kwargs)
         return self.realize(value) if self._must_realize(node, value) else value
 
@@ -158,7 +159,19 @@ class CppCodegen(GraphCodegenBase):
         self.wrapper.lines.append(f"kernels.{name}({', '.join(arguments)})")
 
     def finish(self):
-        cpp = render("module.cpp.j2", kernels=self.kernels, bounds_check=self.bounds_check)
-        return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(),
-                              cpp if self.kernels else "", dict(self.signatures),
-                              self.wrapper.constants)
+        files = {}
+        if self.kernels:
+            files["kernels.cpp"] = render("module.cpp.j2", kernels=self.kernels,
+                                          bounds_check=self.bounds_check)
+        return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(), files,
+                              dict(self.vendor_ops), self.wrapper.constants,
+                              {"kernels": dict(self.signatures)})
+
+    def inject_fault(self, node, value, kind):
+        """Accuracy and compile faults go into the kernels' C++; the rest into the wrapper."""
+        if kind not in KERNEL_FAULTS:
+            return super().inject_fault(node, value, kind)
+        return self.map_first_tensor(value, KERNEL_FAULTS[kind])
+
+    def is_tensor_value(self, value):
+        return isinstance(value, (Buffer, Pointwise))

@@ -9,18 +9,16 @@ from typing import Callable
 
 import sympy
 
+from dicp.dynamo_bridge.wrapper import TensorView
+
 from .ctypes_map import compute_ctype, literal
 from .sym import (IDiv, IMod, contiguous_strides, flat_index, product, same_layout,
                   unflatten)
 
 
 @dataclass
-class Buffer:
-    base: str            # wrapper variable holding the tensor whose data pointer we index
-    dtype: object
-    sizes: list
-    strides: list
-    offset: object = 0
+class Buffer(TensorView):
+    """Memory a kernel indexes: a wrapper variable's data pointer, with sizes and strides."""
 
     def load(self, k, index):
         return k.load(self, index)

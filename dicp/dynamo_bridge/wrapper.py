@@ -1,22 +1,31 @@
-"""WrapperBuilder: the Python `call(args)` that binds sizes, allocates, and calls kernels."""
+"""WrapperBuilder: the Python `call(args)` that binds sizes, allocates, calls kernels and runs
+eager fallbacks. Shared by every backend: a vendor's codegen appends lines for its kernels."""
 import math
 import re
+from dataclasses import dataclass
 
 import sympy
 import torch
 
-from dicp.dynamo_bridge.symbolic import shape_of, strides_of
-
-from .ir import Buffer
-from .sym import py_expr
-from .templates import render
-
+from .symbolic import py_expr, shape_of, strides_of
+from .templating import SHARED_TEMPLATES, render
 
 _NAME = re.compile(r"\bbuf\d+\b")
 
 
 class Var(str):
     """A wrapper variable name (printed bare, unlike a string argument)."""
+
+
+@dataclass
+class TensorView:
+    """Memory a wrapper variable holds, seen with `sizes`, `strides` and an element `offset`
+    from its data pointer; the wrapper prints it as that variable or an as_strided view."""
+    base: str            # wrapper variable holding the tensor
+    dtype: object
+    sizes: list
+    strides: list
+    offset: object = 0
 
 
 class WrapperBuilder:
@@ -56,7 +65,7 @@ class WrapperBuilder:
     def literal(self, value):
         if isinstance(value, Var):
             return str(value)
-        if isinstance(value, Buffer):
+        if isinstance(value, TensorView):
             return self.view(value)
         if isinstance(value, (list, tuple)):
             items = ", ".join(self.literal(v) for v in value)
@@ -76,7 +85,7 @@ class WrapperBuilder:
         self.constants[str(name)] = value
         return name
 
-    def view(self, buffer: Buffer) -> str:
+    def view(self, buffer: TensorView) -> str:
         layout = (buffer.sizes, buffer.strides)
         if self.layouts.get(buffer.base) == layout and buffer.offset == 0:
             return buffer.base
@@ -102,8 +111,9 @@ class WrapperBuilder:
         return name
 
     def render(self):
-        return render("wrapper.py.j2", graph_name=self.graph_name, target=self.target,
-                      inputs=self.inputs, lines=self.free_dead_buffers(), outputs=self.outputs)
+        return render(SHARED_TEMPLATES, "wrapper.py.j2", graph_name=self.graph_name,
+                      target=self.target, inputs=self.inputs, lines=self.free_dead_buffers(),
+                      outputs=self.outputs)
 
     def free_dead_buffers(self):
         """`del` each intermediate after its last use, so peak memory follows liveness."""

@@ -1,0 +1,236 @@
+"""The wrapper every backend's generated code runs in, and the walk over a vendor graph.
+
+`GraphCodegenBase` dispatches on `node.op` and handles everything around a vendor's kernels:
+graph inputs (tensors and SymInt sizes), constants (`get_attr`), size arithmetic, `getitem` of
+tuple results, ATen ops left to eager fallback (and HOPs such as `with_effects`), and outputs in
+the layouts AOTAutograd expects. A backend subclasses it and implements `vendor_op(node)` (what
+its op becomes: a kernel call, a graph-building call...) and, when it renders more than the
+wrapper, `finish()`. `PythonCodegen` is complete: each vendor op runs its `impl`.
+"""
+import operator
+from dataclasses import dataclass, field
+
+import sympy
+import torch
+import torch.fx as fx
+
+from .fault_injection import fault_for, runtime_error_message
+from .operator import Operator
+from .symbolic import same_layout, shape_of, strides_of, to_sympy
+from .torch_compat import OpOverload
+from .utils import op_name
+from .wrapper import TensorView, Var, WrapperBuilder
+
+
+@dataclass
+class GeneratedGraph:
+    """What codegen hands to the compile job: the wrapper's Python source, any other sources
+    (file name -> text, e.g. "kernels.cpp"), the vendor ops and constants the wrapper names, and
+    whatever the backend's compile job needs besides (`metadata`)."""
+    name: str
+    target: str
+    wrapper_source: str
+    files: dict = field(default_factory=dict)
+    vendor_ops: dict = field(default_factory=dict)   # name -> Operator
+    constants: dict = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)
+
+    def debug_files(self) -> dict:
+        """The sources as DICP_DEBUG dumps them."""
+        return {"wrapper.py": self.wrapper_source, **self.files}
+
+
+def sizes_as_sympy(value):
+    """Symbolic sizes as sympy (printed as Python over the bound symbols)."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return to_sympy(value)
+    return value
+
+
+class GraphCodegenBase:
+    target = "base"
+
+    def __init__(self, gm, ctx):
+        self.gm, self.ctx = gm, ctx
+        self.wrapper = WrapperBuilder(ctx.graph_name, self.target)
+        self.vendor_ops = {}
+        self.env = {}
+
+    def run(self) -> GeneratedGraph:
+        nodes = list(self.gm.graph.nodes)
+        placeholders = [n for n in nodes if n.op == "placeholder"]
+        for node in placeholders:
+            self.env[node] = self.placeholder(node)
+        for node in placeholders:  # strides after every size symbol is bound
+            if isinstance(node.meta.get("val"), torch.Tensor):
+                self.wrapper.bind_strides(node.name, node.meta["val"])
+        for node in nodes:
+            if node.op != "placeholder":
+                self.env[node] = getattr(self, node.op)(node)
+        return self.finish()
+
+    def finish(self) -> GeneratedGraph:
+        return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(),
+                              vendor_ops=dict(self.vendor_ops),
+                              constants=self.wrapper.constants)
+
+    # ---- values ----
+    def value(self, arg):
+        if isinstance(arg, fx.Node):
+            return self.env[arg]
+        if isinstance(arg, (list, tuple)):
+            return type(arg)(self.value(a) for a in arg)
+        if isinstance(arg, dict):
+            return {key: self.value(a) for key, a in arg.items()}
+        if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return to_sympy(arg)
+        return arg
+
+    def input_value(self, node, val, name=None):
+        """The value a tensor held by wrapper variable `name` becomes in this codegen."""
+        return Var(name or node.name)
+
+    def placeholder(self, node):
+        val = node.meta.get("val")
+        self.wrapper.inputs.append(node.name)
+        if isinstance(val, torch.Tensor):
+            self.wrapper.bind_tensor(node.name, val)
+            return self.input_value(node, val)
+        if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
+            self.wrapper.bind(to_sympy(val), node.name)
+            return to_sympy(val)
+        return Var(node.name)
+
+    def get_attr(self, node):
+        name = self.wrapper.constant(getattr(self.gm, node.target))
+        val = node.meta.get("val", getattr(self.gm, node.target))
+        return self.input_value(node, val, name)
+
+    # ---- ops ----
+    def call_function(self, node):
+        value = self.compute(node)
+        fault = fault_for(node)  # DICP_INJECT_BUG_TESTING_ONLY: tests of the debugging tools
+        return self.inject_fault(node, value, fault) if fault else value
+
+    def compute(self, node):
+        val = node.meta.get("val")
+        if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float)):
+            return to_sympy(val)  # size arithmetic: the expression itself, no runtime code
+        if node.target is operator.getitem:
+            return self.value(node.args[0])[node.args[1]]
+        if isinstance(node.target, Operator):
+            return self.vendor_op(node)
+        return self.aten_call(node, self.callable_source(node.target), node.target)
+
+    def vendor_op(self, node):
+        raise NotImplementedError(f"{type(self).__name__} does not generate code for vendor op "
+                                  f"{node.target.name}: implement vendor_op()")
+
+    def vendor_op_source(self, op: Operator) -> str:
+        """How the wrapper names vendor op `op` (its `impl`, for Python kernels and library
+        calls): an entry of the `vendor_ops` table the wrapper runs with."""
+        self.vendor_ops[op.name] = op
+        return f"vendor_ops[{op.name!r}]"
+
+    def callable_source(self, target):
+        """How the wrapper names a fallback's callable: an operator overload by its path in
+        torch.ops, anything else (higher-order ops such as with_effects, Python callables) by
+        reference, as a constant of the wrapper."""
+        if isinstance(target, OpOverload):
+            return f"torch.ops.{op_name(target)}"
+        return str(self.wrapper.constant(target))
+
+    def aten_call(self, node, source, target):
+        """Library kernels and eager fallback: a call from the wrapper on materialized args."""
+        args = fx.node.map_aggregate(fx.node.map_arg(node.args, self._materialize_node),
+                                     sizes_as_sympy)
+        kwargs = fx.node.map_aggregate(fx.node.map_arg(node.kwargs, self._materialize_node),
+                                       sizes_as_sympy)
+        name = self.wrapper.call_op(source, args, kwargs)
+        return self.result_value(name, node.meta.get("val"))
+
+    def result_value(self, name, val):
+        """Wrap a call's result; each tuple element gets its own wrapper variable."""
+        if isinstance(val, (tuple, list)):
+            elements = [Var(self.wrapper.fresh()) for _ in val]
+            if elements:
+                self.wrapper.lines.append(f"{', '.join(elements)}, = {name}")
+            return tuple(self.result_value(e, v) for e, v in zip(elements, val))
+        return self.input_value(None, val, name) if isinstance(val, torch.Tensor) else Var(name)
+
+    # ---- outputs ----
+    def output(self, node):
+        # outputs take the ATen graph's layouts, which callers rely on
+        for arg, val in zip(node.args[0], self.ctx.output_vals, strict=True):
+            self.wrapper.outputs.append(self.wrapper.literal(self.output_value(arg, val)))
+
+    def _materialize_node(self, arg):
+        return self.materialize(self.env[arg], arg.meta.get("val"))
+
+    def materialize(self, value, val=None):
+        """`value` as memory in the layout it was traced with (library calls and fallback)."""
+        return value
+
+    def output_value(self, arg, val):
+        """The output `arg` in the layout `val` (the ATen graph's) says: a copy into that layout
+        when the vendor op's result has another."""
+        value = self.value(arg)
+        if not isinstance(value, Var):  # the backend's own values know their layout
+            return self.materialize(value, val)
+        produced = arg.meta.get("val") if isinstance(arg, fx.Node) else None
+        if not isinstance(produced, torch.Tensor) or \
+                same_layout(shape_of(val), strides_of(produced), strides_of(val)):
+            return value
+        restrided = self.wrapper.allocate(val.dtype, shape_of(val), strides_of(val))
+        self.wrapper.lines.append(f"{restrided}.copy_({self.wrapper.literal(value)})")
+        return Var(restrided)
+
+    # ---- DICP_INJECT_BUG_TESTING_ONLY ----
+    def inject_fault(self, node, value, kind):
+        """`value` made wrong in the way `kind` says, in the wrapper. A kernel generator
+        overrides this to put accuracy and compile faults into its kernels instead."""
+        if kind == "runtime_error":
+            self.wrapper.lines.append(f"raise RuntimeError({runtime_error_message(node)!r})")
+        elif kind == "compile_error":
+            self.wrapper.lines.append("dicp injected compile error")  # not Python
+        else:
+            value = self.map_first_tensor(value, self._wrong_in_wrapper)
+        return value
+
+    def map_first_tensor(self, value, fn):
+        """`fn` applied to `value`, or to the first tensor of a tuple value."""
+        if not isinstance(value, (tuple, list)):
+            return fn(value)
+        first = next(i for i, v in enumerate(value) if self.is_tensor_value(v))
+        return type(value)(fn(v) if i == first else v for i, v in enumerate(value))
+
+    def is_tensor_value(self, value):
+        return isinstance(value, (TensorView, Var))
+
+    def _wrong_in_wrapper(self, value):
+        source = self.wrapper.literal(value)
+        name = Var(self.wrapper.fresh())
+        self.wrapper.lines.append(
+            f"{name} = torch.logical_not({source}) if {source}.dtype == torch.bool "
+            f"else {source} + 1 + {source}.abs()")
+        return name
+
+
+class PythonCodegen(GraphCodegenBase):
+    """Python kernels: each vendor op runs as its torch reference implementation (`impl`)."""
+    target = "python"
+
+    def vendor_op(self, node):
+        call = self.wrapper.call_op(self.vendor_op_source(node.target), self.value(node.args),
+                                    self.value(node.kwargs))
+        return self.result_value(call, node.meta.get("val"))
+
+
+def load_wrapper(generated: GeneratedGraph, namespace: dict, path: str = None):
+    """The `call(args)` function of a generated wrapper, executed with `namespace` (a
+    backend's kernels and helpers) plus the vendor ops and constants it names. `path` names
+    the source in tracebacks (a debug dump's file)."""
+    scope = {"vendor_ops": generated.vendor_ops, **namespace, **generated.constants}
+    filename = path or f"<dicp {generated.name}>"
+    exec(compile(generated.wrapper_source, filename, "exec"), scope)
+    return scope["call"]
