@@ -2,7 +2,9 @@
 
 The function runs through torch.compile with a recording dynamo backend: AOTAutograd with the
 named dicp backend's decomposition table, whose forward/backward/inference compilers record each
-ATen graph and return it to run eagerly. No vendor code is generated and no C++ is built, so a
+ATen graph, run the backend's conversion pass on it (its converters see the real arguments and
+dtypes, so an op that falls back because of them is reported as such, with the reason), and
+return the ATen graph to run eagerly. No vendor code is generated and no C++ is built, so a
 vendor engineer sees what a model needs before writing (or waiting for) a single kernel.
 
     report = collect_ops(model, (x,))
@@ -24,9 +26,11 @@ import torch
 from functorch.compile import make_boxed_func
 
 from dicp import config
+from dicp.dynamo_bridge.fallback import observe_fallbacks
+from dicp.dynamo_bridge.graph import GraphTransformer
 from dicp.dynamo_bridge.op_transformer import is_aten
 from dicp.dynamo_bridge.torch_compat import aot_autograd, pytree
-from dicp.dynamo_bridge.utils import matches_any, op_name
+from dicp.dynamo_bridge.utils import op_name
 from dicp.vendor import get_backend
 
 GRAPH_KINDS = ("forward", "backward", "inference")
@@ -40,7 +44,8 @@ class OpRecord:
     op: str          # e.g. "aten.add.Tensor"
     graph: str       # "forward", "backward" or "inference"
     count: int       # graph nodes calling it
-    converted: bool  # the backend has a converter; otherwise it runs as eager ATen fallback
+    converted: bool  # every one of them runs natively; otherwise some run as eager fallback
+    reason: str = ""  # why they fall back (no converter, a dtype, a converter's own reason)
 
 
 @dataclass(frozen=True)
@@ -77,13 +82,13 @@ class OpReport:
                 f"({self.fallback_share:.1f}%) would fall back to eager")
 
     def format(self) -> str:
-        header = ("op", "graph", "count", "converted")
-        rows = [header] + [(r.op, r.graph, str(r.count), "yes" if r.converted else "no")
-                           for r in self.ops]
+        header = ("op", "graph", "count", "converted", "why not")
+        rows = [header] + [(r.op, r.graph, str(r.count), "yes" if r.converted else "no",
+                            r.reason) for r in self.ops]
         widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-        align = (str.ljust, str.ljust, str.rjust, str.ljust)
+        align = (str.ljust, str.ljust, str.rjust, str.ljust, str.ljust)
         lines = [" | ".join(pad(cell, width) for pad, cell, width in zip(align, row, widths))
-                 .rstrip() for row in rows]
+                 .rstrip(" |") for row in rows]
         lines.insert(1, "-+-".join("-" * width for width in widths))
         return "\n".join(lines + [self.summary()])
 
@@ -124,10 +129,12 @@ def _fresh_entry(fn):
 
 
 def _recorder(spec, graphs):
-    """A dynamo backend appending (graph kind, [op targets]) to `graphs` for each ATen graph."""
+    """A dynamo backend appending (graph kind, [op targets], {op: fallback reasons}) to
+    `graphs` for each ATen graph."""
     def compiler(kind):
         def record(gm, example_inputs):
-            graphs.append((kind, [node.target for node in gm.graph.nodes if _is_op(node)]))
+            targets = [node.target for node in gm.graph.nodes if _is_op(node)]
+            graphs.append((kind, targets, _fallbacks(spec, kind, gm, example_inputs)))
             return make_boxed_func(gm)  # the ATen graph itself runs: nothing is built
         return record
 
@@ -143,14 +150,27 @@ def _is_op(node) -> bool:
             and not isinstance(node.meta.get("val"), _SIZE_VALUES))
 
 
+def _fallbacks(spec, kind, gm, example_inputs) -> dict:
+    """{op name: [reasons]} of the nodes the backend's conversion pass leaves to eager, asked
+    of its converters on this very graph (conversion only: no codegen, no build)."""
+    transformer = GraphTransformer(gm, spec, kind, example_inputs)
+    with observe_fallbacks() as seen, config.patch(strict=False, debug=False):
+        transformer.transform()
+    reasons = {}
+    for fallback in seen:
+        reasons.setdefault(fallback.op, []).append(fallback.reason)
+    return reasons
+
+
 def _report(spec, graphs) -> OpReport:
-    counts = Counter((kind, target) for kind, targets in graphs for target in targets)
-    forced = config.fallback_ops
-    # str() keeps ".default" (aten.mm.default); the forced-fallback patterns are matched
-    # against op_name(), as OpTransformer matches them.
-    records = [OpRecord(str(target), kind, count,
-                        target in spec.conversions and not matches_any(op_name(target), forced))
-               for (kind, target), count in counts.items()]
+    counts, reasons = Counter(), {}
+    for kind, targets, fallbacks in graphs:
+        counts.update((kind, op_name(target)) for target in targets)
+        for op, why in fallbacks.items():
+            reasons.setdefault((kind, op), []).extend(why)
+    records = [OpRecord(op, kind, count, not reasons.get((kind, op)),
+                        "; ".join(sorted(set(reasons.get((kind, op), [])))))
+               for (kind, op), count in counts.items()]
     records.sort(key=lambda record: (GRAPH_KINDS.index(record.graph), record.op))
     return OpReport(spec.name, tuple(records))
 
@@ -219,7 +239,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m dicp.tools.op_collector", epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="List the ATen ops a function or module produces for a dicp backend, with "
-                    "counts per graph, and which would fall back to eager (no converter).")
+                    "counts per graph, and which would fall back to eager and why (the "
+                    "backend's converters are asked, with the real arguments and dtypes).")
     parser.add_argument("target", nargs="?", metavar="MODULE:CALLABLE",
                         help="the function, module or factory to analyse (see below)")
     parser.add_argument("--demo", action="store_true", help=f"analyse {DEMO_TARGET}")

@@ -117,7 +117,8 @@ def test_size_arithmetic_is_not_counted():
 def test_format_has_a_row_per_record_and_the_summary():
     report = collect_ops(lgamma_times_two, (torch.rand(3, 5) + 0.5,), BACKEND)
     text = report.format()
-    assert re.search(r"^aten\.lgamma\.default +\| inference \| +1 \| no$", text, re.MULTILINE)
+    assert re.search(r"^aten\.lgamma\.default +\| inference \| +1 \| no +\| no converter$", text,
+                     re.MULTILINE)
     assert re.search(r"^aten\.mul\.Tensor +\| inference \| +1 \| yes$", text, re.MULTILINE)
     assert SUMMARY.search(text).groups() == ("2", "2", "1", "50.0")
 
@@ -159,6 +160,20 @@ def test_cli_demo_prints_table_and_summary(empty_cache_dir):
 
 def test_cli_shape_mode_reports_fallback(empty_cache_dir):
     out = run_cli(empty_cache_dir, "torch:lgamma", "--shape", "4,8", "--training")
-    assert re.search(r"^aten\.lgamma\.default +\| forward +\| +1 \| no$", out, re.MULTILINE)
-    assert re.search(r"^aten\.digamma\.default +\| backward +\| +1 \| no$", out, re.MULTILINE)
+    no_converter = r" +\| +1 \| no +\| no converter$"
+    assert re.search(r"^aten\.lgamma\.default +\| forward" + no_converter, out, re.MULTILINE)
+    assert re.search(r"^aten\.digamma\.default +\| backward" + no_converter, out, re.MULTILINE)
     assert SUMMARY.search(out).group(3) == "2"
+
+
+def complex_mul(x):
+    return x * 2
+
+
+def test_fallback_for_a_dtype_is_reported_with_its_reason():
+    """aten.mul has a converter, but not for complex64: the converters are asked with the real
+    dtypes, so the report says it falls back, and why."""
+    report = collect_ops(complex_mul, (torch.randn(3, 4, dtype=torch.complex64),), BACKEND)
+    (record,) = report.find("aten.mul.Tensor")
+    assert not record.converted
+    assert "complex64" in record.reason, record.reason
