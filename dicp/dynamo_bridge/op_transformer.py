@@ -1,6 +1,7 @@
 """The conversion pass (ATen graph -> vendor graph) and the pattern-rewrite utility."""
 import dataclasses
 import functools
+import logging
 import operator
 import warnings
 
@@ -171,8 +172,10 @@ class OpTransformer:
         record_fallback(Fallback(backend, name, reason))
         declared = declared_reason(self.backend, name)
         if declared is not None:
+            # expected, so not a warning: DICP_STRICT=1 or logging at INFO shows them
             log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s), a "
-                     "fallback the backend declares: %s", backend, name, reason, declared)
+                     "fallback the backend declares: %s", backend, name, reason, declared,
+                     level=logging.INFO)
             return
         if forced:  # the user's choice: nothing to advise
             log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s)",
@@ -192,6 +195,14 @@ class OpTransformer:
     def _strict_message(self, name, reason, advice):
         return (f"{self.backend.name}: {name} is not supported ({reason}) and DICP_STRICT=1 "
                 f"forbids eager fallback; {advice}")
+
+
+def convert(gm: fx.GraphModule, ctx) -> fx.GraphModule:
+    """The conversion pass for `ctx.backend`: ATen graph -> vendor graph through its conversion
+    table, every emitted node's result inferred on fake tensors. The first (or only) pass of a
+    backend's `opset_transform`."""
+    from .graph import infer_node  # graph.py imports this module
+    return OpTransformer(gm, ctx.backend, lambda node: infer_node(node, ctx.fake_mode)).run()
 
 
 def _origin(node, result=False) -> Origin:

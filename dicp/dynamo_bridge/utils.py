@@ -38,7 +38,7 @@ def op_name(target) -> str:
 _logged_once: set = set()
 
 
-def log_once(key, message: str, *args) -> None:
+def log_once(key, message: str, *args, level=logging.WARNING) -> None:
     if key not in _logged_once:
         _logged_once.add(key)
-        log.warning(message, *args)
+        log.log(level, message, *args)

@@ -110,3 +110,36 @@ def test_shared_code_never_names_a_backend():
     assert files, "no sources found under dicp/dynamo_bridge"
     offenders = [str(p) for p in files if "new_backendgraph" in p.read_text().lower()]
     assert offenders == []
+
+
+def test_debug_dumps_work_for_any_backend(vendor, cold_cache, monkeypatch):
+    monkeypatch.setenv("DICP_DEBUG", "1")
+    x = torch.randn(3)
+    compiled = torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, NAME))
+    torch.testing.assert_close(compiled(x, x), fn(x, x))
+    (dump,) = (cold_cache / "debug").iterdir()
+    assert {"aten_graph.txt", "vendor_graph.txt", "config.txt", "sources.txt"} <= \
+        {p.name for p in dump.iterdir()}
+    assert "VendorAdd" in (dump / "sources.txt").read_text()
+
+
+class MethodVendor(ThrowawayVendor):
+    """A compile job returning a bound method that neither sets _boxed_call nor clears args."""
+
+    def compile_job(self, gm, ctx):
+        self.gm = gm
+        return self.run
+
+    def run(self, args):
+        return fx.Interpreter(self.gm).run(*args)
+
+
+def test_any_callable_from_compile_job_is_wrapped(cold_cache):
+    vendor = MethodVendor()
+    register_backend(vendor.backend())
+    try:
+        x, y = torch.randn(4, 5), torch.randn(4, 5)
+        compiled = torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, NAME))
+        torch.testing.assert_close(compiled(x, y), fn(x, y))
+    finally:
+        dicp.vendor._REGISTRY.pop(NAME, None)

@@ -1,15 +1,14 @@
 """The new_backendgraph pass pipeline: ATen graph -> vendor graph, one flat function."""
 import torch
 
-from dicp.dynamo_bridge.graph import infer_node
-from dicp.dynamo_bridge.op_transformer import OpTransformer, rewrite_patterns
+from dicp.dynamo_bridge.op_transformer import convert, rewrite_patterns
 
 from .pattern_replacement import REWRITES
 
 
 def opset_transform(gm: torch.fx.GraphModule, ctx) -> torch.fx.GraphModule:
     # 1. ATen -> vendor ops through the conversion table; the rest stays ATen (fallback).
-    gm = OpTransformer(gm, ctx.backend, lambda node: infer_node(node, ctx.fake_mode)).run()
+    gm = convert(gm, ctx)
     # 2. Vendor-level rewrites (round-trip casts and friends).
     gm = rewrite_patterns(gm, REWRITES)
     return gm
