@@ -450,6 +450,15 @@ def max_pool2d(ctx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False
     return pooled
 
 
+# Native, not torch's decomposition: that exists from torch 2.13 only, is skipped in
+# deterministic mode, and scatters through the saved indices (a loop that cannot run in
+# parallel); the lowering gathers instead.
+@conversion(aten.max_pool2d_with_indices_backward.default)
+def max_pool2d_backward(ctx, grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    return ctx.op(ops.MaxPool2dWithIndicesBackward, grad, x, _pair(kernel),
+                  _pair(stride, kernel), _pair(padding), _pair(dilation), ceil_mode, indices)
+
+
 @conversion(aten.avg_pool2d.default)
 def avg_pool2d(ctx, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
