@@ -10,7 +10,7 @@
 # download, ~5 GB on disk, run on the CPU here) and kept for later runs (a marker file says it
 # is complete; delete the folder to rebuild it). Every run installs this checkout into it editable (`pip install -e '.[test]'`)
 # and fails if that changed its torch. Then it runs the quick start and pytest, and prints one
-# line per version and the totals. --python picks the interpreter new environments are made
+# line per version (with the checkout's commit) and the totals. --python picks the interpreter new environments are made
 # from (default: python3). A lock per environment serializes concurrent runs.
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -51,7 +51,7 @@ count() {  # $1: pattern (passed, failed, errors?), $2: log. Its number on pytes
     tail -n 1 "$2" | grep -oE "[0-9]+ $1\b" | grep -oE "^[0-9]+" || echo 0
 }
 
-run_version() {  # $1: torch version. Prints "version torch quickstart passed failed seconds".
+run_version() {  # $1: torch version. Adds "version torch quickstart passed failed skipped seconds".
     local version=$1 python_tag env log start quickstart=FAIL
     python_tag=$("$BASE_PYTHON" -c 'import sys; print("py%d.%d" % sys.version_info[:2])') || return 1
     env="$ENVS/torch-$version-$python_tag"
@@ -67,9 +67,9 @@ run_version() {  # $1: torch version. Prints "version torch quickstart passed fa
     (cd "$REPO" && "$env/bin/python" examples/quickstart.py) && quickstart=ok
     echo "== torch $(installed_torch "$env"): pytest $SUITES (log: $log)"
     # shellcheck disable=SC2086  # SUITES is a list of paths
-    (cd "$REPO" && "$env/bin/python" -m pytest $SUITES -n auto -p no:cacheprovider -q) 2>&1 | tee "$log"
+    (cd "$REPO" && "$env/bin/python" -m pytest $SUITES -n auto -p no:cacheprovider -q -rs) 2>&1 | tee "$log"
     local failed=$(( $(count failed "$log") + $(count "errors?" "$log") ))
-    RESULTS+=("$version $(installed_torch "$env") $quickstart $(count passed "$log") $failed $(( $(date +%s) - start ))")
+    RESULTS+=("$version $(installed_torch "$env") $quickstart $(count passed "$log") $failed $(count skipped "$log") $(( $(date +%s) - start ))")
     exec 9>&-
 }
 
@@ -86,15 +86,16 @@ for version in "$@"; do [[ $version =~ ^[0-9]+\.[0-9]+ ]] || usage; done
 RESULTS=()
 status=0
 for version in "$@"; do
-    run_version "$version" || { status=1; RESULTS+=("$version - setup-failed 0 0 0"); }
+    run_version "$version" || { status=1; RESULTS+=("$version - setup-failed 0 0 0 0"); }
 done
 
 echo
-printf "%-8s %-16s %-10s %7s %7s %8s\n" torch installed quickstart passed failed seconds
+echo "dicp $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '(not a git checkout)')$(git -C "$REPO" status --porcelain 2>/dev/null | grep -q . && echo ' + uncommitted changes')"
+printf "%-8s %-16s %-10s %7s %7s %7s %8s\n" torch installed quickstart passed failed skipped seconds
 total_passed=0 total_failed=0
 for row in "${RESULTS[@]}"; do
-    read -r version installed quickstart passed failed seconds <<< "$row"
-    printf "%-8s %-16s %-10s %7s %7s %8s\n" "$version" "$installed" "$quickstart" "$passed" "$failed" "$seconds"
+    read -r version installed quickstart passed failed skipped seconds <<< "$row"
+    printf "%-8s %-16s %-10s %7s %7s %7s %8s\n" "$version" "$installed" "$quickstart" "$passed" "$failed" "$skipped" "$seconds"
     total_passed=$(( total_passed + passed )); total_failed=$(( total_failed + failed ))
     if [ "$quickstart" != ok ] || [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then status=1; fi
 done
