@@ -1,12 +1,13 @@
 """Ops whose torch decomposition differs between supported releases run natively on each.
 
-torch's decomposition tables change between releases (README, Torch versions). Two of those
-changes reach the conversion table: `max_pool2d_with_indices_backward` has a decomposition from
-torch 2.13 on only (and it bows out under deterministic algorithms), `linalg_vector_norm` is in
-the core table from 2.15 on only. Before they were handled (a converter for the first, an
-explicit entry in the backend's decomposition list for the second), torch 2.11 failed the max-pool
-backward op test in strict mode and every release below 2.15 ran vector norms as eager fallback.
-The version runner (test/scripts/torch_versions.sh) runs these on each release.
+torch's decomposition tables change between releases (README, Torch versions). Three of those
+changes reach the conversion table: `max_pool2d_with_indices_backward` and `hann_window` have a
+decomposition from torch 2.13 on only (max-pool's bows out under deterministic algorithms), and
+`linalg_vector_norm` is in the core table from 2.15 on only. Before they were handled (converters
+for the first two, an explicit entry in the backend's decomposition list for the third), torch
+2.11 failed the max-pool backward op test in strict mode and ran hann_window as eager fallback,
+and every release below 2.15 ran vector norms as eager fallback. The version runner
+(test/scripts/torch_versions.sh) runs these on each release.
 """
 import pytest
 import torch
@@ -15,6 +16,7 @@ import torch.nn.functional as F
 from dicp.dynamo_bridge.conversion import overloads_of
 from dicp.vendor.new_backendGraph import config as backend_config
 
+from ..common.tolerance import assert_close
 from .helpers import compiled, warm_cache  # noqa: F401  (fixture)
 
 DYNAMIC = pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
@@ -102,3 +104,14 @@ def test_vector_norm(strict, ord, dynamic):
 def test_vector_norm_backward(strict, dynamic):
     got, eager = input_grad(lambda x: x.norm(dim=-1).sum(), torch.randn(4, 7), dynamic)
     torch.testing.assert_close(got, eager)
+
+
+@pytest.mark.parametrize("length", [1, 2, 5, 8])
+@pytest.mark.parametrize("periodic", [True, False], ids=["periodic", "symmetric"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_hann_window(strict, length, periodic, dtype):
+    def f(x):
+        return x * torch.hann_window(length, periodic, dtype=dtype)
+    x = torch.randn(length).to(dtype)
+    # eager rounds every step to float16, dicp computes in float32: the per-dtype table
+    assert_close(compiled(f)(x), f(x))

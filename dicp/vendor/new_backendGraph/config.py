@@ -41,7 +41,7 @@ EXTRA_DECOMPOSITIONS = [
     aten.linalg_vector_norm,  # in torch's core table from 2.15 only
 ]
 # Ops the conversion table handles better than the generic decomposition.
-KEEP = [aten.clamp_min, aten.clamp_max]
+KEEP = [aten.clamp_min, aten.clamp_max, aten.hann_window]
 
 
 def decompositions():
