@@ -38,10 +38,10 @@ EXTRA_DECOMPOSITIONS = [
     aten.mse_loss_backward, aten.leaky_relu, aten.leaky_relu_backward, aten.elu,
     aten.elu_backward, aten.hardtanh, aten.hardtanh_backward, aten.logsumexp, aten.lerp,
     aten.glu, aten.new_empty_strided, aten.empty_like, aten.zero, aten.fill,
-    aten.max_pool2d_with_indices_backward,
+    aten.linalg_vector_norm,  # in torch's core table from 2.15 only
 ]
 # Ops the conversion table handles better than the generic decomposition.
-KEEP = [aten.clamp_min, aten.clamp_max]
+KEEP = [aten.clamp_min, aten.clamp_max, aten.hann_window]
 
 
 def decompositions():

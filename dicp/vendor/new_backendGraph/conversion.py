@@ -4,6 +4,7 @@ One-to-one rows are data (the dicts below); converters with logic get a body. A 
 gets a ConversionContext and the ATen node's arguments (already converted) and returns the
 vendor node(s). `raise Unsupported(reason)` sends the node to eager fallback.
 """
+import math
 import operator
 
 import torch
@@ -195,6 +196,20 @@ def _arange_bounds(args):
     if len(numbers) == 1:
         return 0, numbers[0], 1
     return numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 1
+
+
+# torch decomposes hann_window from 2.13 on; 2.11 has no decomposition. Converted here on every
+# release (config.KEEP drops torch's), as eager computes it: 0.5 - 0.5 cos(2 pi n / (N - 1)),
+# N = length + 1 when periodic, in float32 at least, the first `length` values.
+@conversion([aten.hann_window.default, aten.hann_window.periodic])
+def hann_window(ctx, length, periodic=True, **kwargs):
+    if length <= 1:
+        return ctx.op(ops.Full, [length], 1, ctx.out.dtype)
+    compute = torch.promote_types(ctx.out.dtype, torch.float32)
+    n = ctx.op(ops.Iota, length, 0, 1, compute)
+    angle = ctx.op(ops.Mul, n, 2 * math.pi / (length if periodic else length - 1))
+    window = ctx.op(ops.Add, ctx.op(ops.Mul, ctx.op(ops.Cos, angle), -0.5), 0.5)
+    return _cast(ctx, window, ctx.out.dtype)
 
 
 @conversion(prims.iota.default)
@@ -450,6 +465,15 @@ def max_pool2d(ctx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False
     pooled = ctx.op(ops.MaxPool2dWithIndices, x, _pair(kernel), _pair(stride, kernel),
                     _pair(padding), _pair(dilation), ceil_mode)
     return pooled
+
+
+# Native, not torch's decomposition: that exists from torch 2.13 only, is skipped in
+# deterministic mode, and scatters through the saved indices (a loop that cannot run in
+# parallel); the lowering gathers instead.
+@conversion(aten.max_pool2d_with_indices_backward.default)
+def max_pool2d_backward(ctx, grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    return ctx.op(ops.MaxPool2dWithIndicesBackward, grad, x, _pair(kernel),
+                  _pair(stride, kernel), _pair(padding), _pair(dilation), ceil_mode, indices)
 
 
 @conversion(aten.avg_pool2d.default)

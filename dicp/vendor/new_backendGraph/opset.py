@@ -104,6 +104,9 @@ POOL = {
                                                             ceil_mode, include_pad, divisor),
     "AdaptiveAvgPool2dBackward": lambda grad, x:
         torch.ops.aten._adaptive_avg_pool2d_backward.default(grad, x),
+    "MaxPool2dWithIndicesBackward": lambda grad, x, kernel, stride, padding, dilation,
+        ceil_mode, indices: torch.ops.aten.max_pool2d_with_indices_backward.default(
+            grad, x, kernel, stride, padding, dilation, ceil_mode, indices),
 }
 
 # Library kernels: the backend's tuned kernel library, called from the wrapper.

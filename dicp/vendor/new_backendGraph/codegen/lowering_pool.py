@@ -109,6 +109,34 @@ def avg_pool2d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode, co
     return out
 
 
+@lowering("MaxPool2dWithIndicesBackward")
+def max_pool2d_backward(g, node, grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    """Each input element gathers the gradients of the windows whose saved index picked it:
+    a loop over the output positions whose window can cover it, comparing their index with
+    its own. Every store is to the loop's own element, so the loops run in parallel and as
+    SIMD, where scattering through the indices would have to run serially."""
+    grad, indices = g.value(grad), g.value(indices)
+    out = _new_buffer(g, node.meta["val"])
+    outer = loop_index(len(out.sizes))
+
+    def window_range(d):
+        """Output positions (along dim d) whose window may cover input index outer[d]: the
+        last one starts at or before it; a window spans (kernel - 1) * dilation + 1."""
+        hi = sympy.Min(IDiv(outer[d - 2] + padding[d], stride[d]) + 1, grad.sizes[d - 2])
+        count = (kernel[d] - 1) * dilation[d] // stride[d] + 1
+        return sympy.Max(hi - count, 0), hi
+
+    def body(k, outer, inner):
+        here = k.index(outer[-2] * out.sizes[-1] + outer[-1])
+        picked = f"({indices.load(k, outer[:-2] + inner)} == {here})"
+        k.line(f"acc += {k.masked(picked, lambda: grad.load(k, outer[:-2] + inner), '0', 'double')};")
+
+    g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"),
+             inner=[window_range(0), window_range(1)], body=body,
+             post=lambda k, o: out.store(k, o, "acc"))
+    return out
+
+
 @lowering("AdaptiveAvgPool2d")
 def adaptive_avg_pool2d(g, node, x, output_size):
     x = g.value(x)
