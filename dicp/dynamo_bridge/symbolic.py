@@ -57,6 +57,7 @@ def same_layout(sizes, strides, expected):
 # torch's symbolic functions (and the index functions backends define), by class name, as
 # Python: matched by name so that no private torch module is imported.
 PYTHON_FUNCTIONS = {
+    "WrapIndex": "(({0}) + ({1}) if ({0}) < 0 else ({0}))",
     "IDiv": "({0} // {1})", "IMod": "({0} % {1})", "FloorDiv": "({0} // {1})",
     "CleanDiv": "({0} // {1})", "CeilDiv": "(-(-({0}) // ({1})))", "IntTrueDiv": "({0} / {1})",
     "PythonMod": "({0} % {1})", "Mod": "({0} % {1})", "ModularIndexing": "(({0} // {1}) % {2})",

@@ -22,6 +22,10 @@ def pytest_addoption(parser, pluginmanager):
                      help="dynamo backend to test (default: %(default)s)")
     parser.addoption("--dynamic", type=str, default="all",
                      help="false: static shapes, true: dynamic shapes, all: both (default)")
+    parser.addoption("--allow-fallback", action="store_true",
+                     help="op tests run with DICP_STRICT=0 and pass with eager fallback on any "
+                          "op (measuring a backend's coverage); by default they fail on a "
+                          "fallback the backend does not declare")
     parser.addoption("--seed-base", type=int, default=0,
                      help="every test seeds its inputs from this and its own id; another value "
                           "draws other inputs in every test (default: %(default)s)")

@@ -12,6 +12,8 @@ on its own.
   module's eager `model` is called through a recorder (test/common/accuracy.py) so comparisons
   can consult a float64 run; and it fails if its graphs fell back to eager on any op the backend
   does not declare in `Backend.expected_fallbacks`, even when DICP_FALLBACK_OPS forced it.
+  `--allow-fallback` measures a backend with fallback instead: DICP_STRICT=0, no such failure.
+  Either way each fallback is a report property of the test (`eager_fallback`).
 """
 import contextlib
 import hashlib
@@ -95,18 +97,31 @@ def pytest_pyfunc_call(pyfuncitem):
     if not is_op_test(pyfuncitem):
         return (yield)
     backend = dicp_backend(pyfuncitem.config.getoption("--backend"))
+    allow_fallback = pyfuncitem.config.getoption("--allow-fallback")
     with contextlib.ExitStack() as stack:
         patch = stack.enter_context(pytest.MonkeyPatch.context())
-        patch.setenv("DICP_STRICT", "1")
+        patch.setenv("DICP_STRICT", "0" if allow_fallback else "1")
         model = getattr(pyfuncitem.module, "model", None)
         if isinstance(model, torch.nn.Module):
             patch.setattr(pyfuncitem.module, "model",
                           stack.enter_context(recording_eager_calls(model)))
         fallbacks = stack.enter_context(observe_fallbacks())
-        result = yield
-    if backend is not None:
+        try:
+            result = yield
+        finally:
+            record_fallbacks(pyfuncitem, backend, fallbacks)
+    if backend is not None and not allow_fallback:
         assert_only_declared(backend, fallbacks)
     return result
+
+
+def record_fallbacks(item, backend, fallbacks):
+    """Each op the test's graphs ran as eager fallback, as a report property (`--junitxml`
+    with junit_family=xunit1 writes them), marked declared or not."""
+    for op, reason in sorted({(f.op, f.reason) for f in fallbacks}):
+        declared = backend is not None and declared_reason(backend, op) is not None
+        item.user_properties.append(
+            ("eager_fallback", f"{op} ({reason}{'; declared' if declared else ''})"))
 
 
 def assert_only_declared(backend, fallbacks):

@@ -8,7 +8,8 @@ from . import ir
 from .ctypes_map import compute_ctype, infinity_or_limit, literal
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
 from .lowering import lowering
-from .sym import contiguous_strides, flat_index, is_dense, same_layout
+from .sym import (clamp_bound, contiguous_strides, flat_index, is_dense, same_layout,
+                  wrap_index)
 
 # ---- reductions ----------------------------------------------------------------------
 
@@ -142,16 +143,16 @@ def expand(g, node, x, shape):
 
 @lowering("Slice")
 def slice_(g, node, x, dim, start, end, step=1):
-    return ir.slice_view(g.value(x), dim, start, step, shape_of(node.meta["val"]))
+    x = g.value(x)  # a symbolic start may be negative: its sign is known only at run time
+    return ir.slice_view(x, dim, clamp_bound(start, x.sizes[dim]), step,
+                         shape_of(node.meta["val"]))
 
 
 @lowering("Select")
 def select(g, node, x, dim, index):
     x = g.value(x)
     dim = dim % len(x.sizes)
-    if isinstance(index, int) and index < 0:
-        index = x.sizes[dim] + index
-    return ir.select_view(x, dim, index)
+    return ir.select_view(x, dim, wrap_index(index, x.sizes[dim]))
 
 
 @lowering("AsStrided")

@@ -33,6 +33,31 @@ class IMod(sympy.Function):
         return None
 
 
+class WrapIndex(sympy.Function):
+    """An ATen index or slice bound counted from the end when negative: `index + size` if
+    `index < 0`, else `index`. Under dynamic shapes an index argument is a symbol whose sign
+    is only known when the kernel runs."""
+    is_integer = True
+
+    @classmethod
+    def eval(cls, index, size):
+        if index.is_nonnegative:
+            return index
+        if index.is_negative:
+            return index + size
+        return None
+
+
+def wrap_index(index, size):
+    """`index` (ATen's convention: negative counts from the end) as a position in [0, size)."""
+    return WrapIndex(sympy.sympify(index), sympy.sympify(size))
+
+
+def clamp_bound(bound, size):
+    """A slice bound as ATen takes it: wrapped when negative, then clamped to [0, size]."""
+    return sympy.Min(sympy.Max(wrap_index(bound, size), 0), sympy.sympify(size))
+
+
 def index_var(prefix, i):
     return sympy.Symbol(f"{prefix}{i}", integer=True, nonnegative=True)
 
@@ -87,7 +112,8 @@ CPP_FUNCTIONS = {
     "IDiv": "({0} / {1})", "IMod": "({0} % {1})",
     "FloorDiv": "dicp::floordiv<int64_t>({0}, {1})", "CleanDiv": "({0} / {1})",
     "CeilDiv": "dicp::ceildiv<int64_t>({0}, {1})",
-    "IntTrueDiv": "(static_cast<double>({0}) / {1})", "PythonMod": "dicp::pymod<int64_t>({0}, {1})",
+    "IntTrueDiv": "(static_cast<double>({0}) / {1})",
+    "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})", "PythonMod": "dicp::pymod<int64_t>({0}, {1})",
     "Mod": "dicp::pymod<int64_t>({0}, {1})", "ModularIndexing": "(({0} / {1}) % {2})",
     "Max": "dicp::max_of<int64_t>({args})", "Min": "dicp::min_of<int64_t>({args})",
     "FloatTrueDiv": "(static_cast<double>({0}) / {1})", "ToFloat": "static_cast<double>({0})",
