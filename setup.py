@@ -17,7 +17,8 @@ setup(
     python_requires=">=3.10",
     install_requires=[SUPPORTED["TORCH_REQUIREMENT"], "jinja2>=3.0", "sympy>=1.12", "numpy",
                       "packaging"],
-    extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "cryptography>=41"]},
+    extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "cryptography>=41",
+                             "expecttest"]},
     entry_points={
         "torch_dynamo_backends": [
             "new_backendgraph = dicp.vendor.new_backendGraph:new_backendgraph",
