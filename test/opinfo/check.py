@@ -14,7 +14,6 @@ halving the samples until one sample fails alone. A mismatch names its sample di
 Errors that aot_eager raises too come from torch, not the backend: such samples are dropped
 (counted in `torch_failures`) and the rest run again.
 """
-import collections
 import dataclasses
 import hashlib
 import traceback
@@ -142,24 +141,45 @@ class OpCheck:
         dynamo break the graph; None if there is none."""
         if failure.kind != "graph break":
             return self._without_torch_failures(samples)
+        kept = []
+        for sample in samples:  # traced only (no build): where the break comes from is cheap
+            try:
+                self.attempt([sample], backend=_trace_only(self.backend))
+                kept.append(sample)
+            except Failure as broke:
+                if broke.kind != "graph break":
+                    kept.append(sample)
+                elif not self._breaks_without_decompositions(sample):
+                    self.graph_breaks.add(str(broke.error))  # the backend's doing: not native
+        if len(kept) < len(samples):
+            return kept
+        # the break comes from the backend's own passes, after tracing: halve to find it
         culprit = self._isolate(samples)
         if culprit is None or culprit[1].kind != "graph break":
             return None
         self.graph_breaks.add(str(culprit[1].error))
         return [s for s in samples if s is not culprit[0]]
 
+    def _breaks_without_decompositions(self, sample):
+        """Whether AOTAutograd breaks the graph on `sample` with no decompositions (as
+        aot_eager traces): then the break is torch's, for every backend."""
+        try:
+            self.attempt([sample], backend=_trace_only(None))
+            return False
+        except Failure as broke:
+            return broke.kind == "graph break"
+
     def attempt(self, samples, backend=None):
         """Compile all `samples` as one function and compare each with eager."""
         torch._dynamo.reset()
-        fn = torch.compile(sample_lib.batched_call(self.opinfo.op, samples),
-                           backend=backend or self.backend, dynamic=self.mode == "dynamic")
-        breaks_before = _backend_graph_breaks()
+        compiler = _Observed(backend or self.backend)
+        fn = torch.compile(sample_lib.batched_call(self.opinfo.op, samples), backend=compiler,
+                           dynamic=self.mode == "dynamic")
         with observe_fallbacks() as fallbacks, profile.collect() as stats:
             verdicts = self._compare_calls(fn, samples)
-        breaks = _backend_graph_breaks() - breaks_before
-        if breaks:
+        if compiler.swallowed:
             # dynamo caught a backend exception and ran the code eagerly: nothing was checked
-            raise Failure("graph break", GraphBreak(min(breaks)))
+            raise Failure("graph break", GraphBreak(compiler.swallowed[0]))
         return Attempt(verdicts, self._undeclared(fallbacks), _graphs(stats))
 
     def _compare_calls(self, fn, samples):
@@ -354,19 +374,33 @@ class GraphBreak(Exception):
     """Dynamo caught an exception of the backend and ran that code eagerly instead."""
 
 
-def _backend_graph_breaks():
-    """Backend exceptions dynamo has turned into graph breaks so far (its counters)."""
-    from torch._dynamo.utils import counters
-    return collections.Counter({_backend_exception(reason): n
-                                for reason, n in counters["unimplemented"].items()
-                                if reason.startswith("Backend compiler exception")})
+class _Observed:
+    """The backend `name`, noting the exceptions dynamo turns into a graph break (its
+    `exceptions_allowed_to_be_fallback`: data-dependent output shapes and the like) instead
+    of raising them."""
+
+    def __init__(self, backend):
+        self.backend = torch._dynamo.lookup_backend(backend) if isinstance(backend, str) \
+            else backend
+        self.swallowed = []
+
+    def __call__(self, gm, example_inputs):
+        try:
+            return self.backend(gm, example_inputs)
+        except torch._dynamo.exc.exceptions_allowed_to_be_fallback as error:
+            self.swallowed.append(f"{type(error).__name__}: {_first_line(error)}")
+            raise
 
 
-def _backend_exception(reason):
-    for line in reason.splitlines():
-        if line.strip().startswith("Exception:"):
-            return line.strip().removeprefix("Exception:")
-    return reason.splitlines()[0]
+def _trace_only(name):
+    """AOTAutograd with the backend's decompositions (none if `name` is None) and no code
+    generation: what the backend traces, at a fraction of the cost (no build), to find which
+    samples break the graph."""
+    from torch._dynamo.backends.common import aot_autograd
+    table = get_backend(name).decompositions if name else {}
+    table = table() if callable(table) else table
+    keep = lambda gm, _: gm  # noqa: E731
+    return aot_autograd(fw_compiler=keep, bw_compiler=keep, decompositions=table)
 
 
 def _graphs(stats):
