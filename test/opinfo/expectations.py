@@ -29,7 +29,26 @@ SKIPS = {
     ], _UNINITIALIZED),
 }
 
+_ISSUE_9 = "issue 9 repro {}, fixed on main"
+
 EXPECTED_FAILURES = {
+    # Bugs fixed on main by other work on issue 9 (they leave when this branch meets main).
+    ("linalg.inv", "*", "*"): _ISSUE_9.format(
+        "3 (linalg fallback: '_OpNamespace' object is not callable)"),
+    ("var", "*", "*"): _ISSUE_9.format("4 (var with no dim: InferenceError in Sub)"),
+    ("var_mean", "*", "*"): _ISSUE_9.format("4 (var with no dim: InferenceError in Sub)"),
+    **dict.fromkeys([("any", d, m) for d, m in (
+        ("float32", "static"), ("float16", "static"), ("bfloat16", "static"),
+        ("int64", "static"), ("int32", "static"), ("float32", "dynamic"))],
+        _ISSUE_9.format("6 (any/all of a 0-d tensor keep its dtype instead of bool)")),
+    ("nn.functional.group_norm", "float32", "dynamic"): _ISSUE_9.format(
+        "7 (as_strided of a computed tensor with gaps, symbolic channel count)"),
+    # Eager's own algorithm, not arithmetic: out of reach of an exact comparison.
+    ("nn.functional.interpolate.bilinear", "uint8", "static"): (
+        "eager's uint8 bilinear kernel interpolates in 16-bit fixed point and rounds; the "
+        "compiled kernel interpolates in float and truncates like every other uint8 "
+        "conversion, so results differ by 1 (10 of 12 samples; Inductor's differ from eager "
+        "in the same 173 of 1014 elements of a 27x27 -> 13x13 case)"),
 }
 
 
