@@ -53,6 +53,7 @@ def run_task(name, mode, seed_base=0):
         try:
             return OpCheck(opinfo(name), mode, seed_base).run()
         except Exception as error:
-            detail = f"{type(error).__name__}: {str(error).splitlines()[0][:400] if str(error) else ''}"
+            lines = str(error).splitlines()
+            detail = f"{type(error).__name__}: {lines[0][:400] if lines else ''}"
             return [Outcome(name, dtype, mode, "fail", "harness error", detail)
                     for dtype in dtypes_of_task(name, mode)]
