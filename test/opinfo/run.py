@@ -1,10 +1,12 @@
 """The full OpInfo conformance run: every op of PyTorch's OpInfo database, every mode.
 
-    python -m test.opinfo.run [--jobs 2] [--out results.jsonl] [--resume] [--ops 'linalg.*']
+    python -m test.opinfo.run [--jobs 2] [--out results.jsonl] [--resume | --rerun-failed]
+                              [--ops 'linalg.*'] [--modes static,grad,dynamic]
 
 Each (op, mode) runs in a worker process (a crash in generated code, or a hang, fails that
 case and the run goes on), with DICP_BOUNDS_CHECK=1. Outcomes are appended to `--out` as JSON
-lines as they come, so `--resume` continues a run that was stopped, and `--summary-only`
+lines as they come, so `--resume` continues a run that was stopped, `--rerun-failed` runs the
+failed tasks again after a fix (the latest outcome of a case counts), and `--summary-only`
 summarizes a results file again. The run ends with the summary (summary.py); the exit status
 is 1 if a case fails that the expected-failure table does not list, or passes while listed.
 """
@@ -33,6 +35,9 @@ def parse_args(argv=None):
                         "opinfo-results.jsonl in a new temporary folder")
     parser.add_argument("--resume", action="store_true",
                         help="keep the results already in --out and run only what is missing")
+    parser.add_argument("--rerun-failed", action="store_true",
+                        help="run again the (op, mode) tasks whose latest outcome in --out "
+                             "failed, appending the new outcomes")
     parser.add_argument("--summary-only", action="store_true",
                         help="summarize --out without running anything")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
@@ -59,10 +64,10 @@ def main(argv=None):
     tasks, names = selected_tasks(args)
     start = time.time()
     if not args.summary_only:
-        done = _done_tasks(args.out) if args.resume else set()
-        if not args.resume:
+        keep = args.resume or args.rerun_failed
+        if not keep:
             open(args.out, "w").close()
-        todo = [t for t in tasks if t not in done]
+        todo = _todo(tasks, args)
         print(f"opinfo: {len(todo)} (op, mode) tasks to run of {len(tasks)}, {args.jobs} "
               f"worker(s); results in {args.out}", flush=True)
         Pool(args).run(todo)
@@ -81,8 +86,14 @@ def _read(path):
         return [Outcome.from_json(line) for line in f if line.strip()]
 
 
-def _done_tasks(path):
-    return {(o.op, o.mode) for o in _read(path)}
+def _todo(tasks, args):
+    from .summary import latest
+    previous = latest(_read(args.out))
+    if args.rerun_failed:
+        failed = {(o.op, o.mode) for o in previous if o.status == "fail"}
+        return [t for t in tasks if t in failed]
+    done = {(o.op, o.mode) for o in previous}
+    return [t for t in tasks if t not in done]
 
 
 # ---- workers ------------------------------------------------------------------------------------

@@ -22,6 +22,11 @@ def table_verdict(outcome):
     return "ok"
 
 
+def latest(outcomes):
+    """The last outcome of each (op, dtype, mode): a results file may hold reruns."""
+    return list({o.key: o for o in outcomes}.values())
+
+
 def _by_op(outcomes):
     ops = defaultdict(list)
     for o in outcomes:
@@ -31,10 +36,12 @@ def _by_op(outcomes):
 
 def summarize(outcomes, names, seconds):
     """(text, ok): ok is False if any case disagrees with the expected-failure table."""
+    outcomes = latest(outcomes)
     ops = _by_op(outcomes)
     skipped = [n for n in names if why_skipped(n) is not None
-               or all(o.status == "skip" for o in ops.get(n, []))]
+               or (n in ops and all(o.status == "skip" for o in ops[n]))]
     tested = [n for n in names if n not in skipped and n in ops]
+    not_run = len(names) - len(skipped) - len(tested)
     passing = [n for n in tested if all(o.status != "fail" for o in ops[n])]
     native = [n for n in passing if all(not o.fallbacks for o in ops[n])]
     failures = defaultdict(set)
@@ -53,13 +60,16 @@ def summarize(outcomes, names, seconds):
     kinds = ", ".join(f"{k} {sum(o.kind == k for o in outcomes if o.status == 'fail')}"
                       for k in sorted(failures))
     pct = (lambda n: f"{100 * n / len(tested):.1f}%") if tested else (lambda n: "-")
+    task_seconds = sum({(o.op, o.mode): o.seconds for o in outcomes}.values())
     lines.append(
-        f"opinfo summary: {len(names)} ops, {len(skipped)} skipped, {len(tested)} tested; "
+        f"opinfo summary: {len(names)} ops, {len(skipped)} skipped, {len(tested)} tested"
+        f"{f', {not_run} not run yet' if not_run else ''}; "
         f"pass with fallback {len(passing)}/{len(tested)} ({pct(len(passing))}), native "
         f"{len(native)}/{len(tested)} ({pct(len(native))}); cases {cases['pass']} passed, "
         f"{cases['fail']} failed ({kinds or 'none'}), {cases['skip']} skipped; table: "
         f"{len(verdicts['xfail'])} expected failures, {len(verdicts['FAIL'])} unexpected, "
-        f"{len(verdicts['XPASS'])} unexpected passes; {seconds / 60:.1f} min")
+        f"{len(verdicts['XPASS'])} unexpected passes; {seconds / 60:.1f} min (worker time "
+        f"{task_seconds / 60:.1f} min)")
     return "\n".join(lines), not verdicts["FAIL"] and not verdicts["XPASS"]
 
 
