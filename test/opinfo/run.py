@@ -1,19 +1,21 @@
 """The full OpInfo conformance run: every op of PyTorch's OpInfo database, every mode.
 
-    python -m test.opinfo.run [--jobs 2] [--out results.jsonl] [--resume | --rerun-failed]
+    python -m test.opinfo.run [--jobs 2] [--out results.jsonl] [--rerun-failed | --again]
                               [--ops 'linalg.*'] [--modes static,grad,dynamic]
 
 Each (op, mode) runs in a worker process (a crash in generated code, or a hang, fails that
 case and the run goes on), with DICP_BOUNDS_CHECK=1. Outcomes are appended to `--out` as JSON
-lines as they come, so `--resume` continues a run that was stopped, `--rerun-failed` runs the
-failed tasks again after a fix (the latest outcome of a case counts), and `--summary-only`
-summarizes a results file again. The run ends with the summary (summary.py); the exit status
+lines as they come and never removed: the same command with the same `--out` continues a run that
+was stopped (tasks with an outcome are not run again), `--rerun-failed` runs the failed tasks
+again after a fix and `--again` every selected one (the latest outcome of a case counts), and
+`--summary-only` summarizes a results file again. The run ends with the summary (summary.py); the exit status
 is 1 if a case fails that the expected-failure table does not list, or passes while listed.
 """
 import argparse
 import fnmatch
 import multiprocessing
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -33,8 +35,8 @@ def parse_args(argv=None):
     parser.add_argument("--jobs", "-j", type=int, default=1, help="worker processes")
     parser.add_argument("--out", default=None, help="results file (JSON lines); default "
                         "opinfo-results.jsonl in a new temporary folder")
-    parser.add_argument("--resume", action="store_true",
-                        help="keep the results already in --out and run only what is missing")
+    parser.add_argument("--again", action="store_true",
+                        help="run the selected tasks even if --out has their outcomes")
     parser.add_argument("--rerun-failed", action="store_true",
                         help="run again the (op, mode) tasks whose latest outcome in --out "
                              "failed, appending the new outcomes")
@@ -64,13 +66,15 @@ def main(argv=None):
     tasks, names = selected_tasks(args)
     start = time.time()
     if not args.summary_only:
-        keep = args.resume or args.rerun_failed
-        if not keep:
-            open(args.out, "w").close()
         todo = _todo(tasks, args)
         print(f"opinfo: {len(todo)} (op, mode) tasks to run of {len(tasks)}, {args.jobs} "
               f"worker(s); results in {args.out}", flush=True)
-        Pool(args).run(todo)
+        pool = Pool(args)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops workers
+        try:
+            pool.run(todo)
+        finally:
+            pool.stop()
     from .summary import summarize
     wanted = set(tasks)
     outcomes = [o for o in _read(args.out) if (o.op, o.mode) in wanted]
@@ -89,6 +93,8 @@ def _read(path):
 def _todo(tasks, args):
     from .summary import latest
     previous = latest(_read(args.out))
+    if args.again:
+        return tasks
     if args.rerun_failed:
         failed = {(o.op, o.mode) for o in previous if o.status == "fail"}
         return [t for t in tasks if t in failed]
@@ -141,9 +147,15 @@ class Pool:
                     out.writelines(o.to_json() + "\n" for o in outcomes)
                     out.flush()
                     _progress(finished, total, outcomes)
+    def stop(self):
+        """Every worker ends: idle ones when told, busy ones (a stopped run) killed."""
         for conn, process in self.idle:
             conn.send(None)
             process.join(30)
+        for process, _, _ in self.busy.values():
+            process.kill()
+            process.join()
+        self.idle, self.busy = [], {}
 
     def _assign(self, task):
         conn, process = self.idle.pop() if self.idle else self._spawn()
