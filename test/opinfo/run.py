@@ -30,7 +30,8 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m test.opinfo.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", nargs="*", default=["*"],
-                        help="fnmatch patterns of OpInfo names (name.variant); default all")
+                        help="fnmatch patterns of OpInfo names (name.variant), run in this "
+                             "order; default all")
     parser.add_argument("--modes", default="static,grad,dynamic")
     parser.add_argument("--jobs", "-j", type=int, default=1, help="worker processes")
     parser.add_argument("--out", default=None, help="results file (JSON lines); default "
@@ -52,9 +53,11 @@ def selected_tasks(args):
     """[(op name, mode)] to run, and the names of every OpInfo selected (skipped ones too)."""
     from .cases import all_opinfos, tasks_for
     from .fast import FAST_OPS
-    names = [name for name in all_opinfos()
-             if any(fnmatch.fnmatchcase(name, p) for p in args.ops)
+    def first_pattern(name):
+        return next((i for i, p in enumerate(args.ops) if fnmatch.fnmatchcase(name, p)), None)
+    names = [name for name in all_opinfos() if first_pattern(name) is not None
              and (not args.fast or name in FAST_OPS)]
+    names.sort(key=first_pattern)  # in the order of --ops, then the database's
     modes = args.modes.split(",")
     return [t for name in names for t in tasks_for(name, modes)], names
 
