@@ -41,9 +41,6 @@ EXPECTED_FAILURES = {
         ("float32", "static"), ("float16", "static"), ("bfloat16", "static"),
         ("int64", "static"), ("int32", "static"), ("float32", "dynamic"))],
         _ISSUE_9.format("6 (any/all of a 0-d tensor keep its dtype instead of bool)")),
-    ("index_select", "*", "*"): _ISSUE_9.format("5 (index_select with a 0-d index)"),
-    ("index_add", "float32", "grad"): _ISSUE_9.format(
-        "5 (its backward is index_select with the 0-d index)"),
     ("nn.functional.group_norm", "float32", "dynamic"): _ISSUE_9.format(
         "7 (as_strided of a computed tensor with gaps, symbolic channel count)"),
     # Eager's own algorithm, not arithmetic: out of reach of an exact comparison.

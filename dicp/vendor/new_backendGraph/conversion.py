@@ -364,7 +364,10 @@ def as_strided(ctx, x, size, stride, storage_offset=None):
 
 @conversion(aten.index_select.default)
 def index_select(ctx, x, dim, index):
-    dim = dim % max(ctx.val(x).dim(), 1)
+    if ctx.val(x).dim() == 0:  # eager takes a 0-d input as one element along dim 0 or -1
+        one = ctx.op(ops.IndexTensor, ctx.op(ops.Reshape, x, [1]), [index])
+        return ctx.op(ops.Reshape, one, list(ctx.out.shape))
+    dim = dim % ctx.val(x).dim()
     return ctx.op(ops.IndexTensor, x, [None] * dim + [index])
 
 
