@@ -19,8 +19,10 @@ setup(
     python_requires=">=3.10",
     install_requires=[SUPPORTED["TORCH_REQUIREMENT"], "jinja2>=3.0", "sympy>=1.12", "numpy",
                       "packaging"],
-    # transformers: the debugging tools are tested on Hugging Face GPT-2 (built from a config)
-    extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "cryptography>=41", "transformers"]},
+    # transformers: the debugging tools are tested on Hugging Face GPT-2 (built from a config);
+    # expecttest: torch's OpInfo database imports it
+    extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "cryptography>=41", "transformers",
+                             "expecttest"]},
     entry_points={
         "torch_dynamo_backends": [
             "new_backendgraph = dicp.vendor.new_backendGraph:new_backendgraph",

@@ -38,3 +38,19 @@ class TestGather:
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)
+
+
+class TestGatherZeroDim:
+    # a 0-d input and index: eager takes them as one element along dim 0 or -1
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+    @pytest.mark.parametrize("compiled_model", compiled_model)
+    def test_torch_gather_0d(self, dtype, compiled_model):
+        input1, index = (torch.randn(()) * 10).to(dtype), torch.tensor(0)
+
+        output = model(input1, index, index)
+        dynamo.reset()
+        update_dynamo_config(compiled_model.dynamic)
+        dicp_output = compiled_model.model(input1, index, index)
+
+        for dicp_res, res in zip(dicp_output, output, strict=True):
+            assert_close(dicp_res, res)

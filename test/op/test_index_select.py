@@ -41,3 +41,19 @@ class TestIndexSelect:
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)
+
+
+class TestIndexSelectZeroDimInput:
+    # a 0-d input with a one-element index: eager takes the input as one element along dim 0
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+    @pytest.mark.parametrize("compiled_model", compiled_model)
+    def test_torch_index_select_0d_input(self, dtype, compiled_model):
+        input1, index = (torch.randn(()) * 10).to(dtype), torch.tensor([0])
+
+        output = model(input1, index, index)
+        dynamo.reset()
+        update_dynamo_config(compiled_model.dynamic)
+        dicp_output = compiled_model.model(input1, index, index)
+
+        for dicp_res, res in zip(dicp_output, output, strict=True):
+            assert_close(dicp_res, res)

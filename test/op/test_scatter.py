@@ -41,3 +41,20 @@ class TestScatter:
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)
+
+
+class TestScatterZeroDim:
+    # a 0-d input, index and src: eager takes them as one element along dim 0 or -1
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+    @pytest.mark.parametrize("compiled_model", compiled_model)
+    def test_torch_scatter_0d(self, dtype, compiled_model):
+        input1, src = (torch.randn(()) * 10).to(dtype), (torch.randn(()) * 10).to(dtype)
+        index = torch.tensor(0)
+
+        output = model(input1, index, index, src)
+        dynamo.reset()
+        update_dynamo_config(compiled_model.dynamic)
+        dicp_output = compiled_model.model(input1, index, index, src)
+
+        for dicp_res, res in zip(dicp_output, output, strict=True):
+            assert_close(dicp_res, res)

@@ -75,3 +75,11 @@ def test_half_sum_of_many_values_accumulates_in_float(warm_cache, dtype):
 def test_mixed_dtype_promotion_matches_eager(warm_cache):
     a, b, c = make(torch.int32, 5, 4), make(torch.float16, 5, 4), make(torch.bool, 5, 4)
     check(lambda a, b, c: (a + b, a * c, b.masked_fill(c, -1.0)), a, b, c)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int32])
+def test_float_constants_into_integer_types_convert_like_eager(warm_cache, dtype):
+    # eager converts a float scalar to an integer type through int64 (truncating, then
+    # wrapping); a C++ float-to-unsigned conversion of -4.0 is undefined (g++ folded it to 0)
+    check(lambda: (torch.arange(0.1, -7.9, -4.0, dtype=dtype),
+                   torch.arange(0.5, 5, 1.5, dtype=dtype)))

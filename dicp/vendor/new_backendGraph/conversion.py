@@ -377,8 +377,9 @@ def as_strided(ctx, x, size, stride, storage_offset=None):
 
 @conversion(aten.index_select.default)
 def index_select(ctx, x, dim, index):
-    if ctx.val(x).dim() == 0:
-        raise Unsupported("index_select of a 0-d tensor")
+    if ctx.val(x).dim() == 0:  # eager takes a 0-d input as one element along dim 0 or -1
+        one = ctx.op(ops.IndexTensor, ctx.op(ops.Reshape, x, [1]), [index])
+        return ctx.op(ops.Reshape, one, list(ctx.out.shape))
     if ctx.val(index).dim() == 0:  # index_select keeps the dim; indexing by a 0-d drops it
         index = ctx.op(ops.Reshape, index, [1])
     dim = dim % ctx.val(x).dim()

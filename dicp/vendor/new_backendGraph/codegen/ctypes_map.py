@@ -13,6 +13,7 @@ STORAGE_CTYPE = {
 COMPUTE_CTYPE = {**STORAGE_CTYPE, torch.float16: "float", torch.bfloat16: "float"}
 
 SUPPORTED_DTYPES = frozenset(STORAGE_CTYPE)
+INTEGER_CTYPES = frozenset({"int64_t", "int32_t", "int16_t", "int8_t", "uint8_t"})
 
 
 class UnsupportedDtype(TypeError):
@@ -37,8 +38,12 @@ def literal(value, ctype):
     would specialize it and make dynamo recompile for every new size)."""
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         raise TypeError(f"symbolic value {value} reached a C++ literal; pass it as sympy")
-    if isinstance(value, bool):
+    if isinstance(value, bool) or ctype == "bool":
         return "true" if value else "false"
+    if isinstance(value, float) and ctype in INTEGER_CTYPES and math.isfinite(value):
+        # C++ leaves a float outside the target's range undefined (g++ folds -4.0 into
+        # uint8_t to 0); eager converts through int64, truncating, then wraps
+        value = int(value)
     if isinstance(value, float):
         if math.isnan(value):
             return f"std::numeric_limits<{ctype}>::quiet_NaN()"

@@ -219,15 +219,30 @@ def constant_pad(g, node, x, pad, value=0):
 
 # ---- indexing ------------------------------------------------------------------------
 
+def _indexed_dim(sizes, dim):
+    """(dim made non-negative, its size). A 0-d tensor is one element along dim 0 or -1, as
+    eager's gather and scatter take it."""
+    if not sizes:
+        return 0, 1
+    dim = dim % len(sizes)
+    return dim, sizes[dim]
+
+
+def _along(index, dim, position):
+    """`index` with dim `dim` at `position`; a 0-d tensor's index stays empty (the position
+    can only be 0, which the bounds check verifies)."""
+    return index[:dim] + [position] + index[dim + 1:] if index else index
+
+
 @lowering("Gather")
 def gather(g, node, x, dim, index):
     x, index_value = g.value(x), g.value(index)
-    dim = dim % max(len(x.sizes), 1)
+    dim, size = _indexed_dim(x.sizes, dim)
 
     def fn(k, idx):
-        position = k.computed_index(index_value.load(k, idx), x.sizes[dim],
+        position = k.computed_index(index_value.load(k, idx), size,
                                     f"Gather index for dim {dim}")
-        return x.load(k, idx[:dim] + [position] + idx[dim + 1:])
+        return x.load(k, _along(idx, dim, position))
     return Pointwise(x.dtype, shape_of(node.meta["val"]), fn)
 
 
@@ -288,12 +303,13 @@ def scatter(g, node, x, dim, index, src):
     x, index_value, src = g.value(x), g.value(index), g.value(src)
     out = _copy_of(g, x, node.meta["val"])
     accumulate = node.target.name == "ScatterAdd"
+    dim, size = _indexed_dim(out.sizes, dim)
 
     def body(k, idx):
-        position = k.computed_index(index_value.load(k, idx), out.sizes[dim],
+        position = k.computed_index(index_value.load(k, idx), size,
                                     f"{node.target.name} index for dim {dim}")
         value = cast_value(k, src.load(k, idx), src.dtype, out.dtype)
-        _scatter_store(k, out, idx[:dim] + [position] + idx[dim + 1:], value, accumulate)
+        _scatter_store(k, out, _along(idx, dim, position), value, accumulate)
     g.pointwise_kernel(index_value.sizes, body)
     return out
 

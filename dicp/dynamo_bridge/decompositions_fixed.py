@@ -1,0 +1,40 @@
+"""Decompositions that replace torch's where torch's disagree with eager PyTorch.
+
+A decomposition is meant to compute what the op computes. These ones of torch's do not, for
+every backend (Inductor included); `build_decompositions` puts the rows below in their place.
+Each wraps torch's own and changes only what differs, so they follow torch's changes.
+"""
+import torch
+
+from .torch_compat import get_decompositions
+
+aten = torch.ops.aten
+
+
+def _torch_decomposition(op):
+    return get_decompositions([op])[op]
+
+
+def linspace(start, end, steps, *, dtype=None, **kwargs):
+    """Eager's integer linspace converts start and end to the integer type first (4.3 -> 4),
+    then steps in double and truncates; torch's decomposition steps from 4.3 in float, so
+    linspace(4.3, 50, 50, dtype=int64)[1] was 5 where eager gives 4."""
+    decomposed = _torch_decomposition(aten.linspace.default)
+    dtype = dtype or torch.get_default_dtype()
+    if dtype.is_floating_point or dtype.is_complex:
+        return decomposed(start, end, steps, dtype=dtype, **kwargs)
+    values = decomposed(_truncated(start, dtype), _truncated(end, dtype), steps,
+                        dtype=torch.float64, **kwargs)
+    return values.to(dtype)
+
+
+def _truncated(value, dtype):
+    """`value` converted to integer `dtype` as eager converts a Scalar (toward zero)."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype)
+    return int(value)
+
+
+FIXED = {overload: linspace for overload in (aten.linspace.default, aten.linspace.Tensor_Tensor,
+                                             aten.linspace.Tensor_Scalar,
+                                             aten.linspace.Scalar_Tensor)}
