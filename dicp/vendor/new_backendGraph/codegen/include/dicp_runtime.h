@@ -93,7 +93,16 @@ template <typename T> inline T floordiv(T a, T b) {
     T q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
   } else {
-    return std::floor(a / b);
+    // torch's div_floor_floating (c10/util/generic_math.h), which is Python's //: the floor
+    // of the exact quotient, not of the rounded a / b (1 // 0.1 is 9, not 10), and nan for
+    // an infinite dividend
+    if (b == 0) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+    if (div == 0) return std::copysign(T(0), a / b);
+    T floored = std::floor(div);
+    return div - floored > T(0.5) ? floored + T(1) : floored;
   }
 }
 template <typename T> inline T ceildiv(T a, T b) { return -floordiv<T>(-a, b); }
