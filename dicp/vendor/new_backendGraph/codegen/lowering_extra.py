@@ -7,7 +7,7 @@ from . import ir
 from .ctypes_map import compute_ctype, infinity_or_limit, literal
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
 from .lowering import lowering
-from .sym import contiguous_strides, flat_index
+from .sym import IDiv, contiguous_strides, flat_index
 
 # ---- reductions ----------------------------------------------------------------------
 
@@ -151,6 +151,26 @@ def select(g, node, x, dim, index):
     if isinstance(index, int) and index < 0:
         index = x.sizes[dim] + index
     return ir.select_view(x, dim, index)
+
+
+@lowering("SliceScatter")
+def slice_scatter(g, node, x, src, dim, start, end, step=1):
+    """x with src written over x[start:end:step] along dim, as one lazy value: an element in
+    the slice reads src, any other reads x. The bounds are tested in C++, never in Python, so
+    a symbolic size gets no guard."""
+    x, src, out_val = g.value(x), g.value(src), node.meta["val"]
+    T = compute_ctype(out_val.dtype)
+
+    def fn(k, index):
+        offset = index[dim] - start
+        inside = f"{k.index(offset)} >= 0 && {k.index(index[dim])} < {k.index(end)}"
+        if step != 1:
+            inside += f" && {k.index(offset)} % {step} == 0"
+        local = index[:dim] + [offset if step == 1 else IDiv(offset, step)] + index[dim + 1:]
+        outside = cast_value(k, x.load(k, index), x.dtype, out_val.dtype)
+        return k.masked(inside, lambda: cast_value(k, src.load(k, local), src.dtype,
+                                                   out_val.dtype), outside, T)
+    return Pointwise(out_val.dtype, shape_of(out_val), fn)
 
 
 @lowering("AsStrided")
