@@ -188,16 +188,18 @@ def _finding(options, case_failure, report, mode):
     case, failure = case_failure
     report.compared[mode] += len(case.programs) if failure.kind not in ("error", "bounds") \
         else 0
-    if failure.kind in ("error", "recompile") and _torch_fails_too(case, failure):
+    if _torch_fails_too(case, failure):
         report.torch_failures += 1
-        options.print(f"torch-side failure (aot_eager fails too), not counted: {failure}")
+        options.print(f"torch-side failure (aot_eager fails too), not counted: {failure}\n"
+                      + "".join(p.source() for p in case.programs))
         return
     finding = Finding(failure, case)
     options.print(f"=== {mode} finding {len(report.findings) + 1}: {failure}")
     if options.shrink and len(report.findings) < options.max_shrinks:
         start = time.monotonic()
         finding.case, finding.failure, finding.tries = shrink(
-            case, failure, max_tries=options.shrink_tries)
+            case, failure, accept=lambda c, f: not _torch_fails_too(c, f),
+            max_tries=options.shrink_tries)
         finding.seconds = time.monotonic() - start
         options.print(f"shrunk in {finding.tries} tries ({finding.seconds:.0f} s) to "
                       f"{describe(finding.case)}: {finding.failure}")
@@ -207,6 +209,9 @@ def _finding(options, case_failure, report, mode):
 
 
 def _torch_fails_too(case, failure):
+    """Whether torch's own compile path (aot_eager: dynamo and AOTAutograd, no dicp) shows
+    the failure too: a decomposition whose result differs from eager's kernel (prod's
+    backward at inf), or an op that specializes sizes under dynamo."""
     sanity = Case(case.programs, case.dynamic, case.backward, SANITY_BACKEND)
     return any(f.kind == failure.kind for f in run_case(sanity))
 

@@ -15,9 +15,11 @@ from .generate import validate
 from .runner import Case, run_case
 
 
-def shrink(case, failure, test=run_case, max_tries=80, max_seconds=300):
-    """(smallest case found, its failure, tries made)."""
+def shrink(case, failure, test=run_case, accept=None, max_tries=80, max_seconds=300):
+    """(smallest case found, its failure, tries made). `accept(case, failure)` may veto a
+    smaller case that fails the same way (the driver vetoes those torch itself fails)."""
     state = _State(case, failure, test, max_tries, time.monotonic() + max_seconds)
+    state.accept = accept or (lambda case, failure: True)
     progress = True
     while progress and not state.spent():
         progress = False
@@ -49,7 +51,7 @@ class _State:
             self.seen.add(key)
             self.tries += 1
             same = [f for f in self.test(candidate) if f.signature() == self.signature]
-            if same:
+            if same and self.accept(candidate, same[0]):
                 self.case, self.failure = candidate, same[0]
                 return True
         return False
