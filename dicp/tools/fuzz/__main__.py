@@ -31,7 +31,7 @@ def parse(argv=None):
                         help="forward only (default: gradients of float inputs too)")
     parser.add_argument("--batch", type=int, default=16,
                         help="programs compiled together, one graph (default 16)")
-    parser.add_argument("--max-ops", type=int, default=6, help="ops per program (default 6)")
+    parser.add_argument("--max-ops", type=int, default=8, help="ops per program (default 8)")
     parser.add_argument("--families", default=",".join(FAMILIES),
                         help=f"comma-separated op families (default all: {','.join(FAMILIES)})")
     parser.add_argument("--no-shrink", dest="shrink", action="store_false",

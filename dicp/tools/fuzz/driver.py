@@ -29,7 +29,7 @@ class Options:
     shapes: str = "static"        # static, dynamic or both
     backward: bool = True
     batch: int = 16
-    max_ops: int = 6
+    max_ops: int = 8
     families: tuple = FAMILIES
     shrink: bool = True
     max_shrinks: int = 10         # failures shrunk per run; later ones are printed unshrunk
@@ -213,7 +213,7 @@ def _torch_fails_too(case, failure):
     the failure too: a decomposition whose result differs from eager's kernel (prod's
     backward at inf), or an op that specializes sizes under dynamo."""
     sanity = Case(case.programs, case.dynamic, case.backward, SANITY_BACKEND)
-    return any(f.kind == failure.kind for f in run_case(sanity))
+    return any(f.signature() == failure.signature() for f in run_case(sanity))
 
 
 def _emit_repro(options, finding, number):

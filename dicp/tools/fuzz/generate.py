@@ -20,7 +20,11 @@ from .program import Op, Program, evaluate
 
 CATALOG = {**ops_pointwise.CATALOG, **ops_shape.CATALOG, **ops_index.CATALOG}
 FAMILIES = tuple(sorted({family for family, _ in CATALOG.values()}))
-MAX_NUMEL = 4096
+MAX_NUMEL = 2 ** 19
+# Some programs draw half their dims from one large size, so that kernels get past the OpenMP
+# threshold (32768 elements of work: two such dims) and run their parallel code.
+LARGE_SHARE = 0.15
+LARGE_SIZES = (181, 257)
 INT_LIMIT = 2 ** 24          # integer results beyond this risk overflow in later ops
 DTYPE_WEIGHTS = {torch.float32: 10, torch.float16: 2, torch.bfloat16: 2, torch.float64: 2,
                  torch.int64: 3, torch.int32: 2, torch.bool: 2}
@@ -40,7 +44,11 @@ class Generator:
 
     # ---- sizes ----
     def random_size(self, one=0.2):
-        return (1,) * self.configs if self.rng.random() < one else self.rng.choice(self.sizes)
+        if self.rng.random() < one:
+            return (1,) * self.configs
+        if min(self.sizes[-1]) >= LARGE_SIZES[0] and self.rng.random() < 0.5:
+            return self.sizes[-1]
+        return self.rng.choice(self.sizes)
 
     def random_dims(self, rank=None):
         rank = self.rng.choices(range(5), RANK_WEIGHTS)[0] if rank is None else rank
@@ -106,6 +114,8 @@ class Generator:
             layout = self.random_layout(dims) if kind != "perm" else ()
         if grad is None:
             grad = self.backward and dtype.is_floating_point and self.rng.random() < 0.8
+        if any(_numel(dims, c) > MAX_NUMEL for c in range(self.configs)):
+            raise ValueError("input too large")  # the proposal is dropped (see try_op)
         prefix = "x" if kind in ("float", "special") else "i"
         name = f"{prefix}{len(self.inputs) + len(self.pending)}"
         seed = self.seed * 1009 + len(self.inputs) + len(self.pending)
@@ -170,6 +180,8 @@ class Generator:
                 self.env[config][i.name] = i.build(config).detach()
 
     def _evaluate_everywhere(self, expr):
+        if not self._small_enough(expr):
+            return None
         results = []
         for config in range(self.configs):
             env = dict(self.env[config])
@@ -183,10 +195,29 @@ class Generator:
             results.append(result)
         return results if _well_formed(results) else None
 
+    def _small_enough(self, expr):
+        """Whether the result stays within MAX_NUMEL at every configuration, found on meta
+        tensors (no data), so that an op broadcasting two large tensors is never run."""
+        for config in range(self.configs):
+            env = {name: self.tensor(name, config).to("meta")
+                   for name in self.names() + [i.name for i in self.pending]}
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    result = evaluate(expr, env)
+            except Exception:
+                return False
+            if not isinstance(result, torch.Tensor) or result.numel() > MAX_NUMEL:
+                return False
+        return True
+
     def primary_inputs(self):
         for _ in range(self.rng.choice((1, 2, 2, 3))):
             self.pending, self._built = [], {}
-            self.new_input(self.random_dims())
+            dims = self.random_dims()
+            while any(_numel(dims, c) > MAX_NUMEL for c in range(self.configs)):
+                dims = self.random_dims()
+            self.new_input(dims)
             if not self._consistent():  # a layout's strides equal some size: keep it dense
                 self.pending = [replace(self.pending[0], layout=())]
                 self._built = {}
@@ -202,9 +233,20 @@ def size_pool(rng, configs):
     sizing sees the same equalities at every configuration. Programs compiled together share
     one pool, for the same reason."""
     if configs == 1:
-        return [(s,) for s in rng.sample(range(2, 8), 3)]
-    columns = [rng.sample(range(2, 9), 3) for _ in range(configs)]
-    return [tuple(col[i] for col in columns) for i in range(3)]
+        pool = [(s,) for s in rng.sample(range(2, 8), 3)]
+    else:
+        columns = [rng.sample(range(2, 9), 3) for _ in range(configs)]
+        pool = [tuple(col[i] for col in columns) for i in range(3)]
+    if rng.random() < LARGE_SHARE:
+        pool[-1] = tuple(rng.sample(range(*LARGE_SIZES), configs))
+    return pool
+
+
+def _numel(dims, config):
+    numel = 1
+    for size in dims:
+        numel *= size[config]
+    return numel
 
 
 def _mentions(expr, name):
@@ -283,7 +325,7 @@ def _backward(program, env):
         torch.autograd.grad([o.sum() for o in outs], leaves, allow_unused=True)
 
 
-def generate(seed, configs=1, max_ops=6, backward=True, families=FAMILIES, name=None,
+def generate(seed, configs=1, max_ops=8, backward=True, families=FAMILIES, name=None,
              sizes=None):
     """A random program (deterministic in its arguments) with 1..max_ops ops, or None if eager
     rejects every attempt. `sizes`: the size pool (default: the program's own)."""

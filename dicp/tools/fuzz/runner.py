@@ -41,14 +41,20 @@ class Failure:
     def signature(self):
         """What a shrunk case must still show to count as the same failure."""
         if self.kind in ("error", "bounds", "recompile"):
-            head = self.detail.splitlines()[0] if self.detail else ""
-            return self.kind, re.sub(r"\d+", "N", head.split(":")[0])
+            return self.kind, root_exception(self.detail)
         return (self.kind,)
 
     def __str__(self):
         where = f" in {self.program}" if self.program else ""
         where += f" ({self.where})" if self.where else ""
         return f"{self.kind}{where}: {self.detail}"
+
+
+def root_exception(text):
+    """The innermost exception type named in an error's text (dynamo wraps backend errors:
+    "BackendCompilerFailed: backend='x' raised:\nZeroDivisionError: ...")."""
+    names = re.findall(r"^(\w+(?:Error|Exception|Failed|Unsupported))\b", text, re.MULTILINE)
+    return names[-1] if names else ""
 
 
 class InvalidProgram(Exception):
