@@ -127,14 +127,16 @@ template <typename T, typename... R> inline T min_of(T a, R... rest) {
   T b = min_of<T>(rest...); return a < b ? a : b;
 }
 
-// NaN-propagating maximum/minimum, as torch.maximum/minimum and max reductions.
+// NaN-propagating maximum/minimum, as torch.maximum/minimum and max reductions. On a tie
+// (0.0 and -0.0 compare equal) they keep `a`, as eager does: clamp(x, min=0) and relu keep
+// x's -0.0, amax/amin keep the first of equal elements (1 / relu(-0.0) is -inf).
 template <typename T> inline T maximum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) { if (std::isnan(a) || std::isnan(b)) return a + b; }
-  return a > b ? a : b;
+  return b > a ? b : a;
 }
 template <typename T> inline T minimum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) { if (std::isnan(a) || std::isnan(b)) return a + b; }
-  return a < b ? a : b;
+  return b < a ? b : a;
 }
 // erf without a libm call, so loops using it vectorize (GELU spends most of its time here):
 // Eigen's rational approximation on [-4, 4] (beyond, float erf is +-1). Max error 3.3e-7
