@@ -24,7 +24,7 @@ def shrink(case, failure, test=run_case, accept=None, max_tries=80, max_seconds=
     while progress and not state.spent():
         progress = False
         for candidates in (_fewer_programs, _simpler_mode, _fewer_outputs, _fewer_ops,
-                           _simpler_inputs, _smaller_dims):
+                           _simpler_inputs, _fewer_dims, _smaller_dims):
             if state.first_failing(candidates(state.case)):
                 progress = True
                 break
@@ -153,6 +153,20 @@ def _simpler_inputs(case):
             for change in changes:
                 inputs = list(program.inputs)
                 inputs[index] = replace(i, **change)
+                yield replace(program, inputs=tuple(inputs))
+    return _each_program(case, simplify)
+
+
+def _fewer_dims(case):
+    """Each input without one of its dims (a layout naming dims is dropped with it); eager
+    rejects the many programs whose ops need that dim, which validation filters out."""
+    def simplify(program):
+        for index, i in enumerate(program.inputs):
+            if i.kind == "perm":
+                continue
+            for d in range(len(i.dims)):
+                inputs = list(program.inputs)
+                inputs[index] = replace(i, dims=i.dims[:d] + i.dims[d + 1:], layout=())
                 yield replace(program, inputs=tuple(inputs))
     return _each_program(case, simplify)
 
