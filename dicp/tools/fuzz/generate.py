@@ -113,10 +113,7 @@ class Generator:
         if layout is None:
             layout = self.random_layout(dims) if kind != "perm" else ()
         if grad is None:
-            # no gradients at nan and inf: eager's own answer there depends on its code path
-            # (elu's backward at nan is nan in its vector loop, the gradient in its scalar one)
-            grad = (self.backward and dtype.is_floating_point and kind != "special"
-                    and self.rng.random() < 0.8)
+            grad = self.backward and dtype.is_floating_point and self.rng.random() < 0.8
         if any(_numel(dims, c) > MAX_NUMEL for c in range(self.configs)):
             raise ValueError("input too large")  # the proposal is dropped (see try_op)
         prefix = "x" if kind in ("float", "special") else "i"
@@ -302,6 +299,8 @@ def validate(program):
                            converts_safely(op.expr, [env[u] for u in op.uses])
                            for op in program.ops):
                     return False
+                if any(i.grad for i in program.inputs) and not _finite(env):
+                    return False
                 _backward(program, env)
         except Exception:
             return False
@@ -319,6 +318,13 @@ def converts_safely(expr, used):
         return True
     return all(t.isfinite().all() and t.abs().max() < 2 ** 31
                for t in used if t.is_floating_point())
+
+
+def _finite(env):
+    """Whether every float value is finite. Gradients are only compared then: eager's own
+    gradient at nan depends on its code path (hardswish's and elu's backward give nan in the
+    vector loop, the incoming gradient in the scalar one), so no answer is the right one."""
+    return all(t.isfinite().all() for t in env.values() if t.is_floating_point())
 
 
 def _backward(program, env):
@@ -351,7 +357,7 @@ def generate(seed, configs=1, max_ops=8, backward=True, families=FAMILIES, name=
                       configs, seed).live()
     if validate(program):
         return program
-    # e.g. floor_divide has no derivative: the program still runs forward
+    # floor_divide has no derivative; a value is nan or inf: the program still runs forward
     program = replace(program, inputs=tuple(replace(i, grad=False) for i in program.inputs))
     return program if validate(program) else None
 
