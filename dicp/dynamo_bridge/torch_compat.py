@@ -25,3 +25,14 @@ __all__ = ["FakeTensorMode", "OpOverload", "OpOverloadPacket", "aot_autograd",
 def core_aten_decompositions():
     """torch's core ATen decomposition table (public since 2.6 as torch.export's default)."""
     return torch.export.default_decompositions()
+
+
+def recompiles_raise():
+    """A context in which a dynamo recompile raises `RecompileError` instead of compiling
+    again: the fuzzer's check that one dynamic-shape build serves every size, for any backend
+    (dynamo's config has no public equivalent)."""
+    return torch._dynamo.config.patch(error_on_recompile=True)
+
+
+def recompile_error_type():
+    return torch._dynamo.exc.RecompileError

@@ -33,7 +33,7 @@ EXTRA_DECOMPOSITIONS = [
     aten.embedding, aten.embedding_dense_backward, aten.threshold_backward,
     aten.sigmoid_backward, aten.tanh_backward, aten.upsample_nearest2d,
     aten.native_dropout, aten.native_dropout_backward, aten.repeat, aten.squeeze,
-    aten.stack, aten.split, aten.split_with_sizes, aten.slice_scatter, aten.select_scatter,
+    aten.stack, aten.split, aten.split_with_sizes, aten.select_scatter,
     aten.masked_fill, aten.addcmul, aten.rsub, aten.square, aten.mse_loss,
     aten.mse_loss_backward, aten.leaky_relu, aten.leaky_relu_backward, aten.elu,
     aten.elu_backward, aten.hardtanh, aten.hardtanh_backward, aten.logsumexp, aten.lerp,
@@ -41,7 +41,7 @@ EXTRA_DECOMPOSITIONS = [
     aten.linalg_vector_norm,  # in torch's core table from 2.15 only
 ]
 # Ops the conversion table handles better than the generic decomposition.
-KEEP = [aten.clamp_min, aten.clamp_max, aten.hann_window]
+KEEP = [aten.clamp_min, aten.clamp_max, aten.hann_window, aten.slice_scatter]
 
 
 def decompositions():

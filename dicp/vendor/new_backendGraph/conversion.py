@@ -337,6 +337,17 @@ def slice_(ctx, x, dim=0, start=None, end=None, step=1):
     return ctx.op(ops.Slice, x, dim % ctx.val(x).dim(), start, end, step)
 
 
+@conversion(aten.slice_scatter.default)
+def slice_scatter(ctx, x, src, dim=0, start=None, end=None, step=1):
+    """A lowering of its own rather than torch's decomposition, which compares the bounds with
+    the dim's size in Python: under dynamic shapes that guards on the traced size, and a
+    narrow(x, 0, 1, 1)'s backward built at size 2 was rebuilt at size 3."""
+    size = ctx.val(x).shape[dim]
+    start = _clamp_slice(0 if start is None else start, size)
+    end = _clamp_slice(size if end is None else end, size)
+    return ctx.op(ops.SliceScatter, x, src, dim % ctx.val(x).dim(), start, end, step)
+
+
 def _clamp_slice(bound, size):
     if isinstance(bound, int) and not isinstance(size, int):
         return bound if bound >= 0 else size + bound  # symbolic size: trust in-range bounds

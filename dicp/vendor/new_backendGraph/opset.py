@@ -64,6 +64,8 @@ LAYOUT = {
     "Slice": lambda x, dim, start, end, step: x[(slice(None),) * (dim % max(x.dim(), 1))
                                                 + (slice(start, end, step),)],
     "Select": lambda x, dim, index: x.select(dim, index),
+    "SliceScatter": lambda x, src, dim, start, end, step: torch.slice_scatter(
+        x, src, dim, start, end, step),
     "AsStrided": lambda x, size, stride, offset, owner_strides=None: _relaid(
         x, owner_strides).as_strided(size, stride, offset),
     "Cat": lambda xs, dim: torch.cat(xs, dim),

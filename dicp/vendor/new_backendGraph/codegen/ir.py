@@ -11,7 +11,7 @@ import sympy
 
 from dicp.dynamo_bridge.wrapper import TensorView
 
-from .ctypes_map import compute_ctype, literal
+from .ctypes_map import compute_ctype, literal, storage_ctype
 from .sym import (IDiv, IMod, contiguous_strides, flat_index, product, same_layout,
                   unflatten)
 
@@ -43,6 +43,13 @@ class Pointwise:
 
 def cast_value(k, var, from_dtype, to_dtype):
     source, target = compute_ctype(from_dtype), compute_ctype(to_dtype)
+    if to_dtype != from_dtype and storage_ctype(to_dtype) != target:
+        # a half type computes in float, but converting to it rounds, as eager does, even
+        # where the value stays in a register: x.half().float() - x is not 0
+        # (through float from any type, as c10's conversions go)
+        half = storage_ctype(to_dtype)
+        var = k.emit(f"dicp::cast<float>(dicp::cast<{half}>(static_cast<float>({var})))", target)
+        source = target
     if source == target:
         return var
     if target == "bool":

@@ -8,7 +8,7 @@ from . import ir
 from .ctypes_map import compute_ctype, infinity_or_limit, literal
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
 from .lowering import lowering
-from .sym import (clamp_bound, contiguous_strides, flat_index, is_dense, same_layout,
+from .sym import (IDiv, clamp_bound, contiguous_strides, flat_index, is_dense, same_layout,
                   wrap_index)
 
 # ---- reductions ----------------------------------------------------------------------
@@ -70,11 +70,12 @@ for _name in REDUCTIONS:
     lowering(_name)(reduction)
 
 
-def _new_buffer(g, fake, strides=None):
-    """A fresh buffer shaped like `fake`: contiguous unless `strides` are given."""
-    sizes = shape_of(fake)
+def _new_buffer(g, fake, strides=None, dtype=None):
+    """A fresh buffer shaped like `fake` (of its dtype unless `dtype` is given): contiguous
+    unless `strides` are given."""
+    sizes, dtype = shape_of(fake), dtype or fake.dtype
     strides = strides if strides is not None else contiguous_strides(sizes)
-    return Buffer(g.wrapper.allocate(fake.dtype, sizes, strides), fake.dtype, sizes, strides)
+    return Buffer(g.wrapper.allocate(dtype, sizes, strides), dtype, sizes, strides)
 
 
 @lowering("ArgMax", "ArgMin")
@@ -153,6 +154,28 @@ def select(g, node, x, dim, index):
     x = g.value(x)
     dim = dim % len(x.sizes)
     return ir.select_view(x, dim, wrap_index(index, x.sizes[dim]))
+
+
+@lowering("SliceScatter")
+def slice_scatter(g, node, x, src, dim, start, end, step=1):
+    """x with src written over x[start:end:step] along dim, as one lazy value: an element in
+    the slice reads src, any other reads x. The bounds are tested in C++, never in Python, so
+    a symbolic size gets no guard."""
+    x, src, out_val = g.value(x), g.value(src), node.meta["val"]
+    T = compute_ctype(out_val.dtype)
+    # a symbolic bound may be negative: its sign is known only at run time
+    start, end = clamp_bound(start, x.sizes[dim]), clamp_bound(end, x.sizes[dim])
+
+    def fn(k, index):
+        offset = index[dim] - start
+        inside = f"{k.index(offset)} >= 0 && {k.index(index[dim])} < {k.index(end)}"
+        if step != 1:
+            inside += f" && {k.index(offset)} % {step} == 0"
+        local = index[:dim] + [offset if step == 1 else IDiv(offset, step)] + index[dim + 1:]
+        outside = cast_value(k, x.load(k, index), x.dtype, out_val.dtype)
+        return k.masked(inside, lambda: cast_value(k, src.load(k, local), src.dtype,
+                                                   out_val.dtype), outside, T)
+    return Pointwise(out_val.dtype, shape_of(out_val), fn)
 
 
 @lowering("AsStrided")
@@ -283,11 +306,28 @@ def index_tensor(g, node, x, indices):
                      lambda k, idx: x.load(k, _index_source(k, x, indices, idx, rank)))
 
 
-def _copy_of(g, x, fake):
-    """A fresh contiguous copy of x, to scatter into."""
-    out = _new_buffer(g, fake)
-    g.pointwise_kernel(out.sizes, lambda k, idx: out.store(k, idx, x.load(k, idx)))
+# A scatter that accumulates into a half type adds in a float32 copy and rounds once at the
+# end, as eager's scatter_add and index_add do: rounding every add to bfloat16 gave 3-4x
+# eager's error with 17 adds per element (found by the fuzzer, gather's backward).
+HALF_TYPES = (torch.float16, torch.bfloat16)
+
+
+def _scatter_target(g, x, fake, accumulate):
+    """A fresh contiguous copy of x to scatter into, in float32 if it accumulates halves."""
+    dtype = torch.float32 if accumulate and fake.dtype in HALF_TYPES else fake.dtype
+    out = _new_buffer(g, fake, dtype=dtype)
+    g.pointwise_kernel(out.sizes, lambda k, idx: out.store(
+        k, idx, cast_value(k, x.load(k, idx), x.dtype, dtype)))
     return out
+
+
+def _scatter_result(out, fake):
+    """The scattered buffer as the node's value, rounded to its dtype if it accumulated in
+    float32 (lazily: the rounding fuses into whatever reads it)."""
+    if out.dtype == fake.dtype:
+        return out
+    return Pointwise(fake.dtype, list(out.sizes), lambda k, idx: cast_value(
+        k, out.load(k, idx), out.dtype, fake.dtype))
 
 
 def _scatter_store(k, out, index, value, accumulate):
@@ -301,8 +341,8 @@ def _scatter_store(k, out, index, value, accumulate):
 @lowering("ScatterSrc", "ScatterAdd")
 def scatter(g, node, x, dim, index, src):
     x, index_value, src = g.value(x), g.value(index), g.value(src)
-    out = _copy_of(g, x, node.meta["val"])
     accumulate = node.target.name == "ScatterAdd"
+    out = _scatter_target(g, x, node.meta["val"], accumulate)
     dim, size = _indexed_dim(out.sizes, dim)
 
     def body(k, idx):
@@ -311,14 +351,14 @@ def scatter(g, node, x, dim, index, src):
         value = cast_value(k, src.load(k, idx), src.dtype, out.dtype)
         _scatter_store(k, out, _along(idx, dim, position), value, accumulate)
     g.pointwise_kernel(index_value.sizes, body)
-    return out
+    return _scatter_result(out, node.meta["val"])
 
 
 @lowering("IndexPut")
 def index_put(g, node, x, indices, values, accumulate=False):
     x, values = g.value(x), g.value(values)
     indices = [None if t is None else g.value(t) for t in indices]
-    out = _copy_of(g, x, node.meta["val"])
+    out = _scatter_target(g, x, node.meta["val"], accumulate)
     with g.ctx.fake_mode:
         fake_indices = [None if t is None else t.meta["val"] for t in node.args[1]]
         indexed = torch.ops.aten.index.Tensor(node.args[0].meta["val"], fake_indices)
@@ -328,7 +368,7 @@ def index_put(g, node, x, indices, values, accumulate=False):
         value = load_broadcast(k, values, idx, out.dtype)
         _scatter_store(k, out, _index_source(k, out, indices, idx, rank), value, accumulate)
     g.pointwise_kernel(shape_of(indexed), body)
-    return out
+    return _scatter_result(out, node.meta["val"])
 
 
 @lowering("Empty")

@@ -93,7 +93,16 @@ template <typename T> inline T floordiv(T a, T b) {
     T q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
   } else {
-    return std::floor(a / b);
+    // torch's div_floor_floating (c10/util/generic_math.h), which is Python's //: the floor
+    // of the exact quotient, not of the rounded a / b (1 // 0.1 is 9, not 10), and nan for
+    // an infinite dividend
+    if (b == 0) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+    if (div == 0) return std::copysign(T(0), a / b);
+    T floored = std::floor(div);
+    return div - floored > T(0.5) ? floored + T(1) : floored;
   }
 }
 template <typename T> inline T ceildiv(T a, T b) { return -floordiv<T>(-a, b); }
@@ -118,14 +127,16 @@ template <typename T, typename... R> inline T min_of(T a, R... rest) {
   T b = min_of<T>(rest...); return a < b ? a : b;
 }
 
-// NaN-propagating maximum/minimum, as torch.maximum/minimum and max reductions.
+// NaN-propagating maximum/minimum, as torch.maximum/minimum and max reductions. On a tie
+// (0.0 and -0.0 compare equal) they keep `a`, as eager does: clamp(x, min=0) and relu keep
+// x's -0.0, amax/amin keep the first of equal elements (1 / relu(-0.0) is -inf).
 template <typename T> inline T maximum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) { if (std::isnan(a) || std::isnan(b)) return a + b; }
-  return a > b ? a : b;
+  return b > a ? b : a;
 }
 template <typename T> inline T minimum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) { if (std::isnan(a) || std::isnan(b)) return a + b; }
-  return a < b ? a : b;
+  return b < a ? b : a;
 }
 // erf without a libm call, so loops using it vectorize (GELU spends most of its time here):
 // Eigen's rational approximation on [-4, 4] (beyond, float erf is +-1). Max error 3.3e-7

@@ -1,0 +1,116 @@
+"""Judging a compiled result against eager: dtype and shape exactly, values within
+dicp/tolerance.py's per-dtype table (exact for integers and bool).
+
+A fused kernel keeps intermediates in float registers where eager rounds every op to its
+storage type, so a program's result may miss eager's by more than one op's tolerance while
+being as close to exact arithmetic. As in the op suite, the arbiter is then the same program
+run in float64 (`reference`): an element passes if it is within the table of eager or of the
+float64 result (for integers and bools: equal to either, e.g. a comparison of values that
+rounding moved across each other), or if it is ill-conditioned (below), else the whole result
+passes if its root mean square and largest errors against float64 are at most PyTorch's
+multiplier times eager's.
+
+An element is ill-conditioned where eager itself is off from float64 by more than
+ILL_CONDITIONED_ULPS units of the dtype's precision: the program amplifies rounding there
+(1 / gelu(x) for x < -3 divides by 1 + erf(x), a cancellation), and a transcendental a few ulps
+off (dicp's vectorizable erf is 3 ulp, eager's 1) shows up as a large difference. Such an
+element passes if its error is at most ILL_CONDITIONED_FACTOR times eager's. A wrong index or a
+wrong op gives errors of the order of the values, far beyond either bound.
+"""
+from dataclasses import dataclass
+
+import torch
+
+from dicp.tolerance import TOLERANCES, compare, fp64_multiplier, tolerance_for
+
+ILL_CONDITIONED_ULPS = 16
+ILL_CONDITIONED_FACTOR = 16
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    kind: str       # shape, dtype, value, exact, missing
+    detail: str
+
+    def __str__(self):
+        return f"{self.kind}: {self.detail}"
+
+
+def judge(actual, expected, reference=None, dtype=None):
+    """None if `actual` passes against eager's `expected`, else a Mismatch. `reference` is the
+    float64 run's result, or a callable computing it (only called when needed). `dtype`: the
+    float dtype whose tolerance applies (default: expected's own)."""
+    if actual is None or expected is None:
+        if actual is None and expected is None:
+            return None
+        return Mismatch("missing", f"compiled gives {_what(actual)}, eager {_what(expected)}")
+    table = TOLERANCES
+    if dtype is not None and expected.is_floating_point():
+        table = {expected.dtype: tolerance_for(dtype)}
+    difference = compare(actual, expected, table)
+    if difference.close:
+        return None
+    if actual.shape != expected.shape:
+        return Mismatch("shape", difference.reason)
+    if actual.dtype != expected.dtype:
+        return Mismatch("dtype", difference.reason)
+    reference = reference() if callable(reference) else reference
+    kind = "value" if expected.is_floating_point() else "exact"
+    detail = f"{difference}; {_worst(actual, expected, tolerance_for(expected.dtype, table))}"
+    if reference is None or reference.shape != expected.shape:
+        return Mismatch(kind, detail)
+    verdict = _against_float64(actual.detach(), expected.detach(), reference.detach(),
+                               tolerance_for(expected.dtype, table), dtype or expected.dtype)
+    return None if verdict is None else Mismatch(kind, f"{detail}; {verdict}")
+
+
+def _worst(actual, expected, tolerance):
+    """The first element outside the tolerance, with both values (nan and inf included)."""
+    a, e = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
+    bad = ~torch.isclose(a, e, *tolerance, equal_nan=True)
+    at = tuple(int(i) for i in torch.nonzero(bad)[0]) if bad.any() else ()
+    return f"first at {at}: compiled {a[at].item():.6g}, eager {e[at].item():.6g}"
+
+
+def _what(value):
+    return "no tensor" if value is None else f"{value.dtype}{list(value.shape)}"
+
+
+def _against_float64(actual, expected, reference, tolerance, dtype):
+    a, e, r = (t.to(torch.float64) for t in (actual, expected, reference))
+    rtol, atol = tolerance
+    near_eager = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+    near_exact = torch.isclose(a, r, rtol=rtol, atol=atol, equal_nan=True)
+    if (near_eager | near_exact).all():
+        return None
+    if not expected.is_floating_point():
+        return f"differs from both eager and float64 at {_first(~(near_eager | near_exact))}"
+    ours, eagers = (a - r).abs(), (e - r).abs()
+    ill = eagers > ILL_CONDITIONED_ULPS * torch.finfo(dtype).eps * r.abs()
+    if (near_eager | near_exact | (ill & (ours <= ILL_CONDITIONED_FACTOR * eagers))).all():
+        return None
+    if not eagers.isfinite().all() or not ours.isfinite().all():
+        return f"non-finite error against float64 at {_first(~(near_eager | near_exact))}"
+    multiplier = fp64_multiplier(expected)
+    for name, measure in (("rmse", lambda d: d.pow(2).mean().sqrt().item()),
+                          ("max error", lambda d: d.max().item())):
+        mine, theirs = measure(ours), measure(eagers)
+        if not mine <= multiplier * theirs + atol / 10:
+            return (f"{name} against float64 {mine:.3e} exceeds {multiplier} x eager's "
+                    f"{theirs:.3e}")
+    return None
+
+
+def _first(mask):
+    at = tuple(int(i) for i in torch.nonzero(mask)[0]) if mask.any() else ()
+    return f"index {at}"
+
+
+def float64_inputs(tensors):
+    """Copies of `tensors` with floating ones in float64 (same shape; gradients tracked where
+    the originals track them)."""
+    out = []
+    for t in tensors:
+        copy = t.detach().to(torch.float64) if t.is_floating_point() else t.detach().clone()
+        out.append(copy.requires_grad_(t.requires_grad and copy.is_floating_point()))
+    return out
