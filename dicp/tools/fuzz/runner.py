@@ -63,7 +63,7 @@ class InvalidProgram(Exception):
 
 def run_case(case: Case) -> list:
     """The case's failures (empty when every output and gradient matches eager)."""
-    torch._dynamo.reset()
+    torch.compiler.reset()
     fn = batch_function(case.programs)
     compiled = torch.compile(fn, backend=case.backend, dynamic=case.dynamic, fullgraph=True)
     for config in range(case.configs):
