@@ -190,3 +190,24 @@ def check_computed_stores(source, case):
                 missing = [v for v in loops if not re.search(rf"\b{v}\b", index)]
                 assert not missing, (f"{case}: {name} runs loop(s) {missing} in parallel but "
                                      f"its store [{index}] is not indexed by them:\n{text}")
+
+
+# the issue's repros, at every input size from 1 to 32 (one dynamic graph each, so this costs
+# runs, not builds); the repro scatter_add is the issue's own: 8 sources per row onto 3 targets
+SWEPT = ("max_pool2d_stem", "max_pool2d_stride1", "max_pool2d_ceil", "max_pool2d_dilation",
+         "max_pool1d", "interpolate_nearest", "interpolate_bilinear_True", "cummax_backward",
+         "scatter_add")
+
+
+@pytest.mark.parametrize("case", SWEPT)
+def test_issue_repros_match_eager_at_sizes_1_to_32(case, warm_cache):
+    fn, make_inputs = CASES[case]
+    compiled_fn = compiled(fn, True)
+    for n in range(1, 33):
+        inputs = make_inputs(n, torch.Generator().manual_seed(n))
+        weights = torch.randn(fn(*inputs).shape, generator=torch.Generator().manual_seed(7))
+        expected, expected_grads = run(fn, inputs, weights)
+        got, got_grads = run(compiled_fn, inputs, weights)
+        torch.testing.assert_close(got, expected, msg=lambda m: f"{case}, size {n}: {m}")
+        for got_grad, grad in zip(got_grads, expected_grads, strict=True):
+            torch.testing.assert_close(got_grad, grad, msg=lambda m: f"{case}, size {n}, grad: {m}")
