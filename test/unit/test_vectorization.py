@@ -56,3 +56,25 @@ def test_float32_pointwise_loop_vectorizes(cold_cache, tmp_path, case):
     # g++ names the loop by its header or its first statement
     reported = vectorized_lines(sources[0], tmp_path)
     assert reported & {loops[0], loops[0] + 1}, sources[0].read_text()
+
+
+REDUCTIONS = {
+    "amax": lambda x: torch.amax(x, -1),
+    "amin": lambda x: torch.amin(x, -1),
+    "softmax": lambda x: torch.softmax(x, -1),
+    "sum": lambda x: x.sum(-1),
+}
+
+
+@pytest.mark.parametrize("case", REDUCTIONS)
+def test_float32_reduction_loops_vectorize(cold_cache, tmp_path, case):
+    """Every reduction loop (the ones under `omp simd reduction`) is reported vectorized."""
+    x = torch.randn(64, 1024)
+    torch.testing.assert_close(compiled(REDUCTIONS[case])(x), REDUCTIONS[case](x))
+    sources = sorted(cold_cache.glob("kernels/*/*.cpp"))
+    assert len(sources) == 1, sources
+    lines = sources[0].read_text().splitlines()
+    simd = [i + 2 for i, line in enumerate(lines) if "#pragma omp simd reduction" in line]
+    assert simd, "no reduction loop"
+    reported = vectorized_lines(sources[0], tmp_path)
+    assert all(reported & {line, line + 1} for line in simd), "\n".join(lines)
