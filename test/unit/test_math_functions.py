@@ -1,4 +1,6 @@
-"""The runtime header's own exp and erf (vectorizable, no libm call) against eager.
+"""The runtime header's own transcendentals (exp, erf, log, log1p, expm1, tanh: vectorizable, no
+libm call) against eager, over a dense range and at special values (nan, +-inf, +-0, large |x|,
+denormals).
 
 Eager is the reference, but at special values eager can contradict itself, in ways that depend
 on the torch build and the CPU's vector path: some builds' vectorized float32/bfloat16 gelu
@@ -14,12 +16,20 @@ from ..common.utils import assert_close
 from .helpers import compiled, warm_cache  # noqa: F401  (fixture)
 
 SPECIAL = [float("-inf"), -1e4, -104.0, -88.0, -87.3, -20.0, -1e-30, 0.0, -0.0, 1e-30, 1e-6,
-           20.0, 88.0, 88.5, 89.0, 1e4, float("inf"), float("nan")]
+           20.0, 88.0, 88.5, 89.0, 1e4, float("inf"), float("nan"),
+           1e-40, -1e-40, 1.4e-45, -1.4e-45, 1.1754942e-38, 1.1754944e-38, 3.4e38, -3.4e38,
+           0.625, -0.625, 0.6250001, 1.0, -1.0, 1.0000001, 0.99999994]
 
 
 def inputs(low, high):
     dense = torch.linspace(low, high, 20001)
     return torch.cat([dense, torch.tensor(SPECIAL)])
+
+
+def log_scale_inputs(low, high):
+    """Positive values spread over many binades (and their negatives), plus SPECIAL."""
+    magnitudes = torch.logspace(low, high, 20001, dtype=torch.float64).float()
+    return torch.cat([magnitudes, -magnitudes[::97], torch.tensor(SPECIAL)])
 
 
 def kind(t):
@@ -51,7 +61,11 @@ def test_eager_reference_accepts_only_eagers_own_answers():
     (torch.sigmoid, -90.0, 90.0),
     (torch.nn.functional.gelu, -10.0, 10.0),
     (torch.nn.functional.silu, -90.0, 90.0),
-], ids=["exp", "erf", "sigmoid", "gelu", "silu"])
+    (torch.tanh, -12.0, 12.0),
+    (torch.log, 1e-3, 50.0),
+    (torch.log1p, -1.0, 20.0),
+    (torch.expm1, -20.0, 89.0),
+], ids=["exp", "erf", "sigmoid", "gelu", "silu", "tanh", "log", "log1p", "expm1"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_matches_eager_over_the_range_and_at_special_values(warm_cache, fn, low, high, dtype):
     x = inputs(low, high).to(dtype)
@@ -59,4 +73,32 @@ def test_matches_eager_over_the_range_and_at_special_values(warm_cache, fn, low,
     expected = eager_reference(fn, x, actual)
     assert torch.equal(actual.isnan(), expected.isnan())
     assert torch.equal(actual.isinf(), expected.isinf())
+    zeros = (expected == 0) & (actual == 0)
+    assert torch.equal(actual[zeros].signbit(), expected[zeros].signbit())  # tanh(-0) is -0
     assert_close(actual, expected)
+
+
+@pytest.mark.parametrize("fn", [torch.log, torch.log1p, torch.tanh, torch.expm1],
+                         ids=["log", "log1p", "tanh", "expm1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matches_eager_across_binades(warm_cache, fn, dtype):
+    """Denormals through 3e38: the exponent handling of log and the small-|x| paths."""
+    x = log_scale_inputs(-44.0, 38.0).to(dtype)
+    actual = compiled(fn)(x)
+    expected = eager_reference(fn, x, actual)
+    assert torch.equal(actual.isnan(), expected.isnan())
+    assert torch.equal(actual.isinf(), expected.isinf())
+    zeros = (expected == 0) & (actual == 0)
+    assert torch.equal(actual[zeros].signbit(), expected[zeros].signbit())  # tanh(-0) is -0
+    assert_close(actual, expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_erf_stays_in_its_range_and_gelu_keeps_the_sign(warm_cache, dtype):
+    """erf's rational approximation rounded past -1 near its clamp, so gelu(-5.65) came out
+    positive (eager: -0)."""
+    x = inputs(-10.0, 10.0).to(dtype)
+    finite = x[x.isfinite()]
+    assert (compiled(torch.erf)(finite).abs() <= 1).all()
+    gelu = compiled(torch.nn.functional.gelu)(finite)
+    assert (gelu[finite < 0] <= 0).all()

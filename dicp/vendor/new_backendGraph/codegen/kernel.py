@@ -121,7 +121,7 @@ class KernelBuilder:
         var = self._fresh()
         self.line(f"{ctype} {var} = {other};")
         self.line(f"if ({condition}) {{")
-        self.line(f"  {var} = {self._scoped(body)};")
+        self.line(f"  {var} = {self.scoped(body)};")
         self.line("}")
         return var
 
@@ -131,7 +131,7 @@ class KernelBuilder:
         self.line(f"{ctype} {var};")
         for i, (condition, body) in enumerate(cases):
             self.line(f"{'if' if i == 0 else '} else if'} ({condition}) {{")
-            self.line(f"  {var} = {self._scoped(body)};")
+            self.line(f"  {var} = {self.scoped(body)};")
         self.line("}")
         return var
 
@@ -139,11 +139,13 @@ class KernelBuilder:
         """After a store, earlier loads may be stale: stop reusing them."""
         self.blocks[-1].cse.clear()
 
-    def _scoped(self, body):
+    def scoped(self, body, indent="  "):
+        """`body()` emitted into a block of its own (its values are not reused after it),
+        indented by `indent`, for lines the caller opens and closes around it."""
         self.blocks.append(Block())
         value = body()
         inner = self.blocks.pop()
-        self.blocks[-1].lines.extend("  " + line for line in inner.lines)
+        self.blocks[-1].lines.extend(indent + line for line in inner.lines)
         return value
 
     def _fresh(self):

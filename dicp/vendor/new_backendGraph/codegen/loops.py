@@ -29,7 +29,8 @@ import sympy
 class LoopPlan:
     parallel: int = 0           # outer loops one `omp parallel for` collapses (0: serial)
     simd_outer: bool = False    # `omp simd` on the innermost outer loop (no inner loops)
-    simd_inner: str = None      # `omp simd reduction(...)` clause on the last inner loop
+    simd_inner: str = None      # `omp simd` reduction clauses ("+:acc", space separated)
+                                # on the last inner loop
 
 
 def wanted_plan(depth, inner_depth, simd_reduction):

@@ -35,13 +35,15 @@ def promoted_dtype(node):
 
 # Unary: C++ expression of the loaded operand `x` (in the compute type `T`).
 UNARY_CPP = {
-    "Abs": "std::abs({x})", "Neg": "-{x}", "Exp": "dicp::exp<T>({x})", "Log": "std::log({x})",
+    "Abs": "std::abs({x})", "Neg": "-{x}", "Exp": "dicp::exp<T>({x})",
+    "Log": "dicp::log<T>({x})",
     "Sqrt": "std::sqrt({x})", "Rsqrt": "(T(1) / std::sqrt({x}))", "Sin": "std::sin({x})",
-    "Cos": "std::cos({x})", "Tan": "std::tan({x})", "Tanh": "std::tanh({x})",
+    "Cos": "std::cos({x})", "Tan": "std::tan({x})", "Tanh": "dicp::tanh<T>({x})",
     "Sigmoid": "(T(1) / (T(1) + dicp::exp<T>(-{x})))", "Relu": "dicp::maximum<T>({x}, T(0))",
     "Erf": "dicp::erf<T>({x})", "Reciprocal": "(T(1) / {x})", "Floor": "std::floor({x})",
     "Ceil": "std::ceil({x})", "Round": "std::nearbyint({x})", "Trunc": "std::trunc({x})",
-    "Sign": "dicp::sign<T>({x})", "Log1p": "std::log1p({x})", "Expm1": "std::expm1({x})",
+    "Sign": "dicp::sign<T>({x})", "Log1p": "dicp::log1p<T>({x})",
+    "Expm1": "dicp::expm1<T>({x})",
     "Log2": "std::log2({x})", "Exp2": "std::exp2({x})", "Atan": "std::atan({x})",
     "Asin": "std::asin({x})", "Acos": "std::acos({x})", "Sinh": "std::sinh({x})",
     "Cosh": "std::cosh({x})", "LogicalNot": "!{x}", "IsNan": "dicp::is_nan({x})",

@@ -8,8 +8,8 @@ from . import ir
 from .ctypes_map import compute_ctype, infinity_or_limit, literal
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
 from .lowering import lowering
-from .sym import (IDiv, clamp_bound, contiguous_strides, flat_index, is_dense, same_layout,
-                  wrap_index)
+from .sym import (IDiv, clamp_bound, contiguous_strides, flat_index, is_dense, loop_index,
+                  same_layout, wrap_index)
 
 # ---- reductions ----------------------------------------------------------------------
 
@@ -24,7 +24,8 @@ REDUCTIONS = {
 }
 
 
-# Reductions whose order may change for vectorization (max/min keep NaN semantics instead).
+# Reductions whose order may change for vectorization: `omp simd` reduction clauses, space
+# separated. Max and min go through _extremum_reduction, which keeps NaN and signed zeros.
 SIMD_REDUCTIONS = {"ReduceSum": "+:acc", "ReduceProd": "*:acc"}
 
 
@@ -48,6 +49,8 @@ def reduction(g, node, x, dims, keepdim, dtype=None):
     name = node.target.name
     x, out_val = g.value(x), node.meta["val"]
     dims = sorted(d % max(len(x.sizes), 1) for d in dims) if x.sizes else []
+    if name in EXTREMA and out_val.dtype != torch.bool:
+        return _extremum_reduction(g, node, x, dims)
     kept = [s for d, s in enumerate(x.sizes) if d not in dims]
     acc_t = _accumulator_ctype(name, out_val.dtype)
     init, update = REDUCTIONS[name]
@@ -68,6 +71,64 @@ def reduction(g, node, x, dims, keepdim, dtype=None):
 
 for _name in REDUCTIONS:
     lowering(_name)(reduction)
+
+
+# Max and min as a plain compare-and-select per element, which g++ vectorizes under
+# `omp simd reduction(max|min:acc)`. That reorders the elements, so what the reorder could
+# change is restored after the loop: a NaN anywhere makes the result NaN (a flag reduced with
+# |), and a zero result takes the sign of the first zero, as eager keeps the first of equal
+# elements (a second pass, only when the extremum is zero).
+EXTREMA = {"ReduceMax": ("max", ">"), "ReduceMin": ("min", "<")}
+
+
+def _extremum_reduction(g, node, x, dims):
+    out_val = node.meta["val"]
+    clause, better = EXTREMA[node.target.name]
+    acc_t = compute_ctype(out_val.dtype)
+    floating = acc_t in ("float", "double")
+    inner = [(0, x.sizes[d]) for d in dims]
+    out = _new_buffer(g, out_val)
+    kept = [s for d, s in enumerate(x.sizes) if d not in dims]
+    out_flat = Buffer(out.base, out.dtype, kept, contiguous_strides(kept))
+
+    def element(k, outer, inner_vars):
+        value = x.load(k, _split_index(x.sizes, dims, outer, inner_vars))
+        return k.emit(f"static_cast<{acc_t}>({value})", acc_t)
+
+    def pre(k, outer):
+        k.line(f"{acc_t} acc = {infinity_or_limit(acc_t, clause == 'max')};")
+        if floating:
+            k.line("int nan_seen = 0;")
+
+    def body(k, outer, inner_vars):
+        value = element(k, outer, inner_vars)
+        k.line(f"acc = {value} {better} acc ? {value} : acc;")
+        if floating:
+            k.line(f"nan_seen |= ({value} != {value});")
+
+    def post(k, outer):
+        if floating:
+            k.line(f"if (nan_seen) acc = std::numeric_limits<{acc_t}>::quiet_NaN();")
+            _first_zero_sign(k, inner, lambda idx: element(k, outer, idx))
+        out_flat.store(k, outer, "acc")
+
+    reductions = f"{clause}:acc" + (" |:nan_seen" if floating else "")
+    g.kernel(kept, pre=pre, inner=inner, body=body, post=post, simd_reduction=reductions)
+    return out
+
+
+def _first_zero_sign(k, inner, element):
+    """When acc is zero, the first element equal to zero (+0 or -0) becomes acc."""
+    variables = loop_index(len(inner), "r")
+    k.line("if (acc == 0) {")
+    k.line("  bool found = false;")
+    for var, (lo, hi) in zip(variables, inner):
+        k.line(f"  for (int64_t {var} = {k.index(lo)}; {var} < {k.index(hi)} && !found; "
+               f"++{var}) {{")
+    value = k.scoped(lambda: element(variables), indent="  " * (len(inner) + 1))
+    k.line(f"  {'  ' * len(inner)}if ({value} == 0) {{ acc = {value}; found = true; }}")
+    k.line("  " + "}" * len(inner))
+    k.line("}")
 
 
 def _new_buffer(g, fake, strides=None, dtype=None):

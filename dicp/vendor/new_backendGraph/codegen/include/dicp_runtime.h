@@ -155,7 +155,8 @@ template <typename T> inline T erf(T v) {
     q = x2 * q + -1.68282697438203e-03f;
     q = x2 * q + -7.37332916720468e-03f;
     q = x2 * q + -1.42647390514189e-02f;
-    return x * p / q;
+    const float y = x * p / q;  // can round past +-1 near the clamp: gelu(-5.65) was > 0
+    return y < -1.f ? -1.f : (y > 1.f ? 1.f : y);
   } else {
     return std::erf(v);
   }
@@ -190,6 +191,86 @@ template <typename T> inline T exp(T v) {
     return v != v ? v : y;
   } else {
     return std::exp(v);
+  }
+}
+// log without a libm call: Cephes' logf. x = m 2^e with m in [sqrt(1/2), sqrt(2)), then a
+// degree-9 polynomial in m - 1. Denormal inputs are scaled by 2^23 first; 0 gives -inf, a
+// negative x NaN, inf inf, NaN NaN, as std::log. Max error ~1 ulp. Double keeps std::log.
+template <typename T> inline T log(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    const bool denormal = v < 1.17549435e-38f;  // FLT_MIN; also true for 0 and negatives
+    const float scaled = denormal ? v * 8388608.f : v;  // 2^23
+    const uint32_t bits = float_to_bits(scaled);
+    float e = float(int32_t((bits >> 23) & 0xFF) - 126) - (denormal ? 23.f : 0.f);
+    float m = bits_to_float((bits & 0x807FFFFFu) | 0x3F000000u);  // in [0.5, 1)
+    const bool small = m < 0.707106781186547524f;
+    e = small ? e - 1.f : e;
+    const float x = small ? m + m - 1.f : m - 1.f;
+    const float z = x * x;
+    float p = 7.0376836292e-2f;
+    p = p * x + -1.1514610310e-1f;
+    p = p * x + 1.1676998740e-1f;
+    p = p * x + -1.2420140846e-1f;
+    p = p * x + 1.4249322787e-1f;
+    p = p * x + -1.6668057665e-1f;
+    p = p * x + 2.0000714765e-1f;
+    p = p * x + -2.4999993993e-1f;
+    p = p * x + 3.3333331174e-1f;
+    float y = p * x * z + e * -2.12194440e-4f - 0.5f * z;
+    y = (x + y) + e * 0.693359375f;
+    y = v == INFINITY ? v : y;
+    y = v == 0.f ? -INFINITY : y;
+    return (v < 0.f || v != v) ? std::numeric_limits<float>::quiet_NaN() : y;
+  } else {
+    return std::log(v);
+  }
+}
+// log1p from log with the rounding error of 1 + x divided out (Goldberg's trick, as Eigen's
+// generic_log1p): a few ulp, vectorizable.
+template <typename T> inline T log1p(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float u = 1.f + v;
+    const float y = dicp::log<float>(u) * (v / (u - 1.f));
+    return (u == 1.f || v == INFINITY) ? v : y;
+  } else {
+    return std::log1p(v);
+  }
+}
+template <typename T> inline T expm1(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    // |x| <= 0.5: the Taylor series to x^9 (truncation < 1e-9 relative); beyond, e^x - 1
+    // loses at most ~2 ulp to cancellation. NaN passes through the series.
+    float p = 1.f / 362880.f;
+    p = p * v + 1.f / 40320.f;
+    p = p * v + 1.f / 5040.f;
+    p = p * v + 1.f / 720.f;
+    p = p * v + 1.f / 120.f;
+    p = p * v + 1.f / 24.f;
+    p = p * v + 1.f / 6.f;
+    p = p * v + 0.5f;
+    const float series = v == 0.f ? v : v + v * v * p;  // v + ... is +0 at -0
+    return std::fabs(v) > 0.5f ? dicp::exp<float>(v) - 1.f : series;
+  } else {
+    return std::expm1(v);
+  }
+}
+// tanh: Cephes' tanhf. |x| < 0.625: an odd polynomial; beyond, 1 - 2 / (e^2|x| + 1) with
+// dicp::exp (e^2|x| overflows to inf for large |x|, giving exactly +-1). Both are computed and
+// one is selected, so the loop stays branch-free and vectorizes. NaN and -0 pass through.
+template <typename T> inline T tanh(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float a = std::fabs(v);
+    const float z = v * v;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z + -5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z + -3.33332819422e-1f;
+    const float small = p * z * v + v;
+    const float large = std::copysign(1.f - 2.f / (dicp::exp<float>(a + a) + 1.f), v);
+    return a > 0.625f ? large : (a == 0.f ? v : small);  // p * z * v + v is +0 at -0
+  } else {
+    return std::tanh(v);
   }
 }
 template <typename T> inline bool is_nan(T v) {
