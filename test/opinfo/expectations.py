@@ -29,20 +29,7 @@ SKIPS = {
     ], _UNINITIALIZED),
 }
 
-_ISSUE_9 = "issue 9 repro {}, fixed on main"
-
 EXPECTED_FAILURES = {
-    # Bugs fixed on main by other work on issue 9 (they leave when this branch meets main).
-    ("linalg.inv", "*", "*"): _ISSUE_9.format(
-        "3 (linalg fallback: '_OpNamespace' object is not callable)"),
-    ("var", "*", "*"): _ISSUE_9.format("4 (var with no dim: InferenceError in Sub)"),
-    ("var_mean", "*", "*"): _ISSUE_9.format("4 (var with no dim: InferenceError in Sub)"),
-    **dict.fromkeys([("any", d, m) for d, m in (
-        ("float32", "static"), ("float16", "static"), ("bfloat16", "static"),
-        ("int64", "static"), ("int32", "static"), ("float32", "dynamic"))],
-        _ISSUE_9.format("6 (any/all of a 0-d tensor keep its dtype instead of bool)")),
-    ("nn.functional.group_norm", "float32", "dynamic"): _ISSUE_9.format(
-        "7 (as_strided of a computed tensor with gaps, symbolic channel count)"),
     # Eager's own algorithm, not arithmetic: out of reach of an exact comparison.
     **dict.fromkeys([("nn.functional.interpolate.bilinear", "uint8", "static"),
                      ("nn.functional.interpolate.bicubic", "uint8", "static"),
