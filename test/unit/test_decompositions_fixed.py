@@ -1,0 +1,36 @@
+"""dicp's replacements for torch decompositions that disagree with eager (decompositions_fixed.py),
+checked bit for bit against eager; each case failed with torch's own decomposition."""
+import pytest
+import torch
+
+from dicp.dynamo_bridge.decompositions_fixed import FIXED
+from dicp.dynamo_bridge.torch_compat import get_decompositions
+
+aten = torch.ops.aten
+
+
+@pytest.mark.parametrize("alpha", [1, 1.5])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_index_add_rounds_as_eager(dtype, alpha):
+    # 151 adds onto 2 rows: eager adds in float32 and rounds once when alpha is 1
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(2, 7, generator=g) * 10).to(dtype)
+    source = (torch.randn(151, 7, generator=g) * 10).to(dtype)
+    rows = torch.randint(0, 2, (151,), generator=g)
+    expected = x.index_add(0, rows, source, alpha=alpha)
+    got = FIXED[aten.index_add.default](x, 0, rows, source, alpha=alpha)
+    assert got.dtype == dtype
+    if dtype == torch.float32:  # no rounding question: the decomposition reorders the adds
+        torch.testing.assert_close(got, expected)
+    else:
+        assert torch.equal(got, expected)
+
+
+def test_torch_decomposition_of_half_index_add_differs_from_eager():
+    """The reason for the row above: if torch's decomposition changes to match eager, it goes."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(2, 7, generator=g) * 10).bfloat16()
+    source = (torch.randn(151, 7, generator=g) * 10).bfloat16()
+    rows = torch.randint(0, 2, (151,), generator=g)
+    decomposed = get_decompositions([aten.index_add.default])[aten.index_add.default]
+    assert not torch.equal(decomposed(x, 0, rows, source), x.index_add(0, rows, source))
