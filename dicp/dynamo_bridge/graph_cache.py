@@ -15,10 +15,12 @@ backend's package, and the dicp, torch and Python versions. An entry is `<key>.p
 `<key>.sha256` under `<cache>/graphs/`; one that fails its digest or does not load is rebuilt,
 never trusted. Graphs holding a constant pickle cannot store are not cached.
 """
+import functools
 import hashlib
 import marshal
 import pickle
 import platform
+import re
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -34,6 +36,7 @@ from .compile import atomic_write
 from .utils import log
 
 _FILE_KINDS = (".py", ".j2", ".h", ".txt", ".ini")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _STATS = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}
 
 
@@ -117,7 +120,8 @@ def backend_fingerprint(backend) -> str:
 
 
 def _knob_fingerprint() -> str:
-    return repr([(k.env, value) for k, value, _ in config.effective()])
+    # every knob but where the cache lives, which changes no output
+    return repr([(k.env, value) for k, value, _ in config.effective() if k.name != "cache_dir"])
 
 
 def _table_fingerprint(table) -> str:
@@ -135,25 +139,42 @@ _FUNCTIONS: dict = {}  # function -> fingerprint (the function is kept, so ids n
 
 
 def _function_fingerprint(fn) -> str:
-    """A converter's identity: its code (bytecode, constants, names), defaults and closure."""
+    """A converter's identity: its code (bytecode, constants, names), defaults and closure;
+    for a functools.partial, its function and arguments."""
     if fn not in _FUNCTIONS:
-        code = getattr(fn, "__code__", None)
-        if code is None:
-            _FUNCTIONS[fn] = repr(fn)
-        else:
-            cells = [_cell_text(c) for c in (fn.__closure__ or ())]
-            text = repr((fn.__module__, fn.__qualname__, fn.__defaults__, cells))
-            _FUNCTIONS[fn] = hashlib.sha256(marshal.dumps(code) + text.encode()).hexdigest()
+        _FUNCTIONS[fn] = _fingerprint_now(fn)
     return _FUNCTIONS[fn]
+
+
+def _fingerprint_now(fn) -> str:
+    if isinstance(fn, functools.partial):
+        return repr((_function_fingerprint(fn.func), [_value_text_of(a) for a in fn.args],
+                     sorted((k, _value_text_of(v)) for k, v in fn.keywords.items())))
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return _address_free(repr(fn))
+    cells = [_cell_text(c) for c in (fn.__closure__ or ())]
+    text = repr((fn.__module__, fn.__qualname__, _address_free(repr(fn.__defaults__)), cells))
+    return hashlib.sha256(marshal.dumps(code) + text.encode()).hexdigest()
 
 
 def _cell_text(cell) -> str:
     try:
-        value = cell.cell_contents
+        return _value_text_of(cell.cell_contents)
     except ValueError:  # an empty cell
         return "<empty>"
-    return _function_fingerprint(value) if callable(value) and hasattr(value, "__code__") \
-        else repr(value)
+
+
+def _value_text_of(value) -> str:
+    if isinstance(value, functools.partial) or hasattr(value, "__code__"):
+        return _function_fingerprint(value)
+    return _address_free(repr(value))
+
+
+def _address_free(text: str) -> str:
+    """repr without object addresses, which differ in every process (what the object is,
+    its type and contents, is still there)."""
+    return _ADDRESS.sub("", text)
 
 
 def _package_dir(module_name: str) -> Path:
