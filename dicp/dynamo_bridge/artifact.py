@@ -33,6 +33,10 @@ class CompiledGraph:
 
     def dumps(self, with_artifacts=False) -> bytes:
         """Pickled; vendor ops are stored by name (their backend resolves them on load)."""
+        missing = set(self.generated.vendor_ops) - set(get_backend(self.backend).vendor_ops)
+        if missing:  # it could not load back
+            raise NotSerializable(f"{self.generated.name}: vendor ops {sorted(missing)} are "
+                                  f"not in backend {self.backend!r}'s Backend.vendor_ops table")
         blobs = {ref.key: ref.read() for ref in self.artifacts} if with_artifacts else {}
         generated = dataclasses.replace(self.generated,
                                         vendor_ops=sorted(self.generated.vendor_ops))

@@ -5,7 +5,7 @@ from dicp.vendor import get_backend
 from .dynamo_context import current_frame, inside_dicp, install
 from .graph import GraphTransformer
 from .graph_cache import backend_fingerprint
-from .precompile import keyed_autograd_cache, output_code
+from .precompile import keyed_autograd_cache, output_code, serializable
 from .recompiles import note_compile
 from .torch_compat import aot_autograd
 
@@ -54,4 +54,4 @@ def compile_fx(gm, example_inputs, backend_name: str):
                 decompositions=_decompositions(backend),
             )
         with profile.stage("aot_autograd"), keyed_autograd_cache(backend_fingerprint(backend)):
-            return compiler(gm, example_inputs)
+            return serializable(compiler(gm, example_inputs))

@@ -13,6 +13,12 @@ aot_compile also looks graphs up in torch's AOTAutogradCache, whose key knows no
 knobs and tables. `keyed_autograd_cache` salts it through the public
 `torch.compiler.config.cache_key_tag`, so an entry compiled under other dicp settings misses.
 
+aot_compile on torch 2.11 wraps a result for saving only when the backend is Inductor or an
+`AotAutograd` object; dicp's backends are functions, so `serializable` wraps it in torch's own
+`BundledAOTAutogradSerializableCallable` (torch._dynamo.aot_compile_types), as later releases
+do for any result that can `serialize`. On those, torch wraps it once more: the outer wrapper
+delegates to the inner one, and loading gives back a single wrapper.
+
 `OutputCode` has the same four methods on torch 2.11, 2.13 and 2.15. On a torch without it,
 dicp returns plain callables and saving a precompiled function raises `PrecompileUnsupported`.
 """
@@ -37,6 +43,15 @@ def keyed_autograd_cache(fingerprint: str):
     """A context in which torch's AOTAutogradCache keys include dicp's `fingerprint`."""
     tag = torch.compiler.config.cache_key_tag
     return torch.compiler.config.patch(cache_key_tag=f"{tag}|dicp:{fingerprint}")
+
+
+def serializable(compiled_fn: Callable) -> Callable:
+    """AOTAutograd's result, made a SerializableCallable when aot_compile bundles it."""
+    bundling = getattr(torch._functorch.config, "bundled_autograd_cache", False)
+    if not bundling or getattr(compiled_fn, "serialize", None) is None:
+        return compiled_fn
+    from torch._dynamo.aot_compile_types import BundledAOTAutogradSerializableCallable
+    return BundledAOTAutogradSerializableCallable(compiled_fn)
 
 
 def output_code(compiled: CompiledGraph, fn: Callable) -> Callable:
