@@ -15,6 +15,7 @@ from dicp.vendor import get_backend
 
 from . import compile as build_cache
 from .graph_codegen import GeneratedGraph
+from .torch_compat import unset_fake_temporarily
 
 FORMAT = 1  # bump when the pickled layout changes
 
@@ -42,14 +43,16 @@ class CompiledGraph:
                                         vendor_ops=sorted(self.generated.vendor_ops))
         state = (FORMAT, self.backend, self.kind, generated, tuple(self.artifacts), blobs)
         try:
-            return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+            with unset_fake_temporarily():  # constants are real tensors: keep them real
+                return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as error:  # pickle raises many kinds
             raise NotSerializable(f"{self.generated.name}: {_unpicklable(state)} cannot be "
                                   f"pickled ({error})") from error
 
     @classmethod
     def loads(cls, data: bytes) -> "CompiledGraph":
-        version, backend, kind, generated, artifacts, blobs = pickle.loads(data)
+        with unset_fake_temporarily():  # or tensor constants would load as fake tensors
+            version, backend, kind, generated, artifacts, blobs = pickle.loads(data)
         if version != FORMAT:
             raise ValueError(f"compiled graph format {version}, this dicp reads {FORMAT}")
         names = generated.vendor_ops

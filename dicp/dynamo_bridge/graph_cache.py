@@ -15,6 +15,7 @@ backend's package, and the dicp, torch and Python versions. An entry is `<key>.p
 `<key>.sha256` under `<cache>/graphs/`; one that fails its digest or does not load is rebuilt,
 never trusted. Graphs holding a constant pickle cannot store are not cached.
 """
+import ctypes
 import functools
 import hashlib
 import marshal
@@ -33,6 +34,7 @@ from dicp import config, profile
 
 from .artifact import CompiledGraph, NotSerializable
 from .compile import atomic_write
+from .torch_compat import FakeTensor
 from .utils import log
 
 _FILE_KINDS = (".py", ".j2", ".h", ".txt", ".ini")
@@ -216,15 +218,24 @@ def _constant_fingerprints(gm: fx.GraphModule) -> list:
         if isinstance(value, fx.GraphModule):
             continue  # its code is part of the key already
         if isinstance(value, torch.Tensor):
-            tensor = value.detach().cpu().contiguous()
-            data = tensor.view(-1).view(torch.uint8).numpy().tobytes()
-            texts.append(f"{tensor.dtype}{tuple(tensor.shape)}{hashlib.sha256(data).hexdigest()}")
+            texts.append(_tensor_fingerprint(node.target, value))
             continue
         try:
             texts.append(hashlib.sha256(pickle.dumps(value)).hexdigest())
         except Exception:
             raise _Unhashable(f"constant {node.target} ({type(value).__name__})") from None
     return texts
+
+
+def _tensor_fingerprint(name, tensor) -> str:
+    """Layout and storage bytes, read without a torch op (the compile runs under a fake
+    mode, which would intercept one)."""
+    if tensor.device.type != "cpu" or isinstance(tensor, FakeTensor):
+        raise _Unhashable(f"constant {name} on {tensor.device}")
+    storage = tensor.untyped_storage()
+    data = ctypes.string_at(storage.data_ptr(), storage.nbytes()) if storage.nbytes() else b""
+    return (f"{tensor.dtype}{tuple(tensor.shape)}{tensor.stride()}{tensor.storage_offset()}"
+            f"{hashlib.sha256(data).hexdigest()}")
 
 
 def _shape_env_fingerprint(fake_mode) -> str:

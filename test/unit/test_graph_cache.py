@@ -113,3 +113,16 @@ def test_knob_change_in_one_process_misses(cold_cache):
     with dicp_config.patch(inject_bug_testing_only="aten.mul.Tensor:accuracy"):
         assert not torch.allclose(compiled(f)(x), f(x), atol=1e-5)
     assert torch.allclose(compiled(f)(x), f(x), atol=1e-5)
+
+
+def test_hit_in_the_same_process_keeps_tensor_constants_real(cold_cache):
+    # a graph holding a tensor constant, compiled twice: the second compile is a cache hit
+    # inside the compile's fake mode, which must not turn the constant into a fake tensor
+    def f(x, i):
+        return x.index_put((i,), torch.tensor(3.0)) * 2
+    x, i = torch.randn(5, 4), torch.tensor([0, 3, 3])
+    from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+    for _ in range(2):
+        before = graph_cache_stats()["hits"]
+        torch.testing.assert_close(compiled(f)(x, i), f(x, i))
+    assert graph_cache_stats()["hits"] == before + 1

@@ -23,7 +23,11 @@ def pointwise(x, y):
 def training(x, w):
     return ((x.sin() * w).sum(dim=1) + w.exp().mean()).tanh()
 
-FUNCTIONS = {"inference": pointwise, "training": training, "dynamic": pointwise}
+def with_constant(x, y):  # tensor constants in the graph travel with the artifact
+    return (x * y).index_put((torch.tensor([0, 2, 2]),), torch.tensor(3.0))
+
+FUNCTIONS = {"inference": pointwise, "training": training, "dynamic": pointwise,
+             "constant": with_constant}
 
 def inputs(rows):
     x = torch.randn(rows, 5)
@@ -85,7 +89,7 @@ def _save_and_load(tmp_path, case, backend="new_backendgraph"):
     return loaded
 
 
-@pytest.mark.parametrize("case", ["inference", "training", "dynamic"])
+@pytest.mark.parametrize("case", ["inference", "training", "dynamic", "constant"])
 def test_precompiled_function_loads_without_cache_or_compiler(case, tmp_path):
     loaded = _save_and_load(tmp_path, case)
     assert all(loaded["ok"]) and loaded["ok"], loaded
