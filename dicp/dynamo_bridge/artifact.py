@@ -17,7 +17,7 @@ from . import compile as build_cache
 from .graph_codegen import GeneratedGraph
 from .torch_compat import unset_fake_temporarily
 
-FORMAT = 1  # bump when the pickled layout changes
+FORMAT = 2  # bump when the pickled layout changes
 
 
 class NotSerializable(RuntimeError):
@@ -31,6 +31,7 @@ class CompiledGraph:
     generated: GeneratedGraph
     artifacts: tuple = ()          # ArtifactRef of every build-cache entry the graph loads
     blobs: dict = field(default_factory=dict)  # key -> artifact bytes, when they travel
+    fallbacks: tuple = ()          # fallback.Fallback the conversion took, replayed on a hit
 
     def dumps(self, with_artifacts=False) -> bytes:
         """Pickled; vendor ops are stored by name (their backend resolves them on load)."""
@@ -41,7 +42,8 @@ class CompiledGraph:
         blobs = {ref.key: ref.read() for ref in self.artifacts} if with_artifacts else {}
         generated = dataclasses.replace(self.generated,
                                         vendor_ops=sorted(self.generated.vendor_ops))
-        state = (FORMAT, self.backend, self.kind, generated, tuple(self.artifacts), blobs)
+        state = (FORMAT, self.backend, self.kind, generated, tuple(self.artifacts), blobs,
+                 tuple(self.fallbacks))
         try:
             with unset_fake_temporarily():  # constants are real tensors: keep them real
                 return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
@@ -52,12 +54,12 @@ class CompiledGraph:
     @classmethod
     def loads(cls, data: bytes) -> "CompiledGraph":
         with unset_fake_temporarily():  # or tensor constants would load as fake tensors
-            version, backend, kind, generated, artifacts, blobs = pickle.loads(data)
+            version, backend, kind, generated, artifacts, blobs, fallbacks = pickle.loads(data)
         if version != FORMAT:
             raise ValueError(f"compiled graph format {version}, this dicp reads {FORMAT}")
         names = generated.vendor_ops
         generated = dataclasses.replace(generated, vendor_ops=_vendor_ops(backend, names))
-        return cls(backend, kind, generated, artifacts, blobs)
+        return cls(backend, kind, generated, artifacts, blobs, fallbacks)
 
     def callable(self, ctx):
         """`call(args)` of the graph through its backend's compile job, loading the carried
@@ -71,9 +73,13 @@ class CompiledGraph:
 
 
 def compile_recorded(backend, generated, ctx):
-    """Run `backend.compile_job`; returns (callable, CompiledGraph describing it)."""
+    """Run `backend.compile_job`; returns (callable, CompiledGraph describing it), where the
+    CompiledGraph is None for a codegen that does not hand over a GeneratedGraph (such a
+    backend is neither cached nor precompiled)."""
     with build_cache.recording() as refs:
         fn = backend.compile_job(generated, ctx)
+    if not isinstance(generated, GeneratedGraph):
+        return fn, None
     return fn, CompiledGraph(backend.name, ctx.kind, generated, tuple(dict.fromkeys(refs)))
 
 

@@ -10,6 +10,7 @@ from dicp import config, profile
 from . import graph_cache
 from .artifact import compile_recorded
 from .compile import atomic_write
+from .fallback import observe_fallbacks, record_fallback
 from .operator import InferenceError, Operator
 from .provenance import origin_of
 from .torch_compat import FakeTensorMode, detect_fake_mode
@@ -129,10 +130,14 @@ class GraphTransformer:
                                             self.ctx.fake_mode)
                 cached = graph_cache.lookup(key) if key else None
                 if cached is not None:  # conversion and codegen done by an earlier process
+                    for taken in cached.fallbacks:  # observers see them as if converted now
+                        record_fallback(taken)
                     self.sources = cached.generated
                     return self.compile()
-        compiled = self._convert_and_build()
-        if key:
+        with observe_fallbacks() as fallbacks:
+            compiled = self._convert_and_build()
+        if key and self.compiled_graph is not None:
+            self.compiled_graph.fallbacks = tuple(fallbacks)
             graph_cache.store(key, self.compiled_graph)
         return compiled
 

@@ -34,7 +34,7 @@ from dicp import config, profile
 
 from .artifact import CompiledGraph, NotSerializable
 from .compile import atomic_write
-from .torch_compat import FakeTensor
+from .torch_compat import TORCH_VERSION, FakeTensor
 from .utils import log
 
 _FILE_KINDS = (".py", ".j2", ".h", ".txt", ".ini")
@@ -117,7 +117,7 @@ def backend_fingerprint(backend) -> str:
              repr(sorted(backend.vendor_ops)), _knob_fingerprint(),
              _source_fingerprint(_package_dir(dicp.__name__)),
              _source_fingerprint(_package_dir(backend.codegen.__module__)),
-             dicp.__version__, torch.__version__, sys.version, platform.machine()]
+             dicp.__version__, TORCH_VERSION, sys.version, platform.machine()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 

@@ -56,15 +56,22 @@ def serializable(compiled_fn: Callable) -> Callable:
 
 def output_code(compiled: CompiledGraph, fn: Callable) -> Callable:
     """`fn` (boxed) as something torch can bundle into a precompiled function."""
-    if OutputCode is None:
-        if getattr(torch._functorch.config, "bundled_autograd_cache", False):
-            raise PrecompileUnsupported(
-                f"torch {torch.__version__} has no torch._inductor.output_code.OutputCode: "
-                f"dicp cannot precompile (aot_compile) on it; use torch 2.11 to 2.15")
+    bundling = getattr(torch._functorch.config, "bundled_autograd_cache", False)
+    if OutputCode is None or compiled is None:
+        if bundling:
+            raise PrecompileUnsupported(_why_not(compiled))
         return fn
     code = DicpOutputCode(compiled=compiled, fn=fn)
     code._boxed_call = True
     return code
+
+
+def _why_not(compiled) -> str:
+    if OutputCode is None:
+        return (f"torch {torch.__version__} has no torch._inductor.output_code.OutputCode: "
+                f"dicp cannot precompile (aot_compile) on it; use torch 2.11 to 2.15")
+    return ("this backend's codegen does not return a dicp GeneratedGraph, so its compiled "
+            "graphs cannot be saved (aot_compile); return one from Backend.codegen")
 
 
 if OutputCode is not None:

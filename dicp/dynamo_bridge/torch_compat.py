@@ -20,7 +20,10 @@ from torch._decomp import get_decompositions
 # Flattening of nested outputs (tuples, lists, dicts) for the op collector.
 from torch.utils import _pytree as pytree
 
-__all__ = ["FakeTensor", "FakeTensorMode", "OpOverload", "OpOverloadPacket", "aot_autograd",
+# The release, for cache keys.
+TORCH_VERSION = torch.__version__
+
+__all__ = ["TORCH_VERSION", "FakeTensor", "FakeTensorMode", "OpOverload", "OpOverloadPacket", "aot_autograd",
            "core_aten_decompositions", "detect_fake_mode", "get_decompositions", "pytree",
            "unset_fake_temporarily"]
 
