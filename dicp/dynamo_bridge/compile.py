@@ -11,12 +11,20 @@ An entry is `<key><artifact suffix>` plus `<key>.sha256` (the artifact's digest)
 source `<key><source suffix>`; an entry whose digest does not match or that fails to load is
 rebuilt, never trusted. Writes go to a temp file in the same directory and are renamed into
 place, so concurrent builders (DDP ranks) never see a partial file.
+
+A compiled graph that must travel (the graph cache, torch's precompile) records which entries
+its compile job loaded (`recording()`, giving `ArtifactRef`s). A process that received them
+with their bytes installs them under the same keys (`install`) and replays the compile job
+inside `prebuilt(refs)`, where a source the refs name loads that entry without computing the
+toolchain's key (which may need a compiler) and is never rebuilt.
 """
 import ctypes
 import hashlib
 import os
 import subprocess
 import tempfile
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -29,6 +37,7 @@ from .utils import log
 
 _STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0}
 _LOADED: dict = {}
+_SCOPE = threading.local()  # .recorded: list of ArtifactRef; .prebuilt: {(digest, suffix): ref}
 
 
 class CompileError(RuntimeError):
@@ -64,6 +73,90 @@ class BuildSpec:
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class ArtifactRef:
+    """One cache entry a compiled graph uses: its key, the digest of the source it was built
+    from and of the artifact, the file suffixes, and the toolchain's loader."""
+    key: str
+    source_digest: str
+    source_suffix: str
+    artifact_suffix: str
+    load: Callable
+
+    @property
+    def directory(self) -> Path:
+        return config.cache_dir / "kernels" / self.key[:2]
+
+    @property
+    def artifact_path(self) -> Path:
+        return self.directory / f"{self.key}{self.artifact_suffix}"
+
+    def read(self) -> bytes:
+        """The artifact's bytes from the cache, checked against its stored digest."""
+        data = self.artifact_path.read_bytes()
+        digest = (self.directory / f"{self.key}.sha256").read_text().strip()
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise CompileError(f"cache entry {self.artifact_path} is corrupt; recompile")
+        return data
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@contextmanager
+def recording():
+    """Collects an `ArtifactRef` for every entry `load_artifact` returns inside the block."""
+    outer = getattr(_SCOPE, "recorded", None)
+    _SCOPE.recorded = refs = []
+    try:
+        yield refs
+    finally:
+        _SCOPE.recorded = outer
+        if outer is not None:
+            outer.extend(refs)
+
+
+@contextmanager
+def prebuilt(refs):
+    """Inside the block, a source that one of `refs` was built from loads that entry."""
+    outer = getattr(_SCOPE, "prebuilt", None)
+    _SCOPE.prebuilt = {**(outer or {}), **{(r.source_digest, r.artifact_suffix): r
+                                           for r in refs}}
+    try:
+        yield
+    finally:
+        _SCOPE.prebuilt = outer
+
+
+def install(ref: ArtifactRef, data: bytes) -> None:
+    """Put artifact bytes received from elsewhere into the cache under `ref.key` (atomic;
+    an entry already there whose digest matches is kept)."""
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        if ref.read() == data:
+            return
+    except (OSError, CompileError):
+        pass
+    atomic_write(ref.artifact_path, data)
+    atomic_write(ref.directory / f"{ref.key}.sha256", digest.encode())
+
+
+def _prebuilt_ref(spec):
+    table = getattr(_SCOPE, "prebuilt", None)
+    if not table:
+        return None
+    return table.get((_digest(spec.source), spec.toolchain.artifact_suffix))
+
+
+def _record(spec, key):
+    refs = getattr(_SCOPE, "recorded", None)
+    if refs is not None:
+        chain = spec.toolchain
+        refs.append(ArtifactRef(key, _digest(spec.source), chain.source_suffix,
+                                chain.artifact_suffix, chain.load))
+
+
 def cache_stats() -> dict:
     """Counters for this process: g++ builds, disk hits, in-memory hits, corrupt rebuilds."""
     return dict(_STATS)
@@ -88,13 +181,17 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def load_artifact(spec: BuildSpec):
     """The loaded artifact for `spec`: from memory, from the disk cache, or built now."""
+    ref = _prebuilt_ref(spec)
+    if ref is not None:
+        return _load_prebuilt(ref)
     key = spec.key()
+    _record(spec, key)
     if key in _LOADED:
         _STATS["memory_hits"] += 1
         profile.count("cache hits (memory)")
         return _LOADED[key]
     directory = config.cache_dir / "kernels" / key[:2]
-    artifact = _load_cached(spec.toolchain, directory, key)
+    artifact = _load_cached(spec.toolchain.load, directory, key, spec.toolchain.artifact_suffix)
     if artifact is None:
         profile.count("cache misses")
         with profile.stage("build"):
@@ -103,21 +200,30 @@ def load_artifact(spec: BuildSpec):
     return artifact
 
 
+def _load_prebuilt(ref: ArtifactRef):
+    if ref.key not in _LOADED:
+        loaded = _load_cached(ref.load, ref.artifact_path.parent, ref.key, ref.artifact_suffix)
+        if loaded is None:
+            raise CompileError(f"prebuilt artifact {ref.artifact_path} is missing or corrupt")
+        _LOADED[ref.key] = loaded
+    return _LOADED[ref.key]
+
+
 def source_path(spec: BuildSpec) -> Path:
     """Where the cache keeps `spec`'s source (written when it is built)."""
     key = spec.key()
     return config.cache_dir / "kernels" / key[:2] / f"{key}{spec.toolchain.source_suffix}"
 
 
-def _load_cached(toolchain: Toolchain, directory: Path, key: str):
-    artifact = directory / f"{key}{toolchain.artifact_suffix}"
+def _load_cached(load: Callable, directory: Path, key: str, artifact_suffix: str):
+    artifact = directory / f"{key}{artifact_suffix}"
     digest = directory / f"{key}.sha256"
     if not artifact.exists():
         return None
     try:
         if digest.read_text().strip() != hashlib.sha256(artifact.read_bytes()).hexdigest():
             raise OSError("digest mismatch")
-        loaded = toolchain.load(str(artifact))
+        loaded = load(str(artifact))
     except Exception as error:  # a corrupt entry is rebuilt, whatever the loader raised
         log.warning("dicp: cache entry %s is corrupt (%s); rebuilding", artifact, error)
         _STATS["rebuilt_corrupt"] += 1
@@ -136,7 +242,12 @@ def _build(spec: BuildSpec, directory: Path, key: str):
     command = toolchain.argv(source, Path(tmp))
     artifact = directory / f"{key}{toolchain.artifact_suffix}"
     try:
-        result = subprocess.run(command, capture_output=True, text=True)
+        try:
+            result = subprocess.run(command, capture_output=True, text=True)
+        except OSError as error:  # no such compiler: say which one and what to do
+            raise CompileError(f"cannot run the compiler {command[0]!r} to build {source} "
+                               f"({error}); install it or point the backend's compiler knob "
+                               f"at one") from error
         if result.returncode != 0:
             raise CompileError(f"{command[0]} failed to build generated source {source}:\n"
                                f"{result.stderr.strip()}\ncommand: {' '.join(command)}")

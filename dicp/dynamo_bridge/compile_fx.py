@@ -4,6 +4,8 @@ from dicp.vendor import get_backend
 
 from .dynamo_context import current_frame, inside_dicp, install
 from .graph import GraphTransformer
+from .graph_cache import backend_fingerprint
+from .precompile import keyed_autograd_cache, output_code, serializable
 from .recompiles import note_compile
 from .torch_compat import aot_autograd
 
@@ -12,7 +14,8 @@ def _graph_compiler(backend, kind):
     def compile_graph(gm, example_inputs):
         with inside_dicp():  # AOTAutograd compiles the backward lazily, outside compile_fx
             transformer = GraphTransformer(gm, backend, kind, example_inputs)
-            return boxed(transformer.compile_to_callable())
+            compiled = boxed(transformer.compile_to_callable())
+            return output_code(transformer.compiled_graph, compiled)
     compile_graph.__name__ = f"{backend.name}_{kind}_compiler"
     return compile_graph
 
@@ -50,5 +53,5 @@ def compile_fx(gm, example_inputs, backend_name: str):
                 inference_compiler=_graph_compiler(backend, "inference"),
                 decompositions=_decompositions(backend),
             )
-        with profile.stage("aot_autograd"):
-            return compiler(gm, example_inputs)
+        with profile.stage("aot_autograd"), keyed_autograd_cache(backend_fingerprint(backend)):
+            return serializable(compiler(gm, example_inputs))

@@ -7,7 +7,10 @@ import torch.fx as fx
 
 from dicp import config, profile
 
+from . import graph_cache
+from .artifact import compile_recorded
 from .compile import atomic_write
+from .fallback import observe_fallbacks, record_fallback
 from .operator import InferenceError, Operator
 from .provenance import origin_of
 from .torch_compat import FakeTensorMode, detect_fake_mode
@@ -70,6 +73,7 @@ class GraphTransformer:
         self.backend = backend
         self.ctx = CompileContext(backend, kind, fake_mode)
         self.sources = None
+        self.compiled_graph = None  # the result as data (artifact.CompiledGraph)
 
     def transform(self):
         self._dump("config.txt", config.format_effective())
@@ -94,7 +98,8 @@ class GraphTransformer:
         self.write_dumps()  # before the build, so a failing build leaves its sources
 
     def compile(self):
-        return self.backend.compile_job(self.sources, self.ctx)
+        fn, self.compiled_graph = compile_recorded(self.backend, self.sources, self.ctx)
+        return fn
 
     def write_dumps(self):
         """DICP_DEBUG: write what this graph has dumped so far, for every backend."""
@@ -118,6 +123,25 @@ class GraphTransformer:
         return _with_debug_tools(compiled, aten_gm, self) if hooks else compiled
 
     def _compile_stages(self):
+        key = None
+        if graph_cache.enabled():
+            with profile.stage("load"):
+                key = graph_cache.graph_key(self.gm, self.ctx.kind, self.backend,
+                                            self.ctx.fake_mode)
+                cached = graph_cache.lookup(key) if key else None
+                if cached is not None:  # conversion and codegen done by an earlier process
+                    for taken in cached.fallbacks:  # observers see them as if converted now
+                        record_fallback(taken)
+                    self.sources = cached.generated
+                    return self.compile()
+        with observe_fallbacks() as fallbacks:
+            compiled = self._convert_and_build()
+        if key and self.compiled_graph is not None:
+            self.compiled_graph.fallbacks = tuple(fallbacks)
+            graph_cache.store(key, self.compiled_graph)
+        return compiled
+
+    def _convert_and_build(self):
         with profile.stage("conversion"):
             self.transform()
         if config.record_ops is not None:  # before codegen, which may be what fails

@@ -12,14 +12,20 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._guards import detect_fake_mode
 # The types of ATen operators: `torch.ops.aten.add` is a packet, `.Tensor` an overload.
 from torch._ops import OpOverload, OpOverloadPacket
-from torch._subclasses import FakeTensorMode
+from torch._subclasses import FakeTensor, FakeTensorMode
+# Leave the compile's fake mode for a moment: tensors unpickled inside it would come back fake.
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 # Decompositions of listed ops, from torch's registry (the core table itself is public).
 from torch._decomp import get_decompositions
 # Flattening of nested outputs (tuples, lists, dicts) for the op collector.
 from torch.utils import _pytree as pytree
 
-__all__ = ["FakeTensorMode", "OpOverload", "OpOverloadPacket", "aot_autograd",
-           "core_aten_decompositions", "detect_fake_mode", "get_decompositions", "pytree"]
+# The release, for cache keys.
+TORCH_VERSION = torch.__version__
+
+__all__ = ["TORCH_VERSION", "FakeTensor", "FakeTensorMode", "OpOverload", "OpOverloadPacket", "aot_autograd",
+           "core_aten_decompositions", "detect_fake_mode", "get_decompositions", "pytree",
+           "unset_fake_temporarily"]
 
 
 def core_aten_decompositions():

@@ -16,6 +16,9 @@ class Backend:
     expected_fallbacks                  op pattern ("aten.view_as_real.*", fnmatch) -> why the
                                         backend runs it as eager fallback; strict mode and the
                                         op test harness allow these fallbacks and no other
+    vendor_ops                          op name -> Operator: the vocabulary, by which the graph
+                                        cache and precompiled functions name the ops a
+                                        wrapper calls
     """
     name: str
     opset_transform: Callable
@@ -28,6 +31,7 @@ class Backend:
     supported_dtypes: frozenset = frozenset()  # empty: every dtype
     expected_fallbacks: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
+    vendor_ops: Mapping[str, Any] = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, Backend] = {}

@@ -1,5 +1,6 @@
 """torch's private names reach dicp through its isolation modules only: torch_compat.py (the
-internals dicp's core and tools use) and dynamo_context.py (dynamo's compile-context hooks)."""
+internals dicp's core and tools use), dynamo_context.py (dynamo's compile-context hooks) and
+precompile.py (torch's precompile and AOTAutogradCache)."""
 import ast
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import dicp
 from dicp.dynamo_bridge import torch_compat
 
 PACKAGE = Path(dicp.__file__).parent
-ISOLATION_MODULES = {"torch_compat.py", "dynamo_context.py"}
+ISOLATION_MODULES = {"torch_compat.py", "dynamo_context.py", "precompile.py"}
 
 
 def dotted(node):

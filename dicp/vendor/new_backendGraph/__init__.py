@@ -7,6 +7,7 @@ from .codegen.ctypes_map import SUPPORTED_DTYPES
 from .compile_job import compile_job
 from .conversion import CONVERSIONS
 from .expected_fallbacks import EXPECTED_FALLBACKS
+from .opset import OPS
 from .opset_transform import opset_transform
 
 BACKEND = register_backend(Backend(
@@ -20,6 +21,7 @@ BACKEND = register_backend(Backend(
     device="cpu",
     supported_dtypes=SUPPORTED_DTYPES,
     expected_fallbacks=EXPECTED_FALLBACKS,
+    vendor_ops=OPS,
 ))
 
 

@@ -80,13 +80,22 @@ def precompiled_header_dir(compiler, flags):
     command = [compiler, *flags, "-x", "c++-header", str(directory / "dicp_runtime.h"), "-o", tmp]
     try:
         with profile.stage("build"):
-            built = subprocess.run(command, capture_output=True).returncode == 0
+            built = _runs(command)
         if not built:
             return None  # the plain header still works
         os.replace(tmp, gch)
     finally:
         Path(tmp).unlink(missing_ok=True)
     return directory
+
+
+def _runs(command) -> bool:
+    """Whether `command` ran and succeeded (no compiler at all counts as failure: a process
+    loading a precompiled function has none, and needs no header)."""
+    try:
+        return subprocess.run(command, capture_output=True).returncode == 0
+    except OSError:
+        return False
 
 
 class KernelTable:

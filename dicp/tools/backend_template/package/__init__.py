@@ -9,6 +9,7 @@ from .codegen import codegen
 from .compile_job import compile_job
 from .conversion import CONVERSIONS
 from .expected_fallbacks import EXPECTED_FALLBACKS
+from .opset import OPS
 
 BACKEND = register_backend(Backend(
     name="BACKEND_NAME",
@@ -23,6 +24,8 @@ BACKEND = register_backend(Backend(
     device="cpu",
     supported_dtypes=frozenset({torch.float32, torch.float64}),
     expected_fallbacks=EXPECTED_FALLBACKS,
+    # The vocabulary by name: the graph cache and precompiled functions name ops this way.
+    vendor_ops=OPS,
 ))
 
 

@@ -1,0 +1,257 @@
+"""The graph cache: conversion and codegen results, keyed by the ATen graph.
+
+A warm process skips conversion, shape inference and rendering: it loads the generated
+wrapper and kernel sources of an identical graph, and the backend's compile job loads the
+kernels from the build cache (keyed there by source and toolchain, so a changed compiler or
+chip still rebuilds). The key is
+
+    sha256(graph kind + the ATen graph's code (and its submodules') + every node's fake value
+           (dtype, shape, strides, symbolic sizes) + the shape environment's facts about its
+           symbols + its constant tensors' bytes + backend fingerprint)
+
+where the backend fingerprint (`backend_fingerprint`) is the backend's fields and tables (each
+converter's code), every DICP_* knob's effective value, the source files of dicp and of the
+backend's package, and the dicp, torch and Python versions. An entry is `<key>.pkl` plus
+`<key>.sha256` under `<cache>/graphs/`; one that fails its digest or does not load is rebuilt,
+never trusted. Graphs holding a constant pickle cannot store are not cached.
+"""
+import ctypes
+import functools
+import hashlib
+import marshal
+import pickle
+import platform
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+import torch.fx as fx
+
+import dicp
+from dicp import config, profile
+
+from .artifact import CompiledGraph, NotSerializable
+from .compile import atomic_write
+from .torch_compat import TORCH_VERSION, FakeTensor
+from .utils import log
+
+_FILE_KINDS = (".py", ".j2", ".h", ".txt", ".ini")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_STATS = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}
+
+
+def graph_cache_stats() -> dict:
+    """This process's counters: hits, misses, stores, rejected (corrupt) entries."""
+    return dict(_STATS)
+
+
+def enabled() -> bool:
+    """Off under the debugging knobs that need the vendor graph (dumps, recorded ops)."""
+    return config.graph_cache and not config.debug and config.record_ops is None
+
+
+def graph_key(gm: fx.GraphModule, kind: str, backend, fake_mode) -> str | None:
+    """The cache key of ATen graph `gm`, or None when it holds something unhashable."""
+    parts = [kind, backend_fingerprint(backend)]
+    try:
+        for name, module in gm.named_modules():
+            if isinstance(module, fx.GraphModule):
+                parts += [name, module.code, *map(_node_fingerprint, module.graph.nodes)]
+                parts += _constant_fingerprints(module)
+    except _Unhashable as error:
+        log.info("dicp: graph cache skips a graph holding %s", error)
+        return None
+    parts.append(_shape_env_fingerprint(fake_mode))
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def lookup(key: str):
+    """The CompiledGraph stored under `key`, or None (missing, corrupt, or not loadable)."""
+    path = _entry(key)
+    if not path.exists():
+        _STATS["misses"] += 1
+        return None
+    try:
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != path.with_suffix(".sha256").read_text().strip():
+            raise OSError("digest mismatch")
+        compiled = CompiledGraph.loads(data)
+    except Exception as error:  # whatever a damaged entry raises: rebuild it
+        log.warning("dicp: graph cache entry %s is corrupt (%s); rebuilding", path, error)
+        _STATS["rejected"] += 1
+        return None
+    _STATS["hits"] += 1
+    profile.count("graph cache hits")
+    return compiled
+
+
+def store(key: str, compiled: CompiledGraph) -> None:
+    try:
+        data = compiled.dumps()
+    except NotSerializable as error:
+        log.info("dicp: graph cache does not store %s", error)
+        return
+    path = _entry(key)
+    atomic_write(path, data)  # the digest goes last: an entry without it is a miss
+    atomic_write(path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())
+    _STATS["stores"] += 1
+
+
+def _entry(key: str) -> Path:
+    return config.cache_dir / "graphs" / key[:2] / f"{key}.pkl"
+
+
+# ---- the backend's part of the key ----
+
+def backend_fingerprint(backend) -> str:
+    """What besides the graph decides a backend's output: its fields and tables, the knobs,
+    the code of dicp and the backend, the versions."""
+    parts = [backend.name, backend.device, backend.conversion_table,
+             repr(sorted(map(str, backend.supported_dtypes))),
+             repr(sorted(backend.expected_fallbacks.items())), repr(sorted(backend.options)),
+             *(_function_fingerprint(getattr(backend, name))
+               for name in ("opset_transform", "codegen", "compile_job")),
+             _table_fingerprint(backend.conversions), _decomposition_fingerprint(backend),
+             repr(sorted(backend.vendor_ops)), _knob_fingerprint(),
+             _source_fingerprint(_package_dir(dicp.__name__)),
+             _source_fingerprint(_package_dir(backend.codegen.__module__)),
+             dicp.__version__, TORCH_VERSION, sys.version, platform.machine()]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _knob_fingerprint() -> str:
+    # every knob but where the cache lives, which changes no output
+    return repr([(k.env, value) for k, value, _ in config.effective() if k.name != "cache_dir"])
+
+
+def _table_fingerprint(table) -> str:
+    return "\n".join(f"{op}:{_function_fingerprint(fn)}"
+                     for op, fn in sorted(table.items(), key=lambda item: str(item[0])))
+
+
+def _decomposition_fingerprint(backend) -> str:
+    table = backend.decompositions
+    table = table() if callable(table) else table
+    return _table_fingerprint(table)
+
+
+_FUNCTIONS: dict = {}  # function -> fingerprint (the function is kept, so ids never repeat)
+
+
+def _function_fingerprint(fn) -> str:
+    """A converter's identity: its code (bytecode, constants, names), defaults and closure;
+    for a functools.partial, its function and arguments."""
+    if fn not in _FUNCTIONS:
+        _FUNCTIONS[fn] = _fingerprint_now(fn)
+    return _FUNCTIONS[fn]
+
+
+def _fingerprint_now(fn) -> str:
+    if isinstance(fn, functools.partial):
+        return repr((_function_fingerprint(fn.func), [_value_text_of(a) for a in fn.args],
+                     sorted((k, _value_text_of(v)) for k, v in fn.keywords.items())))
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return _address_free(repr(fn))
+    cells = [_cell_text(c) for c in (fn.__closure__ or ())]
+    text = repr((fn.__module__, fn.__qualname__, _address_free(repr(fn.__defaults__)), cells))
+    return hashlib.sha256(marshal.dumps(code) + text.encode()).hexdigest()
+
+
+def _cell_text(cell) -> str:
+    try:
+        return _value_text_of(cell.cell_contents)
+    except ValueError:  # an empty cell
+        return "<empty>"
+
+
+def _value_text_of(value) -> str:
+    if isinstance(value, functools.partial) or hasattr(value, "__code__"):
+        return _function_fingerprint(value)
+    return _address_free(repr(value))
+
+
+def _address_free(text: str) -> str:
+    """repr without object addresses, which differ in every process (what the object is,
+    its type and contents, is still there)."""
+    return _ADDRESS.sub("", text)
+
+
+def _package_dir(module_name: str) -> Path:
+    return Path(sys.modules[module_name.split(".")[0]].__file__).parent
+
+
+@lru_cache(maxsize=None)
+def _source_fingerprint(directory: Path) -> str:
+    """The package's source files (code, templates, headers) as one digest."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in directory.rglob("*") if p.suffix in _FILE_KINDS):
+        digest.update(str(path.relative_to(directory)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+# ---- the graph's part of the key ----
+
+class _Unhashable(Exception):
+    pass
+
+
+def _node_fingerprint(node: fx.Node) -> str:
+    return f"{node.name}:{_value_text(node.meta.get('val'))}"
+
+
+def _value_text(val) -> str:
+    if isinstance(val, torch.Tensor):
+        return (f"T({val.dtype},{val.device},{tuple(val.shape)},{val.stride()},"
+                f"{val.storage_offset()},{val.layout})")
+    if isinstance(val, (list, tuple)):
+        return "(" + ",".join(map(_value_text, val)) + ")"
+    return f"{type(val).__name__}:{val}"
+
+
+def _constant_fingerprints(gm: fx.GraphModule) -> list:
+    texts = []
+    for node in gm.graph.find_nodes(op="get_attr"):
+        value = getattr(gm, node.target)
+        if isinstance(value, fx.GraphModule):
+            continue  # its code is part of the key already
+        if isinstance(value, torch.Tensor):
+            texts.append(_tensor_fingerprint(node.target, value))
+            continue
+        try:
+            texts.append(hashlib.sha256(pickle.dumps(value)).hexdigest())
+        except Exception:
+            raise _Unhashable(f"constant {node.target} ({type(value).__name__})") from None
+    return texts
+
+
+def _tensor_fingerprint(name, tensor) -> str:
+    """Layout and storage bytes, read without a torch op (the compile runs under a fake
+    mode, which would intercept one)."""
+    if tensor.device.type != "cpu" or isinstance(tensor, FakeTensor):
+        raise _Unhashable(f"constant {name} on {tensor.device}")
+    storage = tensor.untyped_storage()
+    data = ctypes.string_at(storage.data_ptr(), storage.nbytes()) if storage.nbytes() else b""
+    return (f"{tensor.dtype}{tuple(tensor.shape)}{tensor.stride()}{tensor.storage_offset()}"
+            f"{hashlib.sha256(data).hexdigest()}")
+
+
+def _shape_env_fingerprint(fake_mode) -> str:
+    """Ranges, example values and replacements of the symbols (they decide what codegen can
+    prove, e.g. that a size is at least 2)."""
+    env = getattr(fake_mode, "shape_env", None)
+    if env is None:
+        return "no shape env"
+    facts = [sorted((str(s), str(r)) for s, r in env.var_to_range.items()),
+             sorted((str(s), str(v)) for s, v in _example_values(env).items()),
+             sorted((str(s), str(v)) for s, v in env.replacements.items()),
+             sorted(map(str, getattr(env, "divisible", ())))]
+    return repr(facts)
+
+
+def _example_values(env) -> dict:
+    # torch 2.13 renamed var_to_val (now deprecated) to backed_var_to_val
+    values = getattr(env, "backed_var_to_val", None)
+    return values if values is not None else env.var_to_val

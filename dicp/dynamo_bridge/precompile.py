@@ -1,0 +1,104 @@
+"""torch's precompile and AOTAutogradCache for dicp backends. Private torch API, isolated.
+
+`torch.compile(...).aot_compile(...)`, `save_compiled_function` and
+`torch.compiler.load_compiled_function` bundle each AOTAutograd graph's compiled code. torch
+only bundles an `OutputCode` (torch._inductor.output_code, no public equivalent): AOTAutograd
+asserts that type when `bundled_autograd_cache` is on, which aot_compile turns on; torch's own
+aot_eager does the same (`AOTEagerOutputCode`). So every dicp graph compiler returns a
+`DicpOutputCode`: it runs the compiled graph, and when torch saves it, it carries the graph as
+data (`artifact.CompiledGraph`) with the bytes of its built libraries; on load it installs them
+in the build cache and replays the backend's compile job, with no compiler needed.
+
+aot_compile also looks graphs up in torch's AOTAutogradCache, whose key knows nothing of dicp's
+knobs and tables. `keyed_autograd_cache` salts it through the public
+`torch.compiler.config.cache_key_tag`, so an entry compiled under other dicp settings misses.
+
+aot_compile on torch 2.11 wraps a result for saving only when the backend is Inductor or an
+`AotAutograd` object; dicp's backends are functions, so `serializable` wraps it in torch's own
+`BundledAOTAutogradSerializableCallable` (torch._dynamo.aot_compile_types), as later releases
+do for any result that can `serialize`. On those, torch wraps it once more: the outer wrapper
+delegates to the inner one, and loading gives back a single wrapper.
+
+`OutputCode` has the same four methods on torch 2.11, 2.13 and 2.15. On a torch without it,
+dicp returns plain callables and saving a precompiled function raises `PrecompileUnsupported`.
+"""
+import dataclasses
+from typing import Any, Callable
+
+import torch
+
+from .artifact import CompiledGraph
+
+try:
+    from torch._inductor.output_code import OutputCode
+except ImportError:  # a torch that moved it: precompile is refused with a clear error
+    OutputCode = None
+
+
+class PrecompileUnsupported(RuntimeError):
+    pass
+
+
+def keyed_autograd_cache(fingerprint: str):
+    """A context in which torch's AOTAutogradCache keys include dicp's `fingerprint`."""
+    tag = torch.compiler.config.cache_key_tag
+    return torch.compiler.config.patch(cache_key_tag=f"{tag}|dicp:{fingerprint}")
+
+
+def serializable(compiled_fn: Callable) -> Callable:
+    """AOTAutograd's result, made a SerializableCallable when aot_compile bundles it."""
+    bundling = getattr(torch._functorch.config, "bundled_autograd_cache", False)
+    if not bundling or getattr(compiled_fn, "serialize", None) is None:
+        return compiled_fn
+    from torch._dynamo.aot_compile_types import BundledAOTAutogradSerializableCallable
+    return BundledAOTAutogradSerializableCallable(compiled_fn)
+
+
+def output_code(compiled: CompiledGraph, fn: Callable) -> Callable:
+    """`fn` (boxed) as something torch can bundle into a precompiled function."""
+    bundling = getattr(torch._functorch.config, "bundled_autograd_cache", False)
+    if OutputCode is None or compiled is None:
+        if bundling:
+            raise PrecompileUnsupported(_why_not(compiled))
+        return fn
+    code = DicpOutputCode(compiled=compiled, fn=fn)
+    code._boxed_call = True
+    return code
+
+
+def _why_not(compiled) -> str:
+    if OutputCode is None:
+        return (f"torch {torch.__version__} has no torch._inductor.output_code.OutputCode: "
+                f"dicp cannot precompile (aot_compile) on it; use torch 2.11 to 2.15")
+    return ("this backend's codegen does not return a dicp GeneratedGraph, so its compiled "
+            "graphs cannot be saved (aot_compile); return one from Backend.codegen")
+
+
+if OutputCode is not None:
+    @dataclasses.dataclass
+    class DicpOutputCode(OutputCode):
+        """A dicp graph's compiled code as torch's AOTAutogradCache and precompile keep it."""
+        compiled: CompiledGraph | None = None
+        fn: Callable | None = None
+        serialized: bytes | None = None
+
+        def __call__(self, inputs: Any) -> Any:
+            return self.fn(inputs)
+
+        def prepare_for_serialization(self) -> None:
+            # torch calls this on a shallow copy: the live callable stays with the original
+            self.serialized = self.compiled.dumps(with_artifacts=True)
+            self.compiled = self.fn = None
+
+        def post_compile(self, example_inputs, constants, graph_kwargs) -> None:
+            if self.fn is None:
+                from .compile_fx import boxed
+                from .graph import CompileContext
+                from dicp.vendor import get_backend
+                compiled = CompiledGraph.loads(self.serialized)
+                ctx = CompileContext(get_backend(compiled.backend), compiled.kind, None)
+                self.fn = boxed(compiled.callable(ctx))
+                self.compiled, self.serialized = compiled, None
+
+        def set_triton_bundle(self, triton_bundle: Any) -> None:
+            pass  # dicp kernels are not triton's

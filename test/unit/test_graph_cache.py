@@ -1,0 +1,128 @@
+"""The graph cache: a warm process reuses conversion and codegen; anything that changes the
+output misses. Each run is a fresh interpreter sharing one DICP_CACHE_DIR; the scenarios try
+to get a false hit (a knob, a conversion-table entry, a dtype, a version) and fail on one.
+"""
+import json
+
+import pytest
+import torch
+
+from dicp import config as dicp_config
+
+from .helpers import check_fresh, cold_cache, compiled  # noqa: F401  (fixture)
+
+# A test backend: new_backendgraph under another name, whose table converts aten.mul to Add
+# when WRONG_MUL is set (a changed conversion-table entry).
+SCRIPT = """
+import dataclasses, json, os, torch
+import dicp, dicp.vendor.new_backendGraph as nb
+from dicp.vendor import register_backend
+from dicp.dynamo_bridge.compile import cache_stats
+from dicp.dynamo_bridge.compile_fx import compile_fx
+from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+
+dicp.__version__ = os.environ.get("FAKE_DICP_VERSION", dicp.__version__)
+table = dict(nb.BACKEND.conversions)
+if os.environ.get("WRONG_MUL"):
+    table[torch.ops.aten.mul.Tensor] = table[torch.ops.aten.add.Tensor]
+register_backend(dataclasses.replace(nb.BACKEND, name="graph_cache_test", conversions=table))
+
+def backend(gm, example_inputs):
+    return compile_fx(gm, example_inputs, "graph_cache_test")
+
+def f(x, y):
+    return ((x * y).sin() + y.sum(dim=1, keepdim=True)).sum(dim=0)
+
+torch.manual_seed(0)
+dtype = getattr(torch, os.environ.get("DTYPE", "float32"))
+train = bool(os.environ.get("TRAIN"))
+x = torch.randn(6, 5, dtype=dtype)
+y = torch.randn(6, 5, dtype=dtype, requires_grad=train)
+got = torch.compile(f, backend=backend)(x, y)
+want = f(x, y)
+ok = torch.allclose(got, want, atol=1e-5)
+if train:
+    (g_got,), (g_want,) = torch.autograd.grad(got.sum(), [y]), torch.autograd.grad(want.sum(), [y])
+    ok = ok and torch.allclose(g_got, g_want, atol=1e-5)
+print(json.dumps({"ok": ok, **graph_cache_stats(), "builds": cache_stats()["builds"]}))
+"""
+
+FAULT = {"DICP_INJECT_BUG_TESTING_ONLY": "aten.mul.Tensor:accuracy"}
+
+
+def run(cache, **env):
+    return json.loads(check_fresh(SCRIPT, cache, **env))
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_warm_process_reuses_codegen_and_builds_nothing(cold_cache, train):
+    env = {"TRAIN": "1"} if train else {}
+    cold = run(cold_cache, **env)
+    graphs = 2 if train else 1  # forward and backward, or inference
+    assert cold == {"ok": True, "hits": 0, "misses": graphs, "stores": graphs, "rejected": 0,
+                    "builds": cold["builds"]} and cold["builds"] >= 1
+    warm = run(cold_cache, **env)
+    assert warm == {"ok": True, "hits": graphs, "misses": 0, "stores": 0, "rejected": 0,
+                    "builds": 0}
+
+
+# (first run's env, its expected correctness) -> the second run must be right and miss.
+SCENARIOS = {
+    "knob": (FAULT, {}),
+    "knob, other order": ({}, FAULT),
+    "conversion table": ({"WRONG_MUL": "1"}, {}),
+    "conversion table, other order": ({}, {"WRONG_MUL": "1"}),
+    "dtype": ({"DTYPE": "float32"}, {"DTYPE": "float64"}),
+    "dicp version": ({"FAKE_DICP_VERSION": "0.0.1"}, {"FAKE_DICP_VERSION": "0.0.2"}),
+}
+WRONG = ({"WRONG_MUL": "1"}, FAULT)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_a_change_that_affects_output_misses(cold_cache, scenario):
+    first, second = SCENARIOS[scenario]
+    results = [run(cold_cache, **env) for env in (first, second)]
+    for env, result in zip((first, second), results):
+        assert result["ok"] == (env not in WRONG), (env, result)  # faults show, rest is right
+    assert results[0]["stores"] == 1
+    assert results[1]["hits"] == 0 and results[1]["misses"] == 1, results[1]
+
+
+@pytest.mark.parametrize("damage", ["bytes", "bytes with a matching digest", "no digest"])
+def test_corrupt_entry_is_rebuilt(cold_cache, damage):
+    import hashlib
+    assert run(cold_cache)["stores"] == 1
+    (entry,) = (cold_cache / "graphs").rglob("*.pkl")
+    digest = entry.with_suffix(".sha256")
+    if damage == "no digest":
+        digest.unlink()
+    else:
+        entry.write_bytes(entry.read_bytes()[:40] + b"garbage")
+        if damage == "bytes with a matching digest":
+            digest.write_text(hashlib.sha256(entry.read_bytes()).hexdigest())
+    again = run(cold_cache)
+    assert again["ok"] and again["hits"] == 0 and again["stores"] == 1, again
+    assert again["rejected"] == 1
+
+
+def test_knob_change_in_one_process_misses(cold_cache):
+    def f(x):
+        return (x * 3).cos()
+    x = torch.randn(7, 3)
+    assert torch.allclose(compiled(f)(x), f(x), atol=1e-5)
+    with dicp_config.patch(inject_bug_testing_only="aten.mul.Tensor:accuracy"):
+        assert not torch.allclose(compiled(f)(x), f(x), atol=1e-5)
+    assert torch.allclose(compiled(f)(x), f(x), atol=1e-5)
+
+
+def test_hit_in_the_same_process_keeps_tensor_constants_real(cold_cache):
+    # a graph holding a tensor constant, compiled twice: the second compile is a cache hit
+    # inside the compile's fake mode, which must not turn the constant into a fake tensor
+    def f(x, i):
+        return x.index_put((i,), torch.tensor(3.0)) * 2
+    x, i = torch.randn(5, 4), torch.tensor([0, 3, 3])
+    from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+    for _ in range(2):
+        before = graph_cache_stats()["hits"]
+        torch.testing.assert_close(compiled(f)(x, i), f(x, i))
+    assert graph_cache_stats()["hits"] == before + 1
