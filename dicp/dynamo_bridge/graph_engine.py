@@ -106,6 +106,8 @@ class GraphEngineCodegen(GraphCodegenBase):
         if not (self.engine_results_contiguous and _engine_result(arg)) or \
                 not isinstance(val, torch.Tensor) or val.is_contiguous():
             return super().output_value(arg, val)
+        if any(stride == 0 for size, stride in zip(val.shape, val.stride()) if size != 1):
+            return value  # an expanded layout cannot be copied into; its values are right
         restrided = self.wrapper.allocate(val.dtype, shape_of(val), strides_of(val))
         self.wrapper.lines.append(f"{restrided}.copy_({self.wrapper.literal(value)})")
         return Var(restrided)

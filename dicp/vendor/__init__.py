@@ -16,6 +16,9 @@ class Backend:
     expected_fallbacks                  op pattern ("aten.view_as_real.*", fnmatch) -> why the
                                         backend runs it as eager fallback; strict mode and the
                                         op test harness allow these fallbacks and no other
+    dtype_fallbacks                     dtype -> why ops on it run as eager fallback (a dtype
+                                        outside supported_dtypes the backend declares: allowed
+                                        like expected_fallbacks)
     """
     name: str
     opset_transform: Callable
@@ -27,6 +30,7 @@ class Backend:
     device: str = "cpu"
     supported_dtypes: frozenset = frozenset()  # empty: every dtype
     expected_fallbacks: Mapping[str, str] = field(default_factory=dict)
+    dtype_fallbacks: Mapping[Any, str] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -9,7 +9,7 @@ from . import config
 from .codegen import DTYPES, codegen
 from .compile_job import compile_job
 from .conversion import CONVERSIONS
-from .expected_fallbacks import EXPECTED_FALLBACKS
+from .expected_fallbacks import DTYPE_FALLBACKS, EXPECTED_FALLBACKS
 from .opset_transform import opset_transform
 
 BACKEND = register_backend(Backend(
@@ -21,9 +21,9 @@ BACKEND = register_backend(Backend(
     conversions=CONVERSIONS,
     conversion_table="dicp/vendor/ovgraph/conversion.py (layout ops: conversion_layout.py)",
     device="cpu",
-    # float64: OpenVINO's CPU plugin computes it in float32, a silent precision loss
-    supported_dtypes=frozenset(DTYPES) - {torch.float64},
+    supported_dtypes=frozenset(DTYPES) - set(DTYPE_FALLBACKS),
     expected_fallbacks=EXPECTED_FALLBACKS,
+    dtype_fallbacks=DTYPE_FALLBACKS,
 ))
 
 

@@ -48,7 +48,7 @@ def _slice(x, start, stop, step, axes):
 def _gather(x, indices, axis, batch_dims=0):
     axis = axis % x.dim()
     flat = x.index_select(axis, indices.reshape(-1) % x.shape[axis])
-    return flat.reshape(*x.shape[:axis], *indices.shape, *x.shape[axis + 1:])
+    return flat.reshape([*x.shape[:axis], *indices.shape, *x.shape[axis + 1:]])
 
 
 def _squeeze(x, axes):

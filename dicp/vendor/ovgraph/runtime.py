@@ -39,7 +39,7 @@ class EnginePart:
     def __call__(self, feeds):
         inputs = [self._as_numpy(value, dtype) for value, dtype in zip(feeds, self.numpy_types)]
         results = self.request.infer(inputs, share_inputs=True, share_outputs=False)
-        return tuple(torch.from_numpy(np.ascontiguousarray(r)) for r in results.to_tuple())
+        return tuple(torch.from_numpy(r) for r in results.to_tuple())
 
     @staticmethod
     def _as_numpy(value, dtype):
