@@ -70,8 +70,7 @@ UNARY_ROWS = {
 INTEGER_IDENTITY = {aten.floor: "Floor", aten.ceil: "Ceiling"}  # exact on integers
 PREDICATES = {aten.isnan: "IsNaN", aten.isinf: "IsInf"}
 BINARY_ROWS = {
-    aten.mul: "Multiply", aten.pow: "Power", aten.maximum: "Maximum",
-    aten.minimum: "Minimum", aten.remainder: "FloorMod", aten.fmod: "Mod",
+    aten.mul: "Multiply", aten.pow: "Power", aten.remainder: "FloorMod", aten.fmod: "Mod",
 }
 COMPARISONS = {aten.eq: "Equal", aten.ne: "NotEqual", aten.lt: "Less", aten.le: "LessEqual",
                aten.gt: "Greater", aten.ge: "GreaterEqual"}
@@ -147,6 +146,45 @@ def add_sub(ctx, a, b, alpha=1):
     return op(ctx, name, cast(ctx, a, dtype), b)
 
 
+@register_conversion(CONVERSIONS, [aten.maximum, aten.minimum])
+def maximum_minimum(ctx, a, b):
+    """torch propagates NaN through maximum/minimum; OpenVINO's Maximum may not."""
+    name = "Maximum" if ctx.node.target.overloadpacket is aten.maximum else "Minimum"
+    dtype = ctx.out.dtype
+    a, b = cast(ctx, a, dtype), cast(ctx, b, dtype)
+    result = op(ctx, name, a, b)
+    if not dtype.is_floating_point:
+        return result
+    either_nan = op(ctx, "LogicalOr", op(ctx, "IsNaN", a), op(ctx, "IsNaN", b))
+    return op(ctx, "Select", either_nan, op(ctx, "Add", a, b), result)
+
+
+@register_conversion(CONVERSIONS, aten.log1p)
+def log1p(ctx, x):
+    """log(1 + x) accurate for small x: log(u) * x / (u - 1) with u = 1 + x (u == 1: x)."""
+    dtype = ctx.out.dtype
+    x = cast(ctx, x, dtype)
+    u = op(ctx, "Add", x, cast(ctx, 1, dtype))
+    u_minus_1 = op(ctx, "Subtract", u, cast(ctx, 1, dtype))
+    scaled = op(ctx, "Divide", op(ctx, "Multiply", op(ctx, "Log", u), x), u_minus_1)
+    exact = op(ctx, "Equal", u, cast(ctx, 1, dtype))
+    return op(ctx, "Select", exact, x, op(ctx, "Select", op(ctx, "IsInf", u), u, scaled))
+
+
+@register_conversion(CONVERSIONS, aten.expm1)
+def expm1(ctx, x):
+    """exp(x) - 1 accurate for small x: (u - 1) * x / log(u) with u = exp(x)."""
+    dtype = ctx.out.dtype
+    x = cast(ctx, x, dtype)
+    u = op(ctx, "Exp", x)
+    u_minus_1 = op(ctx, "Subtract", u, cast(ctx, 1, dtype))
+    scaled = op(ctx, "Divide", op(ctx, "Multiply", u_minus_1, x), op(ctx, "Log", u))
+    exact = op(ctx, "Equal", u, cast(ctx, 1, dtype))
+    saturated = op(ctx, "LogicalOr", op(ctx, "IsInf", u),
+                   op(ctx, "Equal", u_minus_1, cast(ctx, -1, dtype)))
+    return op(ctx, "Select", exact, x, op(ctx, "Select", saturated, u_minus_1, scaled))
+
+
 @register_conversion(CONVERSIONS, aten.rsqrt)
 def rsqrt(ctx, x):
     dtype = ctx.out.dtype
@@ -166,9 +204,16 @@ def logical_not(ctx, x):
     return op(ctx, "BitwiseNot", x)
 
 
-@register_conversion(CONVERSIONS, aten.round.default)
-def round_half_even(ctx, x):
-    return op(ctx, "Round", x, "half_to_even") if ctx.out.dtype.is_floating_point else x
+@register_conversion(CONVERSIONS, aten.round)
+def round_half_even(ctx, x, decimals=0):
+    if not ctx.out.dtype.is_floating_point:
+        return x
+    if decimals == 0:
+        return op(ctx, "Round", x, "half_to_even")
+    # as torch: nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d for d < 0
+    scale = cast(ctx, 10.0 ** abs(decimals), ctx.out.dtype)
+    inward, outward = ("Multiply", "Divide") if decimals > 0 else ("Divide", "Multiply")
+    return op(ctx, outward, op(ctx, "Round", op(ctx, inward, x, scale), "half_to_even"), scale)
 
 
 @register_conversion(CONVERSIONS, aten.gelu)
@@ -186,16 +231,32 @@ def integer_floor_divide(ctx, a, b):
     return op(ctx, "Divide", op(ctx, "Subtract", a, op(ctx, "FloorMod", a, b)), b)
 
 
+def float_floor_divide(ctx, a, b, dtype):
+    """As torch's div_floor: (a - fmod(a, b)) / b, one less where the remainder's sign
+    differs from b's, rounded to the integer it stands for; plain a / b where b == 0."""
+    mod = op(ctx, "Mod", a, b)
+    quotient = op(ctx, "Divide", op(ctx, "Subtract", a, mod), b)
+    zero = cast(ctx, 0, dtype)
+    signs_differ = op(ctx, "NotEqual", op(ctx, "Less", b, zero), op(ctx, "Less", mod, zero))
+    adjust = op(ctx, "LogicalAnd", op(ctx, "NotEqual", mod, zero), signs_differ)
+    quotient = op(ctx, "Select", adjust, op(ctx, "Subtract", quotient, cast(ctx, 1, dtype)),
+                  quotient)
+    rounded = op(ctx, "Round", quotient, "half_to_even")
+    plain = op(ctx, "Floor", op(ctx, "Divide", a, b))
+    return op(ctx, "Select", op(ctx, "Equal", b, zero), plain, rounded)
+
+
 @register_conversion(CONVERSIONS, aten.div)
 def div(ctx, a, b, rounding_mode=None):
     dtype = ctx.out.dtype
     a, b = cast(ctx, a, dtype), cast(ctx, b, dtype)
-    if not dtype.is_floating_point and rounding_mode == "floor":
-        return integer_floor_divide(ctx, a, b)
+    if rounding_mode == "floor":
+        return (float_floor_divide(ctx, a, b, dtype) if dtype.is_floating_point
+                else integer_floor_divide(ctx, a, b))
     quotient = op(ctx, "Divide", a, b)
     if not dtype.is_floating_point or rounding_mode is None:
         return quotient
-    return op(ctx, "Floor", quotient) if rounding_mode == "floor" else trunc_value(ctx, quotient)
+    return trunc_value(ctx, quotient)
 
 
 @register_conversion(CONVERSIONS, aten.trunc)
@@ -270,6 +331,28 @@ def var(ctx, x, dims=None, correction=None, keepdim=False):
     if ctx.node.target is aten.var.correction:
         return variance
     return variance, mean if keepdim else op(ctx, "Reshape", mean, list(ctx.out[1].shape), False)
+
+
+@register_conversion(CONVERSIONS, [aten.argmax, aten.argmin])
+def argmax(ctx, x, dim=None, keepdim=False):
+    """The first index of the extreme value (of the first NaN, as torch, when there is one)."""
+    if not ctx.val(x).dtype.is_floating_point and ctx.val(x).dtype != torch.int64 and \
+            ctx.val(x).dtype != torch.int32:
+        raise Unsupported(f"dtype {ctx.val(x).dtype}")
+    if dim is None or ctx.val(x).dim() == 0:
+        x, dim = op(ctx, "Reshape", x, [-1], False), 0
+    extreme = "ReduceMax" if ctx.node.target.overloadpacket is aten.argmax else "ReduceMin"
+    hits = op(ctx, "Equal", x, op(ctx, extreme, x, [dim], True))
+    if ctx.val(x).dtype.is_floating_point:
+        nans = op(ctx, "IsNaN", x)
+        hits = op(ctx, "Select", op(ctx, "ReduceLogicalOr", nans, [dim], True), nans, hits)
+    size = ctx.val(x).shape[dim]
+    rank = ctx.val(x).dim()
+    positions = op(ctx, "Reshape", op(ctx, "Range", 0, size, 1, torch.int64),
+                   [-1] + [1] * (rank - 1 - dim % rank), False)
+    candidates = op(ctx, "Select", hits, positions, cast(ctx, size, torch.int64))
+    return op(ctx, "Reshape", op(ctx, "ReduceMin", candidates, [dim], True),
+              list(ctx.out.shape), False)
 
 
 @register_conversion(CONVERSIONS, aten.cumsum)

@@ -98,6 +98,11 @@ def constant_pad(ctx, x, pad, value=0):
 # ---- indexing ----
 @register_conversion(CONVERSIONS, aten.index_select)
 def index_select(ctx, x, dim, index):
+    if ctx.val(index).dim() == 0:  # torch takes a 0-d index as one index, keeping the dim
+        index = op(ctx, "Reshape", index, [1], False)
+    if ctx.val(x).dim() == 0:
+        return op(ctx, "Reshape", op(ctx, "Gather", op(ctx, "Reshape", x, [1], False), index,
+                                     0), [], False)
     return op(ctx, "Gather", x, index, dim)
 
 
@@ -108,8 +113,10 @@ def embedding(ctx, weight, indices, *rest):
 
 @register_conversion(CONVERSIONS, aten.gather.default)
 def gather(ctx, x, dim, index, sparse_grad=False):
-    if ctx.val(x).dim() == 0:
-        raise Unsupported("a 0-d input")
+    if ctx.val(x).dim() == 0:  # OpenVINO's GatherElements wants a dim to gather along
+        flat = op(ctx, "GatherElements", op(ctx, "Reshape", x, [1], False),
+                  op(ctx, "Reshape", index, [1], False), 0)
+        return op(ctx, "Reshape", flat, [], False)
     return op(ctx, "GatherElements", x, index, dim)
 
 
@@ -145,7 +152,9 @@ def full(ctx, size_or_like, value=None, **kwargs):
 
 @register_conversion(CONVERSIONS, [aten.zeros.default, aten.ones.default,
                                    aten.zeros_like.default, aten.ones_like.default,
-                                   aten.empty.memory_format, aten.empty_like.default])
+                                   aten.empty.memory_format, aten.empty_like.default,
+                                   aten.empty_strided.default, aten.empty_permuted.default,
+                                   aten.new_empty_strided.default])
 def filled(ctx, *args, **kwargs):
     value = 1 if ctx.node.target.overloadpacket in (aten.ones, aten.ones_like) else 0
     fill = op(ctx, "Constant", value, ctx.out.dtype)
@@ -161,6 +170,30 @@ def arange(ctx, *args, **kwargs):
     if not dtype.is_floating_point and any(isinstance(v, float) for v in (start, end, step)):
         raise Unsupported("an integer arange with float bounds")
     return op(ctx, "Range", start, end, step, dtype)
+
+
+@register_conversion(CONVERSIONS, prims.iota.default)
+def iota(ctx, length, *, start, step, dtype, **kwargs):
+    start, step = scalar(ctx, start), scalar(ctx, step)
+    return op(ctx, "Range", start, start + scalar(ctx, length) * step, step, dtype)
+
+
+@register_conversion(CONVERSIONS, aten.as_strided.default)
+def as_strided(ctx, x, size, stride, storage_offset=None):
+    """Elements of x's storage: a Gather from the flattened value at sum(i_d * stride_d) +
+    offset. Exact only when x's layout is its flattened value (contiguous, offset 0)."""
+    val = ctx.val(x)
+    if not val.is_contiguous() or val.storage_offset() != 0:
+        raise Unsupported("an input that is not contiguous from offset 0")
+    rank = len(size)
+    index = op(ctx, "Constant", scalar(ctx, storage_offset or 0), torch.int64)
+    for d, (length, step) in enumerate(zip(size, stride)):
+        positions = op(ctx, "Range", 0, scalar(ctx, length), 1, torch.int64)
+        positions = op(ctx, "Multiply", positions, op(ctx, "Constant", scalar(ctx, step),
+                                                      torch.int64))
+        shape = [1] * d + [-1] + [1] * (rank - 1 - d)
+        index = op(ctx, "Add", index, op(ctx, "Reshape", positions, shape, False))
+    return op(ctx, "Gather", op(ctx, "Reshape", x, [-1], False), index, 0)
 
 
 # ---- convolution ----

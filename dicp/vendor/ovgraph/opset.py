@@ -77,7 +77,9 @@ def _pad(x, pads_begin, pads_end, mode, value):
     pads = []
     for begin, end in reversed(list(zip(pads_begin, pads_end))):
         pads += [begin, end]
-    return torch.nn.functional.pad(x, pads, value=value)
+    padded = torch.nn.functional.pad(x, pads)
+    inside = torch.nn.functional.pad(torch.ones_like(x, dtype=torch.bool), pads)
+    return torch.where(inside, padded, value)
 
 
 def _convolution(x, w, strides, pads_begin, pads_end, dilations):
