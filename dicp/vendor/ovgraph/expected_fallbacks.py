@@ -7,6 +7,7 @@ import torch
 
 _RANDOM = "random numbers: OpenVINO's RandomUniform does not reproduce torch's generator"
 _COMPLEX = "complex dtypes: OpenVINO has no complex element type"
+_LATER = "no converter yet: OpenVINO's {} would run it; add the row in conversion.py"
 
 EXPECTED_FALLBACKS = {
     "aten.view_as_complex.*": _COMPLEX,
@@ -16,6 +17,28 @@ EXPECTED_FALLBACKS = {
     "aten.rand*": _RANDOM,
     "aten.normal*": _RANDOM,
     "aten.uniform*": _RANDOM,
+    # no storage in a graph engine: as_strided of a value that is not its own flat storage
+    "aten.as_strided.default": "a strided view of memory the engine's values do not have "
+                               "(converted when the input is contiguous from offset 0)",
+    # Not converted yet; each names the OpenVINO op a converter would use.
+    "aten.scatter_add.default": _LATER.format("ScatterElementsUpdate (reduction sum)"),
+    "aten.scatter.*": _LATER.format("ScatterElementsUpdate"),
+    "aten.index_put.default": _LATER.format("ScatterNDUpdate"),
+    "aten.index.Tensor": _LATER.format("GatherND (several or boolean indices; one integer "
+                                       "index on the first dim is converted)"),
+    "aten.slice_scatter.default": _LATER.format("SliceScatter"),
+    "aten._scaled_dot_product_flash_attention_for_cpu.default":
+        _LATER.format("ScaledDotProductAttention"),
+    "aten.topk.default": _LATER.format("TopK"),
+    "aten.sort.default": _LATER.format("TopK over the whole dim (stable order)"),
+    "aten.repeat_interleave.Tensor": _LATER.format("a data-dependent output shape"),
+    "aten.max_pool2d_with_indices*": _LATER.format("MaxPool-14 (with indices)"),
+    "aten.avg_pool2d*": _LATER.format("AvgPool"),
+    "aten._adaptive_avg_pool2d*": _LATER.format("AdaptiveAvgPool"),
+    "aten._native_batch_norm_legit*": _LATER.format("BatchNormInference and reductions"),
+    "aten.convolution_backward.default": _LATER.format("ConvolutionBackpropData"),
+    "aten.convolution.default": _LATER.format("ConvolutionBackpropData (transposed only; "
+                                              "plain and grouped convolutions are converted)"),
 }
 
 # Ops on these dtypes run eagerly whatever the op (Backend.dtype_fallbacks).
