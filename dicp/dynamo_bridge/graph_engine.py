@@ -107,10 +107,22 @@ class GraphEngineCodegen(GraphCodegenBase):
                 not isinstance(val, torch.Tensor) or val.is_contiguous():
             return super().output_value(arg, val)
         if any(stride == 0 for size, stride in zip(val.shape, val.stride()) if size != 1):
-            return value  # an expanded layout cannot be copied into; its values are right
+            return self._expanded(value, val)
         restrided = self.wrapper.allocate(val.dtype, shape_of(val), strides_of(val))
         self.wrapper.lines.append(f"{restrided}.copy_({self.wrapper.literal(value)})")
         return Var(restrided)
+
+    def _expanded(self, value, val):
+        """An output in an expanded layout (stride 0, e.g. the expand of an input, which
+        AOTAutograd rebuilds from the input with the output's strides): one slice of the
+        engine's dense result along each broadcast dim, expanded back."""
+        index = ", ".join("0:1" if stride == 0 and size != 1 else ":"
+                          for size, stride in zip(val.shape, val.stride()))
+        name = Var(self.wrapper.fresh())
+        self.wrapper.lines.append(
+            f"{name} = {self.wrapper.literal(value)}[{index}].contiguous().expand("
+            f"{self.wrapper.literal(shape_of(val))})")
+        return name
 
 
 def _engine_result(arg):

@@ -118,3 +118,22 @@ def test_dynamic_views_and_integer_ops(warm_cache, monkeypatch):
         idx = torch.tensor([0, -1, 1, 1, -5, 4]) % rows - rows // 2  # repeated, negative
         for got, want in zip(compiled_fn(x, idx), fn(x, idx), strict=True):
             torch.testing.assert_close(got, want)
+
+
+def test_declared_dtype_fallback_is_allowed_under_strict(warm_cache, monkeypatch):
+    """float64 runs eagerly (OpenVINO's CPU plugin would compute it in float32): a fallback
+    ovgraph declares in Backend.dtype_fallbacks, so strict mode allows it, and reports it."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+    from dicp.dynamo_bridge.fallback import declared_reason
+
+    def fn(x):
+        return (x + 1e-10) - 1.0
+
+    x = torch.ones(3, dtype=torch.float64)
+    with observe_fallbacks() as fallbacks:
+        out = compiled(fn, dynamic=False)(x)
+    torch.testing.assert_close(out, fn(x), rtol=0, atol=0)  # 1e-10 survives: float64 kept
+    assert fallbacks and all(f.dtype == "torch.float64" for f in fallbacks)
+    backend = ovgraph.BACKEND
+    assert all("float32" in declared_reason(backend, f.op, f.dtype) for f in fallbacks)
+    assert declared_reason(backend, fallbacks[0].op) is None  # the op itself is not declared

@@ -246,7 +246,7 @@ def float_floor_divide(ctx, a, b, dtype):
     return op(ctx, "Select", op(ctx, "Equal", b, zero), plain, rounded)
 
 
-@register_conversion(CONVERSIONS, aten.div)
+@register_conversion(CONVERSIONS, [aten.div, aten.true_divide])
 def div(ctx, a, b, rounding_mode=None):
     dtype = ctx.out.dtype
     a, b = cast(ctx, a, dtype), cast(ctx, b, dtype)

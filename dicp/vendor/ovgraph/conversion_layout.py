@@ -178,24 +178,6 @@ def iota(ctx, length, *, start, step, dtype, **kwargs):
     return op(ctx, "Range", start, start + scalar(ctx, length) * step, step, dtype)
 
 
-@register_conversion(CONVERSIONS, aten.as_strided.default)
-def as_strided(ctx, x, size, stride, storage_offset=None):
-    """Elements of x's storage: a Gather from the flattened value at sum(i_d * stride_d) +
-    offset. Exact only when x's layout is its flattened value (contiguous, offset 0)."""
-    val = ctx.val(x)
-    if not val.is_contiguous() or val.storage_offset() != 0:
-        raise Unsupported("an input that is not contiguous from offset 0")
-    rank = len(size)
-    index = op(ctx, "Constant", scalar(ctx, storage_offset or 0), torch.int64)
-    for d, (length, step) in enumerate(zip(size, stride)):
-        positions = op(ctx, "Range", 0, scalar(ctx, length), 1, torch.int64)
-        positions = op(ctx, "Multiply", positions, op(ctx, "Constant", scalar(ctx, step),
-                                                      torch.int64))
-        shape = [1] * d + [-1] + [1] * (rank - 1 - d)
-        index = op(ctx, "Add", index, op(ctx, "Reshape", positions, shape, False))
-    return op(ctx, "Gather", op(ctx, "Reshape", x, [-1], False), index, 0)
-
-
 # ---- convolution ----
 @register_conversion(CONVERSIONS, aten.convolution.default)
 def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, output_padding,

@@ -18,8 +18,9 @@ EXPECTED_FALLBACKS = {
     "aten.normal*": _RANDOM,
     "aten.uniform*": _RANDOM,
     # no storage in a graph engine: as_strided of a value that is not its own flat storage
-    "aten.as_strided.default": "a strided view of memory the engine's values do not have "
-                               "(converted when the input is contiguous from offset 0)",
+    "aten.as_strided.default": "a strided view of storage, which the engine's values do not "
+                               "have (a Gather over the flattened input read wrong elements "
+                               "in the op suite: the input's storage is not its value)",
     # Not converted yet; each names the OpenVINO op a converter would use.
     "aten.scatter_add.default": _LATER.format("ScatterElementsUpdate (reduction sum)"),
     "aten.scatter.*": _LATER.format("ScatterElementsUpdate"),
@@ -27,10 +28,10 @@ EXPECTED_FALLBACKS = {
     "aten.index.Tensor": _LATER.format("GatherND (several or boolean indices; one integer "
                                        "index on the first dim is converted)"),
     "aten.slice_scatter.default": _LATER.format("SliceScatter"),
-    "aten._scaled_dot_product_flash_attention_for_cpu.default":
+    "aten._scaled_dot_product_flash_attention_for_cpu*":
         _LATER.format("ScaledDotProductAttention"),
     "aten.topk.default": _LATER.format("TopK"),
-    "aten.sort.default": _LATER.format("TopK over the whole dim (stable order)"),
+    "aten.sort.*": _LATER.format("TopK over the whole dim (stable order)"),
     "aten.repeat_interleave.Tensor": _LATER.format("a data-dependent output shape"),
     "aten.max_pool2d_with_indices*": _LATER.format("MaxPool-14 (with indices)"),
     "aten.avg_pool2d*": _LATER.format("AvgPool"),
