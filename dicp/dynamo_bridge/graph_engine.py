@@ -11,6 +11,7 @@ shared wrapper runs the ATen calls between them. No backend name here: any engin
 import operator
 import warnings
 
+import sympy
 import torch
 import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
@@ -18,7 +19,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from .graph_codegen import GraphCodegenBase
 from .operator import Operator
-from .symbolic import shape_of, strides_of
+from .symbolic import shape_of, strides_of, to_sympy
 from .wrapper import Var
 
 
@@ -86,14 +87,40 @@ class GraphEngineCodegen(GraphCodegenBase):
     def run(self):
         self.gm = partition_vendor_ops(self.gm)
         self.subgraphs = []  # the submodules in call order
+        self.engine_values = set()  # wrapper variables holding dense engine results
         return super().run()
 
     def call_module(self, node):
         submodule = self.gm.get_submodule(node.target)
         self.subgraphs.append(submodule)
-        inputs = [self._materialize_node(arg) if isinstance(arg, fx.Node) else arg
-                  for arg in node.args]
-        return self.engine_subgraph(node, submodule, inputs)
+        # the engine takes values, dense: no layout to restore for its inputs
+        inputs = [self.env[arg] if isinstance(arg, fx.Node) else arg for arg in node.args]
+        result = self.engine_subgraph(node, submodule, inputs)
+        for value in (result if isinstance(result, tuple) else (result,)):
+            if isinstance(value, Var):
+                self.engine_values.add(value)
+        return result
+
+    def materialize(self, value, val=None):
+        """An engine result handed to an eager ATen call, in the layout the ATen graph gave
+        it: an op such as as_strided reads storage, not values (found on LLaMA's rotate_half,
+        where a dense result read as a permuted view gave wrong numbers)."""
+        if value not in self.engine_values or not isinstance(val, torch.Tensor) or \
+                val.is_contiguous() and val.storage_offset() == 0:
+            return value
+        if any(stride == 0 for size, stride in zip(val.shape, val.stride()) if size != 1):
+            return self._expanded(value, val)
+        sizes, strides = shape_of(val), strides_of(val)
+        offset = sympy.sympify(val.storage_offset()) if not isinstance(
+            val.storage_offset(), torch.SymInt) else to_sympy(val.storage_offset())
+        extent = offset + 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides))
+        name = Var(self.wrapper.fresh())
+        literal = self.wrapper.literal
+        self.wrapper.lines.append(
+            f"{name} = torch.empty({literal(extent)}, dtype={val.dtype}).as_strided("
+            f"{literal(sizes)}, {literal(strides)}, {literal(offset)})")
+        self.wrapper.lines.append(f"{name}.copy_({literal(value)})")
+        return name
 
     def engine_subgraph(self, node, submodule, inputs):
         raise NotImplementedError(f"{type(self).__name__} does not build engine subgraphs: "

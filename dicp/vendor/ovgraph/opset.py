@@ -42,7 +42,7 @@ def _slice(x, start, stop, step, axes):
     index = [slice(None)] * x.dim()
     for b, e, s, a in zip(start, stop, step, axes):
         index[a] = slice(b, e, s)
-    return x[tuple(index)].contiguous()
+    return x[tuple(index)]
 
 
 def _gather(x, indices, axis, batch_dims=0):
@@ -138,8 +138,10 @@ REDUCE = {
 }
 LAYOUT = {
     "Reshape": ("reshape", lambda x, shape, special_zero=False: x.reshape(list(shape))),
-    "Transpose": ("transpose", lambda x, order: x.permute(list(order)).contiguous()),
-    "Broadcast": ("broadcast", lambda x, shape: x.expand(list(shape)).contiguous()),
+    # views as ATen makes them: the fake results carry ATen's layouts, which an eager call
+    # reading storage (as_strided) gets when it takes an engine result (GraphEngineCodegen)
+    "Transpose": ("transpose", lambda x, order: x.permute(list(order))),
+    "Broadcast": ("broadcast", lambda x, shape: x.expand(list(shape))),
     "Slice": ("slice", _slice),
     "Concat": ("concat", lambda xs, axis: torch.cat(list(xs), axis)),
     "Squeeze": ("squeeze", _squeeze),
