@@ -96,7 +96,13 @@ def main():
     for name, (make_model, make_input) in MODELS.items():
         torch.manual_seed(0)
         model, x = make_model().eval(), make_input()
-        results = {engine: measure(engine, model, x, args.repeat) for engine in ENGINES}
+        results = {}
+        for engine in ENGINES:
+            try:
+                results[engine] = measure(engine, model, x, args.repeat)
+            except Exception as error:  # one engine failing must not hide the others' numbers
+                print(f"{name:36s} {engine:10s} failed: {type(error).__name__}: "
+                      f"{str(error).splitlines()[0][:80]}")
         eager_step, reference = results["eager"][1], results["eager"][2]
         for engine, (compile_s, step_s, out) in results.items():
             diff = (out - reference).abs().max().item()
