@@ -14,18 +14,20 @@ setup(
     description="Device-Independent Compile Platform: plug a device into torch.compile",
     packages=find_packages(include=["dicp", "dicp.*"]),
     package_data={"dicp": ["vendor/*/codegen/templates/*.j2", "vendor/*/codegen/include/*.h",
-                            "dynamo_bridge/templates/*.j2", "tools/backend_template/*",
+                            "dynamo_bridge/templates/*.j2",
+                            "vendor/*/templates/*.j2", "tools/backend_template/*",
                             "tools/backend_template/*/*", "tools/backend_template/*/*/*"]},
     python_requires=">=3.10",
     install_requires=[SUPPORTED["TORCH_REQUIREMENT"], "jinja2>=3.0", "sympy>=1.12", "numpy",
                       "packaging"],
     # transformers: the debugging tools are tested on Hugging Face GPT-2 (built from a config);
-    # expecttest: torch's OpInfo database imports it
+    # expecttest: torch's OpInfo database imports it; openvino: the ovgraph backend's SDK
     extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "cryptography>=41", "transformers",
-                             "expecttest"]},
+                             "expecttest", "openvino>=2024.0"]},
     entry_points={
         "torch_dynamo_backends": [
             "new_backendgraph = dicp.vendor.new_backendGraph:new_backendgraph",
+            "ovgraph = dicp.vendor.ovgraph:ovgraph",
         ],
     },
 )

@@ -17,6 +17,7 @@ class Fallback:
     backend: str
     op: str       # "aten.add.Tensor"
     reason: str   # "no converter", "forced by DICP_FALLBACK_OPS", or a converter's reason
+    dtype: str = ""  # "torch.float64" when the op fell back for a dtype the backend lacks
 
 
 # The lists of the open observe_fallbacks() blocks: a registry of listeners, in the spirit of the
@@ -40,9 +41,13 @@ def record_fallback(fallback: Fallback) -> None:
         seen.append(fallback)
 
 
-def declared_reason(backend, op: str):
-    """The reason `backend` declares for falling back on `op`, or None if it declares none."""
+def declared_reason(backend, op: str, dtype: str = ""):
+    """The reason `backend` declares for falling back on `op` (on `dtype`, when the fallback
+    was for a dtype it lacks), or None if it declares none."""
     for pattern, reason in backend.expected_fallbacks.items():
         if matches_any(op, [pattern]):
+            return reason
+    for declared_dtype, reason in getattr(backend, "dtype_fallbacks", {}).items():
+        if dtype and str(declared_dtype) == dtype:
             return reason
     return None

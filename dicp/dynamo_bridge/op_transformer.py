@@ -27,6 +27,7 @@ class Unsupported(Exception):
     def __init__(self, reason, advice=None):
         super().__init__(reason)
         self.advice = advice
+        self.dtype = ""  # set when the reason is a dtype the backend does not support
 
 
 class UnsupportedOpError(NotImplementedError):
@@ -116,7 +117,8 @@ class OpTransformer:
             self._check_dtypes(node)
             return _mark_results(converter(self.ctx, *args, **kwargs), node)
         except Unsupported as unsupported:
-            return self._fallback(node, args, kwargs, str(unsupported), unsupported.advice)
+            return self._fallback(node, args, kwargs, str(unsupported), unsupported.advice,
+                                  unsupported.dtype)
         except Exception as error:  # a converter bug must not cost the user a working program
             reason = f"its converter failed with {type(error).__name__}: {error}"
             advice = f"fix the converter of {op_name(node.target)} in {self._table()}"
@@ -130,10 +132,13 @@ class OpTransformer:
         vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
         for val in leaves(vals, torch.Tensor):
             if supported and val.dtype not in supported:
-                raise Unsupported(f"dtype {val.dtype} is not supported by {self.backend.name} "
-                                  f"(supported: {', '.join(sorted(map(str, supported)))})",
-                                  f"add {val.dtype} to the backend's Backend.supported_dtypes "
-                                  f"once its codegen handles that type")
+                unsupported = Unsupported(
+                    f"dtype {val.dtype} is not supported by {self.backend.name} "
+                    f"(supported: {', '.join(sorted(map(str, supported)))})",
+                    f"add {val.dtype} to the backend's Backend.supported_dtypes once its "
+                    f"codegen handles that type")
+                unsupported.dtype = str(val.dtype)
+                raise unsupported
 
     def _lookup(self, arg):
         return self.env[arg] if isinstance(arg, fx.Node) else arg
@@ -153,12 +158,12 @@ class OpTransformer:
             return RANDOM
         return None
 
-    def _fallback(self, node, args, kwargs, reason, advice=None):
+    def _fallback(self, node, args, kwargs, reason, advice=None, dtype=""):
         if node.target is not operator.getitem:
             name = op_name(node.target)
             profile.fallback(name)
             forced = self._forced_reason(node.target)
-            self._report_fallback(name, forced or reason, forced is not None, advice)
+            self._report_fallback(name, forced or reason, forced is not None, advice, dtype)
         return self._copy(node, args, kwargs)
 
     def _copy(self, node, args, kwargs):
@@ -167,10 +172,10 @@ class OpTransformer:
         new.meta[ORIGIN] = _origin(node, result=True)
         return new
 
-    def _report_fallback(self, name, reason, forced, advice=None):
+    def _report_fallback(self, name, reason, forced, advice=None, dtype=""):
         backend = self.backend.name
-        record_fallback(Fallback(backend, name, reason))
-        declared = declared_reason(self.backend, name)
+        record_fallback(Fallback(backend, name, reason, dtype))
+        declared = declared_reason(self.backend, name, dtype)
         if declared is not None:
             # expected, so not a warning: DICP_STRICT=1 or logging at INFO shows them
             log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s), a "

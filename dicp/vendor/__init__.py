@@ -19,6 +19,9 @@ class Backend:
     vendor_ops                          op name -> Operator: the vocabulary, by which the graph
                                         cache and precompiled functions name the ops a
                                         wrapper calls
+    dtype_fallbacks                     dtype -> why ops on it run as eager fallback (a dtype
+                                        outside supported_dtypes the backend declares: allowed
+                                        like expected_fallbacks)
     """
     name: str
     opset_transform: Callable
@@ -30,6 +33,7 @@ class Backend:
     device: str = "cpu"
     supported_dtypes: frozenset = frozenset()  # empty: every dtype
     expected_fallbacks: Mapping[str, str] = field(default_factory=dict)
+    dtype_fallbacks: Mapping[Any, str] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
     vendor_ops: Mapping[str, Any] = field(default_factory=dict)
 

@@ -118,8 +118,8 @@ def pytest_pyfunc_call(pyfuncitem):
 def record_fallbacks(item, backend, fallbacks):
     """Each op the test's graphs ran as eager fallback, as a report property (`--junitxml`
     with junit_family=xunit1 writes them), marked declared or not."""
-    for op, reason in sorted({(f.op, f.reason) for f in fallbacks}):
-        declared = backend is not None and declared_reason(backend, op) is not None
+    for op, reason, dtype in sorted({(f.op, f.reason, f.dtype) for f in fallbacks}):
+        declared = backend is not None and declared_reason(backend, op, dtype) is not None
         item.user_properties.append(
             ("eager_fallback", f"{op} ({reason}{'; declared' if declared else ''})"))
 
@@ -127,7 +127,7 @@ def record_fallbacks(item, backend, fallbacks):
 def assert_only_declared(backend, fallbacks):
     """An op test passes only if its op ran natively: no fallback the backend did not declare."""
     undeclared = sorted({f"{f.op} ({f.reason})" for f in fallbacks
-                         if declared_reason(backend, f.op) is None})
+                         if declared_reason(backend, f.op, f.dtype) is None})
     if undeclared:
         pytest.fail(f"{backend.name} ran {', '.join(undeclared)} as eager fallback, and does "
                     f"not declare it in Backend.expected_fallbacks: an op test passes only when "

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import dicp.vendor.new_backendGraph  # noqa: F401  (declares the backend's knobs)
+import dicp.vendor.ovgraph  # noqa: F401  (declares its knobs; openvino is imported only to compile)
 from dicp import config as dicp_config
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,52 @@
+"""The ATen ops ovgraph knowingly runs as eager fallback, each with its reason.
+
+Strict mode (DICP_STRICT=1) allows these and no other; the op test harness fails a test whose
+graph falls back on an op not listed. Keys are fnmatch patterns over `aten.<op>.<overload>`.
+"""
+import torch
+
+_RANDOM = "random numbers: OpenVINO's RandomUniform does not reproduce torch's generator"
+_COMPLEX = "complex dtypes: OpenVINO has no complex element type"
+_LATER = "no converter yet: OpenVINO's {} would run it; add the row in conversion.py"
+
+EXPECTED_FALLBACKS = {
+    "aten.view_as_complex.*": _COMPLEX,
+    "aten.view_as_real.*": _COMPLEX,
+    "aten.native_dropout.*": _RANDOM,
+    "aten.bernoulli*": _RANDOM,
+    "aten.rand*": _RANDOM,
+    "aten.normal*": _RANDOM,
+    "aten.uniform*": _RANDOM,
+    # no storage in a graph engine: as_strided of a value that is not its own flat storage
+    "aten.as_strided.default": "a strided view of storage, which the engine's values do not "
+                               "have (a Gather over the flattened input read wrong elements "
+                               "in the op suite: the input's storage is not its value)",
+    # Not converted yet; each names the OpenVINO op a converter would use.
+    "aten.scatter_add.default": _LATER.format("ScatterElementsUpdate (reduction sum)"),
+    "aten.scatter.*": _LATER.format("ScatterElementsUpdate"),
+    "aten.index_put.default": _LATER.format("ScatterNDUpdate"),
+    "aten.index.Tensor": _LATER.format("GatherND (several or boolean indices; one integer "
+                                       "index on the first dim is converted)"),
+    "aten.slice_scatter.default": _LATER.format("SliceScatter"),
+    "aten._scaled_dot_product_flash_attention_for_cpu*":
+        _LATER.format("ScaledDotProductAttention"),
+    "aten.topk.default": _LATER.format("TopK"),
+    "aten.sort.*": _LATER.format("TopK over the whole dim (stable order)"),
+    "aten.repeat_interleave.Tensor": _LATER.format("a data-dependent output shape"),
+    "aten.max_pool2d_with_indices*": _LATER.format("MaxPool-14 (with indices)"),
+    "aten.avg_pool2d*": _LATER.format("AvgPool"),
+    "aten._adaptive_avg_pool2d*": _LATER.format("AdaptiveAvgPool"),
+    "aten._native_batch_norm_legit*": _LATER.format("BatchNormInference and reductions"),
+    "aten.convolution_backward.default": _LATER.format("ConvolutionBackpropData"),
+    "aten.convolution.default": _LATER.format("ConvolutionBackpropData (transposed only; "
+                                              "plain and grouped convolutions are converted)"),
+}
+
+# Ops on these dtypes run eagerly whatever the op (Backend.dtype_fallbacks).
+DTYPE_FALLBACKS = {
+    torch.float64: "OpenVINO's CPU plugin computes float64 in float32 (checked on openvino "
+                   "2026.4: 1.0 + 1e-10 == 1.0), a silent precision loss",
+    torch.bfloat16: "numpy, through which ovgraph feeds OpenVINO, has no bfloat16",
+    torch.complex64: "OpenVINO has no complex element type",
+    torch.complex128: "OpenVINO has no complex element type",
+}

@@ -1,0 +1,48 @@
+"""Running compiled OpenVINO Models on torch tensors.
+
+Inputs go in as numpy views of the torch tensors' memory (no copy for a contiguous tensor;
+`share_inputs=True`); outputs come back as numpy arrays OpenVINO wrote for this call, which
+`torch.from_numpy` wraps without copying.
+"""
+import functools
+
+import numpy as np
+import torch
+
+from dicp import config
+
+
+@functools.lru_cache(maxsize=None)
+def core():
+    """One OpenVINO Core per process (it owns the plugins and their thread pools)."""
+    import openvino as ov
+    return ov.Core()
+
+
+def compile_options() -> dict:
+    """The compile properties the knobs ask for."""
+    options = {"INFERENCE_PRECISION_HINT": config.ovgraph_precision,
+               "PERFORMANCE_HINT": "LATENCY"}
+    if config.ovgraph_model_cache:
+        options["CACHE_DIR"] = str(config.cache_dir / "openvino")
+    return options
+
+
+class EnginePart:
+    """One compiled engine subgraph: `part(feeds)` -> tuple of torch tensors."""
+
+    def __init__(self, model, device):
+        self.compiled = core().compile_model(model, device, compile_options())
+        self.request = self.compiled.create_infer_request()
+        self.numpy_types = [p.get_element_type().to_dtype() for p in model.get_parameters()]
+
+    def __call__(self, feeds):
+        inputs = [self._as_numpy(value, dtype) for value, dtype in zip(feeds, self.numpy_types)]
+        results = self.request.infer(inputs, share_inputs=True, share_outputs=False)
+        return tuple(torch.from_numpy(r) for r in results.to_tuple())
+
+    @staticmethod
+    def _as_numpy(value, dtype):
+        if isinstance(value, torch.Tensor):
+            return value.detach().contiguous().numpy()
+        return np.asarray(value, dtype=dtype)  # a size the wrapper computed

@@ -1,0 +1,139 @@
+"""ovgraph, the graph-engine backend on OpenVINO: whole graphs in OpenVINO under DICP_STRICT=1,
+one compile per graph across sizes, partitioning around ops OpenVINO lacks, training."""
+import importlib
+
+import pytest
+import torch
+
+pytest.importorskip("openvino")
+
+import dicp.vendor.ovgraph as ovgraph  # noqa: E402
+from dicp.dynamo_bridge.fallback import observe_fallbacks  # noqa: E402
+from dicp.dynamo_bridge.op_transformer import UnsupportedOpError  # noqa: E402
+
+# the module (the package's `compile_job` attribute is the function)
+compile_job = importlib.import_module("dicp.vendor.ovgraph.compile_job")
+
+from .helpers import cause_of, warm_cache  # noqa: E402,F401  (fixture)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(12, 32)
+        self.norm = torch.nn.LayerNorm(32)
+        self.down = torch.nn.Linear(32, 6)
+
+    def forward(self, x):
+        return torch.softmax(self.down(torch.nn.functional.gelu(self.norm(self.up(x)))), -1)
+
+
+class WithCumprod(MLP):
+    """cumprod has no OpenVINO converter: the graph splits around it."""
+
+    def forward(self, x):
+        h = self.norm(self.up(x))
+        return torch.softmax(self.down(torch.cumprod(h, -1) * 0.5 + h), -1)
+
+
+@pytest.fixture
+def parts_built(monkeypatch):
+    """Counts the OpenVINO compiles (one per engine subgraph of every compiled graph)."""
+    built = []
+
+    class Counted(compile_job.EnginePart):
+        def __init__(self, model, device):
+            built.append(model.get_friendly_name())
+            super().__init__(model, device)
+
+    monkeypatch.setattr(compile_job, "EnginePart", Counted)
+    return built
+
+
+def compiled(model, dynamic):
+    torch._dynamo.reset()
+    return torch.compile(model, backend=ovgraph.ovgraph, dynamic=dynamic)
+
+
+def check_step(model, compiled_model, rows):
+    """Forward and gradients (input and parameters) of one step against eager."""
+    x = torch.randn(rows, 12, requires_grad=True)
+    out, expected = compiled_model(x), model(x)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
+    grad = torch.randn_like(expected)
+    wrt = [x, *model.parameters()]
+    got = torch.autograd.grad(out, wrt, grad)
+    want = torch.autograd.grad(expected, wrt, grad)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_mlp_runs_entirely_in_openvino_under_strict(warm_cache, monkeypatch, parts_built,
+                                                    dynamic):
+    monkeypatch.setenv("DICP_STRICT", "1")
+    model = MLP()
+    compiled_model = compiled(model, dynamic)
+    # odd and even rows (a size of 1 would make dynamo specialize and compile again)
+    sizes = (5, 2, 8) if dynamic else (5,)
+    with observe_fallbacks() as fallbacks:
+        for rows in sizes:
+            check_step(model, compiled_model, rows)
+    assert fallbacks == []  # not even a declared one: every op ran in OpenVINO
+    # one forward and one backward graph, each a single OpenVINO Model compiled once, for
+    # every size
+    assert len(parts_built) == 2, parts_built
+
+
+def test_unsupported_op_splits_graph_into_openvino_parts_and_eager(warm_cache, parts_built):
+    model = WithCumprod()
+    compiled_model = compiled(model, dynamic=False)
+    with observe_fallbacks() as fallbacks:
+        check_step(model, compiled_model, 7)
+    assert "aten.cumprod.default" in {f.op for f in fallbacks}
+    forward_parts = [name for name in parts_built if "forward" in name]
+    assert len(forward_parts) == 2, parts_built  # before and after the eager cumprod
+
+
+def test_strict_mode_refuses_undeclared_fallback(warm_cache, monkeypatch):
+    monkeypatch.setenv("DICP_STRICT", "1")
+    with pytest.raises(Exception) as raised:
+        compiled(WithCumprod(), dynamic=False)(torch.randn(3, 12))
+    error = cause_of(raised.value, UnsupportedOpError)
+    assert error is not None and "aten.cumprod" in str(error) and "ovgraph" in str(error)
+
+
+def test_dynamic_views_and_integer_ops(warm_cache, monkeypatch):
+    """Symbolic Reshape targets, Slice bounds and arange ends are fed at run time."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+
+    def fn(x, idx):
+        rows = x.shape[0]
+        flat = x.reshape(rows * x.shape[1]) + torch.arange(rows * x.shape[1])
+        return flat[1:-1].view(-1, 1) * 2, torch.div(idx, 3, rounding_mode="floor"), x[idx]
+
+    compiled_fn = compiled(fn, dynamic=True)
+    for rows in (2, 3, 6):
+        x = torch.randn(rows, 5)
+        idx = torch.tensor([0, -1, 1, 1, -5, 4]) % rows - rows // 2  # repeated, negative
+        for got, want in zip(compiled_fn(x, idx), fn(x, idx), strict=True):
+            torch.testing.assert_close(got, want)
+
+
+def test_declared_dtype_fallback_is_allowed_under_strict(warm_cache, monkeypatch):
+    """float64 runs eagerly (OpenVINO's CPU plugin would compute it in float32): a fallback
+    ovgraph declares in Backend.dtype_fallbacks, so strict mode allows it, and reports it."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+    from dicp.dynamo_bridge.fallback import declared_reason
+
+    def fn(x):
+        return (x + 1e-10) - 1.0
+
+    x = torch.ones(3, dtype=torch.float64)
+    with observe_fallbacks() as fallbacks:
+        out = compiled(fn, dynamic=False)(x)
+    torch.testing.assert_close(out, fn(x), rtol=0, atol=0)  # 1e-10 survives: float64 kept
+    assert fallbacks and all(f.dtype == "torch.float64" for f in fallbacks)
+    backend = ovgraph.BACKEND
+    assert all("float32" in declared_reason(backend, f.op, f.dtype) for f in fallbacks)
+    assert declared_reason(backend, fallbacks[0].op) is None  # the op itself is not declared
