@@ -33,7 +33,9 @@ def observe_fallbacks():
     try:
         yield seen
     finally:
-        _observers.remove(seen)
+        # by identity: list.remove compares by value, and nested blocks that saw the same
+        # fallbacks hold equal lists (it removed the outer one, then failed on the inner)
+        del _observers[next(i for i, o in enumerate(_observers) if o is seen)]
 
 
 def record_fallback(fallback: Fallback) -> None:

@@ -250,3 +250,13 @@ def test_failing_converter_in_strict_mode_raises_naming_op(warm_cache, monkeypat
     assert error is not None, repr(info.value)
     assert "aten.sin.default" in str(error) and "ZeroDivisionError" in str(error), str(error)
     assert isinstance(error.__cause__, ZeroDivisionError)
+
+
+def test_nested_fallback_observers_each_see_their_own_fallbacks():
+    from dicp.dynamo_bridge.fallback import Fallback, observe_fallbacks, record_fallback
+    first, second = Fallback("b", "aten.x", "r"), Fallback("b", "aten.y", "r")
+    with observe_fallbacks() as outer:
+        with observe_fallbacks() as inner:
+            record_fallback(first)   # both lists now equal: the inner one must leave, by identity
+        record_fallback(second)
+    assert outer == [first, second] and inner == [first]
