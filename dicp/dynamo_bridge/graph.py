@@ -112,19 +112,20 @@ class GraphTransformer:
     def compile_to_callable(self, hooks=True):
         """The compiled callable. With `hooks`, wrapped by the debugging tools the knobs turn
         on (op-argument dumps, autocompare); the builds those tools make themselves pass
-        hooks=False."""
+        hooks=False, and convert afresh: they read the vendor graph, which a graph-cache hit
+        does not have."""
         aten_gm, before = self.gm, profile.stage_totals()
         try:
-            compiled = self._compile_stages()
+            compiled = self._compile_stages(use_cache=hooks)
         except Exception:
             self.write_dumps()  # what was made before the failure, to look at
             raise
         self._account(before)
         return _with_debug_tools(compiled, aten_gm, self) if hooks else compiled
 
-    def _compile_stages(self):
+    def _compile_stages(self, use_cache):
         key = None
-        if graph_cache.enabled():
+        if use_cache and graph_cache.enabled():
             with profile.stage("load"):
                 key = graph_cache.graph_key(self.gm, self.ctx.kind, self.backend,
                                             self.ctx.fake_mode)

@@ -51,7 +51,7 @@ def test_autocompare_dump_and_profile_on_gpt2(workspace):
     assert result.returncode == 1, result.stdout + result.stderr[-3000:]  # the fault is real
     report = result.stderr[result.stderr.index("dicp autocompare"):]
     assert "first diverging op: aten.tanh.default" in report, report
-    assert "vendor ops: Tanh" in report
+    assert "vendor ops: Tanh" in report, report
     source = next(line for line in report.splitlines() if "source:" in line)
     assert os.path.join("transformers", "activations.py:") in source, report
     assert "torch.tanh" in report.split(source)[1].splitlines()[1]
