@@ -209,11 +209,8 @@ class GraphCodegenBase:
 
     def _wrong_in_wrapper(self, value):
         source = self.wrapper.literal(value)
-        name = Var(self.wrapper.fresh())
-        self.wrapper.lines.append(
-            f"{name} = torch.logical_not({source}) if {source}.dtype == torch.bool "
-            f"else {source} + 1 + {source}.abs()")
-        return name
+        return self.wrapper.assign(f"torch.logical_not({source}) if {source}.dtype == torch.bool "
+                                   f"else {source} + 1 + {source}.abs()")
 
 
 class PythonCodegen(GraphCodegenBase):

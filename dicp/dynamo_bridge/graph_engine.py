@@ -11,7 +11,6 @@ shared wrapper runs the ATen calls between them. No backend name here: any engin
 import operator
 import warnings
 
-import sympy
 import torch
 import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
@@ -111,13 +110,11 @@ class GraphEngineCodegen(GraphCodegenBase):
         if any(stride == 0 for size, stride in zip(val.shape, val.stride()) if size != 1):
             return self._expanded(value, val)
         sizes, strides = shape_of(val), strides_of(val)
-        offset = sympy.sympify(val.storage_offset()) if not isinstance(
-            val.storage_offset(), torch.SymInt) else to_sympy(val.storage_offset())
+        offset = to_sympy(val.storage_offset())
         extent = offset + 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides))
-        name = Var(self.wrapper.fresh())
         literal = self.wrapper.literal
-        self.wrapper.lines.append(
-            f"{name} = torch.empty({literal(extent)}, dtype={val.dtype}).as_strided("
+        name = self.wrapper.assign(
+            f"torch.empty({literal(extent)}, dtype={val.dtype}).as_strided("
             f"{literal(sizes)}, {literal(strides)}, {literal(offset)})")
         self.wrapper.lines.append(f"{name}.copy_({literal(value)})")
         return name
@@ -145,11 +142,8 @@ class GraphEngineCodegen(GraphCodegenBase):
         engine's dense result along each broadcast dim, expanded back."""
         index = ", ".join("0:1" if stride == 0 and size != 1 else ":"
                           for size, stride in zip(val.shape, val.stride()))
-        name = Var(self.wrapper.fresh())
-        self.wrapper.lines.append(
-            f"{name} = {self.wrapper.literal(value)}[{index}].contiguous().expand("
-            f"{self.wrapper.literal(shape_of(val))})")
-        return name
+        return self.wrapper.assign(f"{self.wrapper.literal(value)}[{index}].contiguous().expand("
+                                   f"{self.wrapper.literal(shape_of(val))})")
 
 
 def _engine_result(arg):

@@ -102,13 +102,17 @@ class WrapperBuilder:
                           f"{self.literal(tuple(strides))}, dtype={dtype})")
         return name
 
-    def call_op(self, op_source, args, kwargs):
+    def assign(self, expr: str) -> "Var":
+        """A fresh variable bound to the Python expression `expr`."""
         name = Var(self.fresh())
+        self.lines.append(f"{name} = {expr}")
+        return name
+
+    def call_op(self, op_source, args, kwargs):
         rendered = [self.literal(a) for a in args]
         rendered += [f"{k}={self.literal(v)}" for k, v in kwargs.items()]
         self.private -= set(_NAME.findall(" ".join(rendered)))  # its result may view them
-        self.lines.append(f"{name} = {op_source}({', '.join(rendered)})")
-        return name
+        return self.assign(f"{op_source}({', '.join(rendered)})")
 
     def render(self):
         return render(SHARED_TEMPLATES, "wrapper.py.j2", graph_name=self.graph_name,
