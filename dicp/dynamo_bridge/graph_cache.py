@@ -110,7 +110,9 @@ def backend_fingerprint(backend) -> str:
     the code of dicp and the backend, the versions."""
     parts = [backend.name, backend.device, backend.conversion_table,
              repr(sorted(map(str, backend.supported_dtypes))),
-             repr(sorted(backend.expected_fallbacks.items())), repr(sorted(backend.options)),
+             repr(sorted(backend.expected_fallbacks.items())),
+             repr(sorted((str(d), why) for d, why in backend.dtype_fallbacks.items())),
+             repr(sorted(backend.options)),
              *(_function_fingerprint(getattr(backend, name))
                for name in ("opset_transform", "codegen", "compile_job")),
              _table_fingerprint(backend.conversions), _decomposition_fingerprint(backend),
