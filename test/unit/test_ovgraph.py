@@ -137,3 +137,21 @@ def test_declared_dtype_fallback_is_allowed_under_strict(warm_cache, monkeypatch
     backend = ovgraph.BACKEND
     assert all("float32" in declared_reason(backend, f.op, f.dtype) for f in fallbacks)
     assert declared_reason(backend, fallbacks[0].op) is None  # the op itself is not declared
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_output_aliasing_a_permuted_input_keeps_its_layout(warm_cache, dynamic):
+    """AOTAutograd rebuilds an output that aliases an input (an expand of a transposed input)
+    from the input with the output's strides and offset: the engine's dense result must be
+    handed back in that layout, or the rebuilt view reads the wrong elements (a silent wrong
+    result, found by the dynamic op test of expand)."""
+    def fn(a, shape):
+        return torch.ops.aten.expand.default(a, shape)
+
+    compiled_fn = compiled(fn, dynamic=dynamic)
+    for size in ((3, 1, 4), (5, 1, 2), (6, 1, 7)):
+        a = torch.randn(size[0] + 1, *size[1:])[1:].transpose(0, -1)  # permuted, offset
+        shape = [2] + [3 if s == 1 else -1 for s in a.shape]
+        got, want = compiled_fn(a, shape), fn(a, shape)
+        assert got.stride() == want.stride()
+        torch.testing.assert_close(got, want)
