@@ -9,7 +9,7 @@ import torch
 from dicp import config
 
 from .conversion import overloads_of
-from .decompositions_fixed import FIXED
+from .decompositions_fixed import EAGER_DTYPE, FIXED
 from .torch_compat import OpOverload, core_aten_decompositions, get_decompositions
 from .utils import is_random, matches_any, op_name
 
@@ -26,7 +26,7 @@ def build_decompositions(extra_ops=(), keep_ops=()):
     pattern, e.g. aten.gelu.*) in DICP_KEEP_TORCH_DEFAULT and, with DICP_FALLBACK_RANDOM, the
     random ops (their decompositions draw other numbers than eager's kernels). Where torch's
     decomposition disagrees with eager, dicp's correction (decompositions_fixed.py) replaces
-    it."""
+    it, and EAGER_DTYPE's rows correct ops whose meta kernels infer another dtype than eager."""
     keep_patterns = config.keep_torch_default
     return _build(tuple(extra_ops), tuple(keep_ops), keep_patterns, config.fallback_random)
 
@@ -36,6 +36,7 @@ def _build(extra_ops, keep_ops, keep_patterns, fallback_random):
     table = dict(core_aten_decompositions().items())
     table.update(get_decompositions(list(extra_ops)))
     table.update({op: fn for op, fn in FIXED.items() if op in table})
+    table.update(EAGER_DTYPE)
     for overload in overloads_of(list(keep_ops)) + list(AUTOGRAD_UNSAFE):
         table.pop(overload, None)
     return {op: fn for op, fn in table.items()

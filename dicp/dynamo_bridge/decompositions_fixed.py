@@ -1,8 +1,13 @@
 """Decompositions that replace torch's where torch's disagree with eager PyTorch.
 
 A decomposition is meant to compute what the op computes. These ones of torch's do not, for
-every backend (Inductor included); `build_decompositions` puts the rows below in their place.
+every backend (Inductor included); `build_decompositions` puts the rows of FIXED in their place.
 Each wraps torch's own and changes only what differs, so they follow torch's changes.
+
+EAGER_DTYPE holds ops whose fake (meta) kernel infers another result dtype than eager's for some
+arguments: the graph AOTAutograd traces carries the meta dtype, which every backend trusts. Their
+rows rewrite those arguments' calls into ops whose meta agrees, and return NotImplemented for the
+rest (the op stays as it is).
 """
 import torch
 
@@ -49,7 +54,16 @@ def index_add(x, dim, index, source, *, alpha=1):
     return decomposed(x.float(), dim, index, source.float(), alpha=alpha).to(x.dtype)
 
 
+def pow_tensor_scalar(x, exponent):
+    """Eager's pow of a bool tensor by a bool exponent is bool (True: x, False: all True); the
+    meta kernel says int64 (found by the fuzzer: `(a >= b) ** True` came back int64)."""
+    if x.dtype != torch.bool or not isinstance(exponent, bool):
+        return NotImplemented
+    return x.clone() if exponent else torch.ones_like(x)
+
+
 FIXED = {aten.index_add.default: index_add}
+EAGER_DTYPE = {aten.pow.Tensor_Scalar: pow_tensor_scalar}
 FIXED |= {overload: linspace for overload in (aten.linspace.default, aten.linspace.Tensor_Tensor,
                                              aten.linspace.Tensor_Scalar,
                                              aten.linspace.Scalar_Tensor)}

@@ -34,3 +34,20 @@ def test_torch_decomposition_of_half_index_add_differs_from_eager():
     rows = torch.randint(0, 2, (151,), generator=g)
     decomposed = get_decompositions([aten.index_add.default])[aten.index_add.default]
     assert not torch.equal(decomposed(x, 0, rows, source), x.index_add(0, rows, source))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_pow_of_bool_by_bool_stays_bool(dynamic):
+    """pow(bool tensor, bool) is bool in eager; torch's meta kernel says int64, which the traced
+    graph carried into dicp's output (found by the fuzzer). Other pow overloads keep their
+    dtypes."""
+    def fn(flags, ints):
+        return (flags ** True, flags ** False, flags ** 2, ints ** True, ints.float() ** False,
+                torch.pow(torch.any(ints > 0, 0), False))
+
+    flags, ints = torch.tensor([True, False, True]), torch.tensor([[2, -3, 0], [1, 1, -1]])
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="new_backendgraph", dynamic=dynamic)(flags, ints)
+    for g, want in zip(got, fn(flags, ints), strict=True):
+        assert g.dtype == want.dtype
+        assert torch.equal(g, want)
