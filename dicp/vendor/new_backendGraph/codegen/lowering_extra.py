@@ -367,15 +367,19 @@ def index_tensor(g, node, x, indices):
                      lambda k, idx: x.load(k, _index_source(k, x, indices, idx, rank)))
 
 
-# A scatter that accumulates into a half type adds in a float32 copy and rounds once at the
-# end, as eager's scatter_add and index_add do: rounding every add to bfloat16 gave 3-4x
-# eager's error with 17 adds per element (found by the fuzzer, gather's backward).
+# How each scatter rounds when it accumulates into a half type, as eager does: ScatterAdd adds
+# in a float32 copy and rounds once at the end, as eager's scatter_add (rounding every add to
+# bfloat16 gave 3-4x eager's error with 17 adds per element: found by the fuzzer, gather's
+# backward); IndexPut adds in the half type, rounding every add in index order, as eager's
+# index_put_(accumulate=True) and index_add with alpha != 1 do (a float32 copy differed from
+# eager by up to 3.5 in bfloat16: found by the fuzzer, index_add(alpha=2)).
 HALF_TYPES = (torch.float16, torch.bfloat16)
 
 
-def _scatter_target(g, x, fake, accumulate):
-    """A fresh contiguous copy of x to scatter into, in float32 if it accumulates halves."""
-    dtype = torch.float32 if accumulate and fake.dtype in HALF_TYPES else fake.dtype
+def _scatter_target(g, x, fake, in_float32):
+    """A fresh contiguous copy of x to scatter into, in float32 if `in_float32` and x is a
+    half type."""
+    dtype = torch.float32 if in_float32 and fake.dtype in HALF_TYPES else fake.dtype
     out = _new_buffer(g, fake, dtype=dtype)
     g.pointwise_kernel(out.sizes, lambda k, idx: out.store(
         k, idx, cast_value(k, x.load(k, idx), x.dtype, dtype)))
@@ -403,7 +407,7 @@ def _scatter_store(k, out, index, value, accumulate):
 def scatter(g, node, x, dim, index, src):
     x, index_value, src = g.value(x), g.value(index), g.value(src)
     accumulate = node.target.name == "ScatterAdd"
-    out = _scatter_target(g, x, node.meta["val"], accumulate)
+    out = _scatter_target(g, x, node.meta["val"], in_float32=accumulate)
     dim, size = _indexed_dim(out.sizes, dim)
 
     def body(k, idx):
@@ -419,7 +423,7 @@ def scatter(g, node, x, dim, index, src):
 def index_put(g, node, x, indices, values, accumulate=False):
     x, values = g.value(x), g.value(values)
     indices = [None if t is None else g.value(t) for t in indices]
-    out = _scatter_target(g, x, node.meta["val"], accumulate)
+    out = _scatter_target(g, x, node.meta["val"], in_float32=False)
     with g.ctx.fake_mode:
         fake_indices = [None if t is None else t.meta["val"] for t in node.args[1]]
         indexed = torch.ops.aten.index.Tensor(node.args[0].meta["val"], fake_indices)
