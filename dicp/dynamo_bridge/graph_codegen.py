@@ -162,7 +162,21 @@ class GraphCodegenBase:
     def output(self, node):
         # outputs take the ATen graph's layouts, which callers rely on
         for arg, val in zip(node.args[0], self.ctx.output_vals, strict=True):
-            self.wrapper.outputs.append(self.wrapper.literal(self.output_value(arg, val)))
+            value = self.output_value(arg, val)
+            if isinstance(val, torch.Tensor) and to_sympy(val.storage_offset()) != 0:
+                value = self.at_storage_offset(value, val)
+            self.wrapper.outputs.append(self.wrapper.literal(value))
+
+    def at_storage_offset(self, value, val):
+        """An output that views an input or another output at a storage offset: AOTAutograd
+        rebuilds it from that base with the output's sizes, strides and offset, so a result
+        computed into a fresh buffer must carry the offset too (x.narrow(2, 1, 2).reshape(-1,
+        2) under dynamic shapes read one element early: found by the fuzzer)."""
+        value = Var(self.wrapper.literal(value))
+        if any(stride == 0 for size, stride in zip(val.shape, val.stride()) if size != 1):
+            return self.expanded_copy(value, val)
+        return self.copy_in_layout(value, val, shape_of(val))
+
 
     def _materialize_node(self, arg):
         return self.materialize(self.env[arg], arg.meta.get("val"))
@@ -184,6 +198,28 @@ class GraphCodegenBase:
         restrided = self.wrapper.allocate(val.dtype, shape_of(val), strides_of(val))
         self.wrapper.lines.append(f"{restrided}.copy_({self.wrapper.literal(value)})")
         return Var(restrided)
+
+    def expanded_copy(self, value, val):
+        """A copy of `value` in the expanded layout of `val` (stride 0): one slice along each
+        broadcast dim, put in `val`'s strides and offset, expanded back."""
+        sizes = shape_of(val)
+        broadcast = [stride == 0 and size != 1 for size, stride in zip(val.shape, val.stride())]
+        index = ", ".join("0:1" if dim else ":" for dim in broadcast)
+        one_slice = self.wrapper.assign(f"{self.wrapper.literal(value)}[{index}]")
+        collapsed = [1 if dim else size for dim, size in zip(broadcast, sizes)]
+        laid_out = self.copy_in_layout(one_slice, val, collapsed)
+        return self.wrapper.assign(f"{laid_out}.expand({self.wrapper.literal(sizes)})")
+
+    def copy_in_layout(self, value, val, sizes):
+        """A copy of `value` (of shape `sizes`) with the strides and storage offset of `val`."""
+        strides, offset = strides_of(val), to_sympy(val.storage_offset())
+        extent = offset + 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides))
+        literal = self.wrapper.literal
+        name = self.wrapper.assign(
+            f"torch.empty({literal(extent)}, dtype={val.dtype}).as_strided("
+            f"{literal(sizes)}, {literal(strides)}, {literal(offset)})")
+        self.wrapper.lines.append(f"{name}.copy_({literal(value)})")
+        return name
 
     # ---- DICP_INJECT_BUG_TESTING_ONLY ----
     def inject_fault(self, node, value, kind):

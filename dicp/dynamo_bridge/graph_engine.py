@@ -108,8 +108,8 @@ class GraphEngineCodegen(GraphCodegenBase):
                 val.is_contiguous() and val.storage_offset() == 0:
             return value
         if any(stride == 0 for size, stride in zip(val.shape, val.stride()) if size != 1):
-            return self._expanded(value, val)
-        return self._in_layout(value, val, shape_of(val))
+            return self.expanded_copy(value, val)
+        return self.copy_in_layout(value, val, shape_of(val))
 
     def engine_subgraph(self, node, submodule, inputs):
         raise NotImplementedError(f"{type(self).__name__} does not build engine subgraphs: "
@@ -123,34 +123,11 @@ class GraphEngineCodegen(GraphCodegenBase):
                 not isinstance(val, torch.Tensor) or val.is_contiguous():
             return super().output_value(arg, val)
         if any(stride == 0 for size, stride in zip(val.shape, val.stride()) if size != 1):
-            return self._expanded(value, val)
+            return self.expanded_copy(value, val)
         restrided = self.wrapper.allocate(val.dtype, shape_of(val), strides_of(val))
         self.wrapper.lines.append(f"{restrided}.copy_({self.wrapper.literal(value)})")
         return Var(restrided)
 
-    def _expanded(self, value, val):
-        """An output in an expanded layout (stride 0, e.g. the expand of an input, which
-        AOTAutograd rebuilds from the input with the output's strides and offset): one slice of
-        the engine's dense result along each broadcast dim, put in the layout of `val` (the
-        input's strides, which a transpose permutes), expanded back."""
-        sizes = shape_of(val)
-        broadcast = [stride == 0 and size != 1 for size, stride in zip(val.shape, val.stride())]
-        index = ", ".join("0:1" if dim else ":" for dim in broadcast)
-        one_slice = self.wrapper.assign(f"{self.wrapper.literal(value)}[{index}]")
-        collapsed = [1 if dim else size for dim, size in zip(broadcast, sizes)]
-        laid_out = self._in_layout(one_slice, val, collapsed)
-        return self.wrapper.assign(f"{laid_out}.expand({self.wrapper.literal(sizes)})")
-
-    def _in_layout(self, value, val, sizes):
-        """A copy of `value` (of shape `sizes`) with the strides and storage offset of `val`."""
-        strides, offset = strides_of(val), to_sympy(val.storage_offset())
-        extent = offset + 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides))
-        literal = self.wrapper.literal
-        name = self.wrapper.assign(
-            f"torch.empty({literal(extent)}, dtype={val.dtype}).as_strided("
-            f"{literal(sizes)}, {literal(strides)}, {literal(offset)})")
-        self.wrapper.lines.append(f"{name}.copy_({literal(value)})")
-        return name
 
 def _engine_result(arg):
     if not isinstance(arg, fx.Node):

@@ -1,0 +1,37 @@
+"""Outputs that view a graph input at a storage offset. AOTAutograd rebuilds such an output from
+the input with the output's sizes, strides and offset; a backend that computes it into a fresh
+buffer must give that buffer the offset too, or the rebuilt view is shifted (found by the
+fuzzer: x.narrow(2, 1, 2).reshape(-1, 2) under dynamic shapes read one element early)."""
+import importlib.util
+
+import pytest
+import torch
+
+BACKENDS = ["new_backendgraph",
+            pytest.param("ovgraph", marks=pytest.mark.skipif(
+                importlib.util.find_spec("openvino") is None, reason="openvino not installed"))]
+
+VIEWS = {
+    "narrow_reshape": lambda x: x.narrow(2, 1, 2).reshape(-1, 2),
+    "slice_flatten": lambda x: x[:, 1:].flatten(0, 1),
+    "select_reshape": lambda x: x.select(2, -1).reshape(-1),
+    "narrow_reshape_and_sum": lambda x: (x.narrow(2, 1, 2).reshape(-1, 2), x.sum()),
+}
+
+
+def _as_tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_output_viewing_an_input_at_an_offset(view, backend):
+    fn = VIEWS[view]
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=backend, dynamic=True)
+    for shape in ((6, 6, 6), (3, 3, 3), (5, 4, 3)):
+        x = torch.randn(shape)
+        for got, want in zip(_as_tuple(compiled(x)), _as_tuple(fn(x)), strict=True):
+            assert got.shape == want.shape and got.stride() == want.stride()
+            assert got.storage_offset() == want.storage_offset()
+            torch.testing.assert_close(got, want)
