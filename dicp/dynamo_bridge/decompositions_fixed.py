@@ -44,12 +44,12 @@ HALF_TYPES = (torch.float16, torch.bfloat16)
 
 
 def index_add(x, dim, index, source, *, alpha=1):
-    """Eager's index_add of float16/bfloat16 with alpha 1 adds in float32 and rounds once (with
-    another alpha it adds row by row in the half type); torch's decomposition becomes
-    index_put(accumulate=True), which rounds after every add (3.5 off in bfloat16 for 151 adds
-    onto 2 rows)."""
+    """Eager's index_add of a float16/bfloat16 tensor of 2 or more dims with alpha 1 adds in
+    float32 and rounds once (with another alpha, or into 1 dim, it adds row by row in the half
+    type); torch's decomposition becomes index_put(accumulate=True), which rounds after every
+    add (3.5 off in bfloat16 for 151 adds onto 2 rows). index_select's backward is this op."""
     decomposed = _torch_decomposition(aten.index_add.default)
-    if x.dtype not in HALF_TYPES or alpha != 1:
+    if x.dtype not in HALF_TYPES or alpha != 1 or x.dim() < 2:
         return decomposed(x, dim, index, source, alpha=alpha)
     return decomposed(x.float(), dim, index, source.float(), alpha=alpha).to(x.dtype)
 

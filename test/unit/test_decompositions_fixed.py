@@ -9,13 +9,15 @@ from dicp.dynamo_bridge.torch_compat import get_decompositions
 aten = torch.ops.aten
 
 
+@pytest.mark.parametrize("columns", [(7,), ()])
 @pytest.mark.parametrize("alpha", [1, 1.5])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_index_add_rounds_as_eager(dtype, alpha):
-    # 151 adds onto 2 rows: eager adds in float32 and rounds once when alpha is 1
+def test_index_add_rounds_as_eager(dtype, alpha, columns):
+    # 151 adds onto 2 rows: eager adds in float32 and rounds once when alpha is 1 and x has 2
+    # dims, else it rounds every add
     g = torch.Generator().manual_seed(0)
-    x = (torch.randn(2, 7, generator=g) * 10).to(dtype)
-    source = (torch.randn(151, 7, generator=g) * 10).to(dtype)
+    x = (torch.randn(2, *columns, generator=g) * 10).to(dtype)
+    source = (torch.randn(151, *columns, generator=g) * 10).to(dtype)
     rows = torch.randint(0, 2, (151,), generator=g)
     expected = x.index_add(0, rows, source, alpha=alpha)
     got = FIXED[aten.index_add.default](x, 0, rows, source, alpha=alpha)

@@ -1,6 +1,7 @@
 """Scatters that accumulate into float16/bfloat16 round as eager's kernels do, bit for bit:
-index_put_(accumulate=True), index_add with alpha != 1 and the backward of indexing round every
-add in index order; scatter_add and index_add with alpha 1 add in float32 and round once.
+index_put_(accumulate=True), index_add with alpha != 1 or into 1 dim and the backward of
+indexing round every add in index order; scatter_add and index_add with alpha 1 into 2 or more
+dims add in float32 and round once.
 Indices repeat (151 adds onto 2 rows), so any other rounding order shows."""
 import pytest
 import torch
@@ -23,6 +24,7 @@ def _forward_cases(dtype):
         "index_put_2d": (lambda x, i, s: torch.index_put(x, (i[:, 0], i[:, 1]), s, True),
                          (_randn(g, 3, 3, dtype=dtype), pairs, _randn(g, 40, dtype=dtype))),
         "index_add": (lambda x, r, s: x.index_add(0, r, s), (x, rows, source)),
+        "index_add_1d": (lambda x, r, s: x.index_add(0, r, s), (x[:, 0], rows, source[:, 0])),
         "index_add_alpha_2": (lambda x, r, s: x.index_add(1, r, s, alpha=2),
                               (_randn(g, 5, 2, dtype=dtype), rows[:9],
                                _randn(g, 5, 9, dtype=dtype))),
