@@ -74,3 +74,25 @@ def test_programs_are_deterministic_and_valid_at_every_size():
 def test_every_family_is_generated():
     families = {f for seed in range(60) for p in [generate(seed)] if p for f in p.families()}
     assert families == set(FAMILIES)
+
+
+def test_half_types_widen_to_float64_where_the_program_cannot_run_as_written():
+    """The float64 reference of a program that casts to bfloat16 and then meets a float input
+    (index_add here) cannot run as written; its second try computes the half types in float64,
+    so the program still has an exact arbiter."""
+    from dicp.tools.fuzz.check import float64_reference_runs
+    import torch
+
+    rows = torch.tensor([0, 1, 1, 0, 1])
+    base, source = torch.arange(6).reshape(2, 3), torch.randn(5, 3, dtype=torch.float64)
+
+    def program(base, source):
+        return base.to(torch.bfloat16).index_add(0, rows, source, alpha=2), base.bfloat16()
+
+    as_written, widened = float64_reference_runs()
+    with pytest.raises(RuntimeError), as_written():
+        program(base, source)
+    with widened():
+        added, cast = program(base, source)
+    assert added.dtype == cast.dtype == torch.float64
+    assert torch.equal(added, base.double().index_add(0, rows, source, alpha=2))

@@ -17,9 +17,11 @@ off (dicp's vectorizable erf is 3 ulp, eager's 1) shows up as a large difference
 element passes if its error is at most ILL_CONDITIONED_FACTOR times eager's. A wrong index or a
 wrong op gives errors of the order of the values, far beyond either bound.
 """
+import contextlib
 from dataclasses import dataclass
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from dicp.tolerance import TOLERANCES, compare, fp64_multiplier, tolerance_for
 
@@ -104,6 +106,35 @@ def _against_float64(actual, expected, reference, tolerance, dtype):
 def _first(mask):
     at = tuple(int(i) for i in torch.nonzero(mask)[0]) if mask.any() else ()
     return f"index {at}"
+
+
+class _HalfTypesInFloat64(TorchFunctionMode):
+    """Every float16/bfloat16 a program names (a cast, a dtype argument) becomes float64."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        args, kwargs = _widened(args), _widened(kwargs or {})
+        if func in (torch.Tensor.half, torch.Tensor.bfloat16):
+            func, args = torch.Tensor.double, args[:1]
+        return func(*args, **kwargs)
+
+
+def _widened(value):
+    if value in (torch.float16, torch.bfloat16):
+        return torch.float64
+    if isinstance(value, (list, tuple)):
+        return type(value)(_widened(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _widened(v) for k, v in value.items()}
+    return value
+
+
+def float64_reference_runs():
+    """The contexts to compute the float64 reference in, in order of preference: the program
+    as written (its casts to a half type round, as eager's do), then, where that cannot run (a
+    value cast to bfloat16 meets a float64 input in index_add), the program with its half types
+    in float64: exact arithmetic, without which such a program had no arbiter but eager's own
+    rounding (a fused bfloat16 gradient closer to exact than eager's was a mismatch)."""
+    return (contextlib.nullcontext, _HalfTypesInFloat64)
 
 
 def float64_inputs(tensors):
