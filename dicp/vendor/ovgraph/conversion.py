@@ -55,6 +55,15 @@ def _as_python_number(value):
     return 1.0
 
 
+def broadcast_to_out(ctx, x):
+    """`x` broadcast to the result's shape. A 0-d result is a Reshape: OpenVINO's CPU plugin
+    (2026.4) segfaults compiling a Broadcast to an empty shape of a non-constant value, such as
+    a scalar_tensor of a symbolic size under dynamic=True."""
+    if ctx.out.dim() == 0:
+        return op(ctx, "Reshape", x, [], False)
+    return op(ctx, "Broadcast", x, list(ctx.out.shape))
+
+
 def all_axes(ctx, x):
     return list(range(ctx.val(x).dim()))
 
@@ -96,8 +105,7 @@ def integer_identity(name):
 def predicate(name):
     def convert(ctx, x):
         if not ctx.val(x).dtype.is_floating_point:
-            return op(ctx, "Constant", False, torch.bool) if ctx.val(x).dim() == 0 else \
-                op(ctx, "Broadcast", op(ctx, "Constant", False, torch.bool), ctx.out.shape)
+            return broadcast_to_out(ctx, op(ctx, "Constant", False, torch.bool))
         return op(ctx, name, x)
     return convert
 
@@ -374,7 +382,7 @@ def addmm(ctx, bias, a, b, beta=1, alpha=1):
     if alpha != 1:
         product = op(ctx, "Multiply", product, cast(ctx, alpha, dtype))
     if beta == 0:  # torch ignores bias (NaN included) when beta is 0
-        return op(ctx, "Broadcast", product, ctx.out.shape)
+        return broadcast_to_out(ctx, product)
     bias = cast(ctx, bias, dtype)
     if beta != 1:
         bias = op(ctx, "Multiply", bias, cast(ctx, beta, dtype))

@@ -8,8 +8,9 @@ import torch
 
 from dicp.dynamo_bridge.conversion import register_conversion
 from dicp.dynamo_bridge.op_transformer import Unsupported
+from dicp.dynamo_bridge.symbolic import is_symbolic
 
-from .conversion import CONVERSIONS, cast, is_tensor, op, scalar
+from .conversion import CONVERSIONS, broadcast_to_out, cast, is_tensor, op, scalar
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -18,6 +19,17 @@ INT64_MAX = 2**63 - 1
 
 def reshape_to_out(ctx, x):
     return op(ctx, "Reshape", x, list(ctx.out.shape), False)
+
+
+def statically_empty_result(convert):
+    """A converter whose result has no elements at compile time returns a filled value of the
+    result's shape instead: OpenVINO's CPU plugin (2026.4) dies of SIGFPE compiling a Gather
+    with static empty indices (repeat_interleave with all-zero repeats gave one)."""
+    def converter(ctx, *args, **kwargs):
+        if any(not is_symbolic(size) and size == 0 for size in ctx.out.shape):
+            return broadcast_to_out(ctx, op(ctx, "Constant", 0, ctx.out.dtype))
+        return convert(ctx, *args, **kwargs)
+    return converter
 
 
 # Element order kept, shape changed: one Reshape to the result's shape. clone and alias become a
@@ -57,7 +69,7 @@ def transpose(ctx, x, dim0, dim1):
 
 @register_conversion(CONVERSIONS, aten.expand.default)
 def expand(ctx, x, sizes, implicit=False):
-    return op(ctx, "Broadcast", x, list(ctx.out.shape))
+    return broadcast_to_out(ctx, x)
 
 
 @register_conversion(CONVERSIONS, aten.slice.Tensor)
@@ -70,6 +82,7 @@ def slice_(ctx, x, dim=0, start=None, end=None, step=1):
 
 
 @register_conversion(CONVERSIONS, aten.select.int)
+@statically_empty_result
 def select(ctx, x, dim, index):
     index = op(ctx, "Constant", scalar(ctx, index), torch.int64)
     return op(ctx, "Gather", x, index, dim)
@@ -97,6 +110,7 @@ def constant_pad(ctx, x, pad, value=0):
 
 # ---- indexing ----
 @register_conversion(CONVERSIONS, aten.index_select)
+@statically_empty_result
 def index_select(ctx, x, dim, index):
     if ctx.val(index).dim() == 0:  # torch takes a 0-d index as one index, keeping the dim
         index = op(ctx, "Reshape", index, [1], False)
@@ -107,11 +121,13 @@ def index_select(ctx, x, dim, index):
 
 
 @register_conversion(CONVERSIONS, aten.embedding.default)
+@statically_empty_result
 def embedding(ctx, weight, indices, *rest):
     return op(ctx, "Gather", weight, indices, 0)
 
 
 @register_conversion(CONVERSIONS, aten.gather.default)
+@statically_empty_result
 def gather(ctx, x, dim, index, sparse_grad=False):
     if ctx.val(x).dim() == 0:  # OpenVINO's GatherElements wants a dim to gather along
         flat = op(ctx, "GatherElements", op(ctx, "Reshape", x, [1], False),
@@ -121,6 +137,7 @@ def gather(ctx, x, dim, index, sparse_grad=False):
 
 
 @register_conversion(CONVERSIONS, aten.index.Tensor)
+@statically_empty_result
 def index(ctx, x, indices):
     """x[idx] on the first dim (the common embedding-like case): a Gather."""
     if len(indices) != 1 or indices[0] is None or ctx.val(indices[0]).dtype == torch.bool:
@@ -138,7 +155,7 @@ def to_dtype(ctx, x, *args, **kwargs):
 
 @register_conversion(CONVERSIONS, aten.copy.default)
 def copy(ctx, dst, src, non_blocking=False):
-    return op(ctx, "Broadcast", cast(ctx, src, ctx.out.dtype), list(ctx.out.shape))
+    return broadcast_to_out(ctx, cast(ctx, src, ctx.out.dtype))
 
 
 @register_conversion(CONVERSIONS, [aten.full.default, aten.full_like.default,
@@ -147,7 +164,7 @@ def full(ctx, size_or_like, value=None, **kwargs):
     if ctx.node.target is aten.scalar_tensor.default:
         size_or_like, value = (), size_or_like
     fill = op(ctx, "Constant", scalar(ctx, value), ctx.out.dtype)
-    return op(ctx, "Broadcast", fill, list(ctx.out.shape))
+    return broadcast_to_out(ctx, fill)
 
 
 @register_conversion(CONVERSIONS, [aten.zeros.default, aten.ones.default,
@@ -158,7 +175,7 @@ def full(ctx, size_or_like, value=None, **kwargs):
 def filled(ctx, *args, **kwargs):
     value = 1 if ctx.node.target.overloadpacket in (aten.ones, aten.ones_like) else 0
     fill = op(ctx, "Constant", value, ctx.out.dtype)
-    return op(ctx, "Broadcast", fill, list(ctx.out.shape))
+    return broadcast_to_out(ctx, fill)
 
 
 @register_conversion(CONVERSIONS, [aten.arange.default, aten.arange.start,
@@ -186,6 +203,10 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, out
         raise Unsupported("a transposed convolution")
     if not all(is_tensor(ctx, t) for t in (x, weight)) or ctx.val(x).dim() < 3:
         raise Unsupported("an unbatched input")
+    if any(is_symbolic(size) for size in ctx.val(weight).shape):
+        # "Doesn't support dynamic weights shape" (openvino 2026.4); a module's parameters
+        # keep static shapes under dynamic=True, so this is a weight passed as an input
+        raise Unsupported("a weight of symbolic shape, which OpenVINO's CPU plugin refuses")
     dtype = ctx.out.dtype
     x, weight = cast(ctx, x, dtype), cast(ctx, weight, dtype)
     out = _conv(ctx, x, weight, list(stride), list(padding), list(dilation), groups)

@@ -38,8 +38,9 @@ EXPECTED_FALLBACKS = {
     "aten._adaptive_avg_pool2d*": _LATER.format("AdaptiveAvgPool"),
     "aten._native_batch_norm_legit*": _LATER.format("BatchNormInference and reductions"),
     "aten.convolution_backward.default": _LATER.format("ConvolutionBackpropData"),
-    "aten.convolution.default": _LATER.format("ConvolutionBackpropData (transposed only; "
-                                              "plain and grouped convolutions are converted)"),
+    "aten.convolution.default": "transposed (OpenVINO's ConvolutionBackpropData would run it, "
+                                "no converter yet) or with a weight of symbolic shape (the "
+                                "CPU plugin refuses it); other convolutions are converted",
 }
 
 # Ops on these dtypes run eagerly whatever the op (Backend.dtype_fallbacks).
