@@ -74,7 +74,7 @@ UNARY_ROWS = {
     aten.sqrt: "Sqrt", aten.sin: "Sin", aten.cos: "Cos", aten.tan: "Tan", aten.tanh: "Tanh",
     aten.sigmoid: "Sigmoid", aten.relu: "Relu", aten.erf: "Erf", aten.sign: "Sign",
     aten.asin: "Asin", aten.acos: "Acos", aten.atan: "Atan", aten.sinh: "Sinh",
-    aten.cosh: "Cosh", aten.silu: "Swish",
+    aten.cosh: "Cosh",
 }
 INTEGER_IDENTITY = {aten.floor: "Floor", aten.ceil: "Ceiling"}  # exact on integers
 PREDICATES = {aten.isnan: "IsNaN", aten.isinf: "IsInf"}
@@ -222,6 +222,14 @@ def round_half_even(ctx, x, decimals=0):
     scale = cast(ctx, 10.0 ** abs(decimals), ctx.out.dtype)
     inward, outward = ("Multiply", "Divide") if decimals > 0 else ("Divide", "Multiply")
     return op(ctx, outward, op(ctx, "Round", op(ctx, inward, x, scale), "half_to_even"), scale)
+
+
+@register_conversion(CONVERSIONS, aten.silu)
+def silu(ctx, x):
+    """Swish with beta 1 given in x's type: the opset function's default beta is an f32
+    constant, which Swish refuses next to f16 data (LLaMA in float16 failed to compile)."""
+    dtype = ctx.out.dtype
+    return op(ctx, "Swish", cast(ctx, x, dtype), cast(ctx, 1, dtype))
 
 
 @register_conversion(CONVERSIONS, aten.gelu)

@@ -109,7 +109,7 @@ UNARY = {
     "Gelu": ("gelu", lambda x, mode="erf": torch.nn.functional.gelu(
         x, approximate="none" if mode == "erf" else "tanh")),
     "Round": ("round", lambda x, mode: torch.round(x)),
-    "Swish": ("swish", torch.nn.functional.silu),
+    "Swish": ("swish", lambda x, beta: x * torch.sigmoid(beta * x)),
 }
 BINARY = {
     "Add": ("add", torch.add), "Subtract": ("subtract", torch.sub),
