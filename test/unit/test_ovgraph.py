@@ -217,3 +217,30 @@ def test_convolution_with_a_weight_of_symbolic_shape_runs_eagerly(warm_cache, mo
             x = torch.randn(batch, 3, 9, 9)
             torch.testing.assert_close(compiled_conv(x), conv(x), rtol=1e-4, atol=1e-4)
     assert fallbacks == []
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_attention_runs_in_openvino_with_fully_masked_rows(warm_cache, monkeypatch, dynamic):
+    """scaled_dot_product_attention converts (its backward is a declared fallback reading the
+    forward's logsumexp); a query row that may see no key gives 0 and a zero gradient, as torch
+    (left padding in a batch of prompts makes such rows)."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+
+    def fn(q, k, v, mask):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    compiled_fn = compiled(fn, dynamic=dynamic)
+    with observe_fallbacks() as fallbacks:
+        for length in ((5, 8) if dynamic else (5,)):
+            q, k, v = (torch.randn(2, 3, length, 4, requires_grad=True) for _ in range(3))
+            mask = torch.rand(2, 1, length, length) > 0.5
+            mask[0, 0, 1] = False  # a fully masked row
+            mask[1, 0, :, 0] = True
+            got, want = compiled_fn(q, k, v, mask), fn(q, k, v, mask)
+            torch.testing.assert_close(got, want)
+            grad = torch.randn_like(want)
+            for g, w in zip(torch.autograd.grad(got, (q, k, v), grad),
+                            torch.autograd.grad(want, (q, k, v), grad), strict=True):
+                torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+    assert {f.op for f in fallbacks} == \
+        {"aten._scaled_dot_product_flash_attention_for_cpu_backward.default"}

@@ -28,8 +28,9 @@ EXPECTED_FALLBACKS = {
     "aten.index.Tensor": _LATER.format("GatherND (several or boolean indices; one integer "
                                        "index on the first dim is converted)"),
     "aten.slice_scatter.default": _LATER.format("SliceScatter"),
-    "aten._scaled_dot_product_flash_attention_for_cpu*":
-        _LATER.format("ScaledDotProductAttention"),
+    "aten._scaled_dot_product_flash_attention_for_cpu.default": _RANDOM + " (with dropout)",
+    "aten._scaled_dot_product_flash_attention_for_cpu_backward.*":
+        _LATER.format("MatMul and Softmax pieces"),
     "aten.topk.default": _LATER.format("TopK"),
     "aten.sort.*": _LATER.format("TopK over the whole dim (stable order)"),
     "aten.repeat_interleave.Tensor": _LATER.format("a data-dependent output shape"),
