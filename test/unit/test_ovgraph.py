@@ -244,3 +244,28 @@ def test_attention_runs_in_openvino_with_fully_masked_rows(warm_cache, monkeypat
                 torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
     assert {f.op for f in fallbacks} == \
         {"aten._scaled_dot_product_flash_attention_for_cpu_backward.default"}
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_integer_indexing_runs_in_openvino(warm_cache, monkeypatch, dynamic):
+    """aten.index.Tensor with integer indices is one GatherND (transformers' mask building
+    indexes with two broadcast index tensors): leading None, adjacent indexed dims in the
+    middle (result dims stay there), non-adjacent ones (result dims go first), a 0-d index,
+    negative and repeated indices; exact, without fallback."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+    index = torch.ops.aten.index.Tensor
+
+    def fn(x, i, j, k):
+        return (index(x, [i]), index(x, [None, j]), index(x, [i[:, None], j]),
+                index(x, [None, j[:, None], k[:3]]), index(x, [i[:3], None, k[:3]]),
+                index(x, [i[0], j]))
+
+    compiled_fn = compiled(fn, dynamic=dynamic)
+    with observe_fallbacks() as fallbacks:
+        for shape in (((4, 5, 6), (7, 3, 9)) if dynamic else ((4, 5, 6),)):
+            x = torch.randn(shape)
+            i, j, k = (torch.randint(-n, n, (5,)) for n in shape)
+            for got, want in zip(compiled_fn(x, i, j, k), fn(x, i, j, k), strict=True):
+                assert got.shape == want.shape
+                torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert fallbacks == []

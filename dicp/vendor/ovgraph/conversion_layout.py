@@ -8,7 +8,7 @@ import torch
 
 from dicp.dynamo_bridge.conversion import register_conversion
 from dicp.dynamo_bridge.op_transformer import Unsupported
-from dicp.dynamo_bridge.symbolic import is_symbolic
+from dicp.dynamo_bridge.symbolic import is_symbolic, to_sympy
 
 from .conversion import CONVERSIONS, broadcast_to_out, cast, is_tensor, op, scalar
 
@@ -139,10 +139,37 @@ def gather(ctx, x, dim, index, sparse_grad=False):
 @register_conversion(CONVERSIONS, aten.index.Tensor)
 @statically_empty_result
 def index(ctx, x, indices):
-    """x[idx] on the first dim (the common embedding-like case): a Gather."""
-    if len(indices) != 1 or indices[0] is None or ctx.val(indices[0]).dtype == torch.bool:
-        raise Unsupported("indices other than one integer tensor on the first dim")
-    return op(ctx, "Gather", x, indices[0], 0)
+    """x[i0, None, i2, ...] with integer index tensors: one GatherND over the indexed dims
+    moved first, its result dims then put where torch puts them (at the first indexed dim when
+    the indexed dims are adjacent, else first)."""
+    positions = [d for d, t in enumerate(indices) if t is not None]
+    if any(ctx.val(indices[d]).dtype in (torch.bool, torch.uint8) for d in positions):
+        raise Unsupported("a boolean index (a data-dependent shape)")
+    rank, sizes = ctx.val(x).dim(), ctx.val(x).shape
+    rest = [d for d in range(rank) if d not in positions]
+    grid = torch.broadcast_shapes(*(ctx.val(indices[d]).shape for d in positions))
+    coords = [op(ctx, "Unsqueeze", index_grid(ctx, indices[d], sizes[d], grid), [len(grid)])
+              for d in positions]
+    moved = x if positions == list(range(len(positions))) else \
+        op(ctx, "Transpose", x, positions + rest)
+    gathered = op(ctx, "GatherND", moved, op(ctx, "Concat", coords, len(grid)), 0)
+    first = positions[0]
+    if positions != list(range(first, first + len(positions))) or first == 0:
+        return gathered
+    batch = len(grid)
+    order = [batch + i for i in range(first)] + list(range(batch)) + \
+        [batch + i for i in range(first, len(rest))]
+    return op(ctx, "Transpose", gathered, order)
+
+
+def index_grid(ctx, index, size, grid):
+    """One index tensor as int64, negatives counted from the end of a dim of `size`,
+    broadcast to the common `grid` shape of all the indices."""
+    index = cast(ctx, index, torch.int64)
+    wrapped = op(ctx, "Add", index, cast(ctx, size, torch.int64))
+    index = op(ctx, "Select", op(ctx, "Less", index, cast(ctx, 0, torch.int64)), wrapped, index)
+    same = [to_sympy(s) for s in ctx.val(index).shape] == [to_sympy(s) for s in grid]
+    return index if same else op(ctx, "Broadcast", index, list(grid))
 
 
 # ---- casts and creation ----

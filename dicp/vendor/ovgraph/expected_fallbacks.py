@@ -25,8 +25,8 @@ EXPECTED_FALLBACKS = {
     "aten.scatter_add.default": _LATER.format("ScatterElementsUpdate (reduction sum)"),
     "aten.scatter.*": _LATER.format("ScatterElementsUpdate"),
     "aten.index_put.default": _LATER.format("ScatterNDUpdate"),
-    "aten.index.Tensor": _LATER.format("GatherND (several or boolean indices; one integer "
-                                       "index on the first dim is converted)"),
+    "aten.index.Tensor": "a boolean index: its result's shape depends on the data, which "
+                         "an engine Model's shape cannot (integer indices are converted)",
     "aten.slice_scatter.default": _LATER.format("SliceScatter"),
     "aten._scaled_dot_product_flash_attention_for_cpu.default": _RANDOM + " (with dropout)",
     "aten._scaled_dot_product_flash_attention_for_cpu_backward.*":

@@ -51,6 +51,10 @@ def _gather(x, indices, axis, batch_dims=0):
     return flat.reshape([*x.shape[:axis], *indices.shape, *x.shape[axis + 1:]])
 
 
+def _gather_nd(x, indices, batch_dims=0):
+    return x[tuple(indices[..., i] for i in range(indices.shape[-1]))]
+
+
 def _squeeze(x, axes):
     for axis in sorted((a % x.dim() for a in axes), reverse=True):
         x = x.squeeze(axis)
@@ -151,6 +155,7 @@ LAYOUT = {
 INDEX = {
     "Gather": ("gather", _gather),
     "GatherElements": ("gather_elements", lambda x, idx, axis: torch.gather(x, axis, idx)),
+    "GatherND": ("gather_nd", _gather_nd),
 }
 OTHER = {
     "Select": ("select", torch.where),
