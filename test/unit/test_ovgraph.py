@@ -269,3 +269,26 @@ def test_integer_indexing_runs_in_openvino(warm_cache, monkeypatch, dynamic):
                 assert got.shape == want.shape
                 torch.testing.assert_close(got, want, rtol=0, atol=0)
     assert fallbacks == []
+
+
+def test_strided_reads_of_a_dense_value_run_in_openvino(warm_cache, monkeypatch):
+    """as_strided of a tensor that is its own storage (contiguous from offset 0), reading
+    within its elements, is a Gather (GPT-2 splits its fused qkv projection so); a read of a
+    view's storage still falls back (test_as_strided in the op suite)."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+    strided = torch.ops.aten.as_strided.default
+
+    def fn(a):
+        rows, cols = a.shape
+        fused = a * 2 + 1
+        return (strided(fused, [rows, 2], [cols, 1], 0), strided(fused, [rows, 2], [cols, 1], 2),
+                strided(fused, [min(rows, cols)], [cols + 1], 0),  # the diagonal
+                strided(fused, [3, rows], [0, cols], 1))  # a repeated column
+
+    compiled_fn = compiled(fn, dynamic=False)
+    with observe_fallbacks() as fallbacks:
+        a = torch.randn(5, 7)
+        for got, want in zip(compiled_fn(a), fn(a), strict=True):
+            assert got.shape == want.shape
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert fallbacks == []

@@ -172,6 +172,31 @@ def index_grid(ctx, index, size, grid):
     return index if same else op(ctx, "Broadcast", index, list(grid))
 
 
+@register_conversion(CONVERSIONS, aten.as_strided.default)
+@statically_empty_result
+def as_strided(ctx, x, size, stride, storage_offset=None):
+    """A strided read of a tensor that is its own storage in ATen's graph (contiguous from
+    offset 0) within its elements: a Gather over the flattened value (GPT-2's split of its
+    fused qkv projection). Any other read reaches storage the engine's values do not have."""
+    source = ctx.node.args[0].meta["val"]
+    offset = storage_offset or 0
+    if any(is_symbolic(n) for n in (*size, *stride, offset, *source.shape)):
+        raise Unsupported("symbolic sizes, strides or offset")
+    if not source.is_contiguous() or source.storage_offset() != 0:
+        raise Unsupported("a tensor whose storage is not its value (a view or a layout "
+                          "with gaps)")
+    if offset + sum((n - 1) * s for n, s in zip(size, stride)) >= source.numel():
+        raise Unsupported("strides reaching past the tensor's elements")
+    positions = op(ctx, "Constant", offset, torch.int64)
+    for dim, (n, step) in enumerate(zip(size, stride)):
+        along = op(ctx, "Multiply", op(ctx, "Range", 0, n, 1, torch.int64),
+                   op(ctx, "Constant", step, torch.int64))
+        shape = [1] * len(size)
+        shape[dim] = n
+        positions = op(ctx, "Add", positions, op(ctx, "Reshape", along, shape, False))
+    return op(ctx, "Gather", op(ctx, "Reshape", x, [-1], False), positions, 0)
+
+
 # ---- casts and creation ----
 @register_conversion(CONVERSIONS, [aten._to_copy.default, prims.convert_element_type.default])
 def to_dtype(ctx, x, *args, **kwargs):

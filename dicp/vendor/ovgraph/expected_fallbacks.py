@@ -19,8 +19,8 @@ EXPECTED_FALLBACKS = {
     "aten.uniform*": _RANDOM,
     # no storage in a graph engine: as_strided of a value that is not its own flat storage
     "aten.as_strided.default": "a strided view of storage, which the engine's values do not "
-                               "have (a Gather over the flattened input read wrong elements "
-                               "in the op suite: the input's storage is not its value)",
+                               "have, unless the tensor is contiguous from offset 0 and the "
+                               "strides stay within its elements (then a Gather converts it)",
     # Not converted yet; each names the OpenVINO op a converter would use.
     "aten.scatter_add.default": _LATER.format("ScatterElementsUpdate (reduction sum)"),
     "aten.scatter.*": _LATER.format("ScatterElementsUpdate"),
