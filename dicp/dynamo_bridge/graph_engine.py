@@ -18,7 +18,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from .graph_codegen import GraphCodegenBase
 from .operator import Operator
-from .symbolic import shape_of, strides_of, to_sympy
+from .symbolic import RAW_SYMBOLIC_WARNING, shape_of, strides_of, to_sympy
 from .wrapper import Var
 
 
@@ -40,7 +40,7 @@ def copy_module(gm: fx.GraphModule) -> fx.GraphModule:
     graph = fx.Graph()
     with warnings.catch_warnings():
         # vendor nodes legitimately hold symbolic sizes as arguments (as in ConversionContext)
-        warnings.filterwarnings("ignore", message="Raw SymInt value")
+        warnings.filterwarnings("ignore", message=RAW_SYMBOLIC_WARNING)
         output = graph.graph_copy(gm.graph, {})
         graph.output(output)
     return fx.GraphModule(gm, graph)
@@ -56,7 +56,7 @@ def partition_vendor_ops(gm: fx.GraphModule) -> fx.GraphModule:
     if not partitions:
         return gm
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Raw SymInt value")
+        warnings.filterwarnings("ignore", message=RAW_SYMBOLIC_WARNING)
         fused = partitioner.fuse_partitions(partitions)
     for node in fused.graph.nodes:
         if node.op == "call_module":

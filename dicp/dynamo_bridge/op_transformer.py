@@ -13,6 +13,7 @@ from dicp import config, profile
 
 from .fallback import Fallback, declared_reason, record_fallback
 from .provenance import ORIGIN, Origin
+from .symbolic import RAW_SYMBOLIC_WARNING
 from .torch_compat import OpOverload
 from .utils import is_random, leaves, log_once, matches_any, op_name
 
@@ -51,9 +52,7 @@ class ConversionContext:
     def op(self, vendor_op, *args, **kwargs):
         """Append `vendor_op(*args, **kwargs)` to the vendor graph with its inferred meta."""
         with warnings.catch_warnings():
-            # Symbolic sizes are legitimate op arguments here (codegen turns them into
-            # sympy expressions); FX warns about raw SymInts in node args.
-            warnings.filterwarnings("ignore", message="Raw SymInt value")
+            warnings.filterwarnings("ignore", message=RAW_SYMBOLIC_WARNING)
             node = self.graph.call_function(vendor_op, args, kwargs)
         node.meta["val"] = self._infer(node)
         node.meta[ORIGIN] = _origin(self.node)

@@ -6,6 +6,11 @@ attribute; this module is the one place that reads it.
 import sympy
 import torch
 
+# FX warns when a node argument is a raw SymInt/SymFloat/SymBool; in dicp's vendor graphs
+# symbolic sizes and scalars are legitimate op arguments (codegen turns them into sympy
+# expressions), so the passes that build such nodes silence it (a regex for filterwarnings).
+RAW_SYMBOLIC_WARNING = "Raw Sym(Int|Float|Bool) value"
+
 
 def to_sympy(value):
     """An int, SymInt or sympy expression as a sympy expression."""

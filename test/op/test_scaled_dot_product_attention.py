@@ -42,7 +42,7 @@ def gradients(fn, inputs, weights):
 
 
 class TestScaledDotProductAttention:
-    @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
     # (batch, heads, length, head dim): length 1, odd and even; heads stay even for GQA
     @pytest.mark.parametrize("sizes", [
         Size((2, 4, 7, 8), (3, 4, 9, 8), resized=(5, 4, 12, 8)),

@@ -15,7 +15,7 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 
 
 class TestSilu:
-    @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
     @pytest.mark.parametrize("sizes", [Size((5,), (7,)), Size((3, 1, 4), (5, 1, 2))])
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_silu(self, sizes, dtype, compiled_model):

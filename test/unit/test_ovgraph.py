@@ -1,6 +1,7 @@
 """ovgraph, the graph-engine backend on OpenVINO: whole graphs in OpenVINO under DICP_STRICT=1,
 one compile per graph across sizes, partitioning around ops OpenVINO lacks, training."""
 import importlib
+import textwrap
 
 import pytest
 import torch
@@ -155,3 +156,139 @@ def test_output_aliasing_a_permuted_input_keeps_its_layout(warm_cache, dynamic):
         got, want = compiled_fn(a, shape), fn(a, shape)
         assert got.stride() == want.stride()
         torch.testing.assert_close(got, want)
+
+
+# Each builds a Model OpenVINO's CPU plugin (2026.4) crashed on, so each runs in a fresh
+# interpreter: a crash fails the test instead of killing pytest.
+PLUGIN_CRASHES = {
+    # a 0-d tensor of a symbolic size: Broadcast of a non-constant to an empty shape
+    # (segfault; found by DICP's upstream upsample_nearest2d test under dynamic=True)
+    "zero_dim_broadcast": ("""
+        def fn(x):
+            return torch.full((), x.shape[0] * 0.5), x + 1
+        compiled_fn = torch.compile(fn, backend="ovgraph", dynamic=True)
+        for rows in (3, 6):
+            x = torch.randn(rows, 4)
+            for got, want in zip(compiled_fn(x), fn(x), strict=True):
+                torch.testing.assert_close(got, want)
+        """),
+    # a Gather with static empty indices (SIGFPE; repeat_interleave with all-zero repeats)
+    "empty_gather": ("""
+        def fn(x, idx, rows):
+            return (torch.index_select(x, 1, idx) + 1, torch.embedding(x, idx) * 2,
+                    torch.gather(x, 0, rows) - 1)
+        compiled_fn = torch.compile(fn, backend="ovgraph", dynamic=False)
+        x = torch.randn(4, 3)
+        idx, rows = torch.zeros(0, dtype=torch.long), torch.zeros(0, 3, dtype=torch.long)
+        for got, want in zip(compiled_fn(x, idx, rows), fn(x, idx, rows), strict=True):
+            assert got.shape == want.shape
+            torch.testing.assert_close(got, want)
+        """),
+}
+
+
+@pytest.mark.parametrize("case", PLUGIN_CRASHES)
+def test_models_the_cpu_plugin_crashed_on_are_not_built(tmp_path, case):
+    from .helpers import check_fresh
+    code = "import torch\nimport dicp.vendor.ovgraph\n" + \
+        textwrap.dedent(PLUGIN_CRASHES[case]) + "print('ok')\n"
+    assert check_fresh(code, tmp_path / "cache", DICP_STRICT="1") == "ok"
+
+
+def test_convolution_with_a_weight_of_symbolic_shape_runs_eagerly(warm_cache, monkeypatch):
+    """The CPU plugin refuses a Convolution whose weight has dynamic dims ("Doesn't support
+    dynamic weights shape"): a weight passed as an input under dynamic=True falls back (a
+    declared fallback), a module's static weight stays in OpenVINO."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+
+    def fn(x, w):
+        return torch.nn.functional.conv2d(x, w, stride=2, padding=3)
+
+    compiled_fn = compiled(fn, dynamic=True)
+    with observe_fallbacks() as fallbacks:
+        for batch, channels in ((2, 3), (3, 5)):
+            x, w = torch.randn(batch, channels, 9, 9), torch.randn(4, channels, 7, 7)
+            torch.testing.assert_close(compiled_fn(x, w), fn(x, w), rtol=1e-4, atol=1e-4)
+    assert {f.op for f in fallbacks} == {"aten.convolution.default"}
+    conv = torch.nn.Conv2d(3, 4, 7, stride=2, padding=3)
+    compiled_conv = compiled(conv, dynamic=True)
+    with torch.no_grad(), observe_fallbacks() as fallbacks:
+        for batch in (2, 3):
+            x = torch.randn(batch, 3, 9, 9)
+            torch.testing.assert_close(compiled_conv(x), conv(x), rtol=1e-4, atol=1e-4)
+    assert fallbacks == []
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_attention_runs_in_openvino_with_fully_masked_rows(warm_cache, monkeypatch, dynamic):
+    """scaled_dot_product_attention converts (its backward is a declared fallback reading the
+    forward's logsumexp); a query row that may see no key gives 0 and a zero gradient, as torch
+    (left padding in a batch of prompts makes such rows)."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+
+    def fn(q, k, v, mask):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    compiled_fn = compiled(fn, dynamic=dynamic)
+    with observe_fallbacks() as fallbacks:
+        for length in ((5, 8) if dynamic else (5,)):
+            q, k, v = (torch.randn(2, 3, length, 4, requires_grad=True) for _ in range(3))
+            mask = torch.rand(2, 1, length, length) > 0.5
+            mask[0, 0, 1] = False  # a fully masked row
+            mask[1, 0, :, 0] = True
+            got, want = compiled_fn(q, k, v, mask), fn(q, k, v, mask)
+            torch.testing.assert_close(got, want)
+            grad = torch.randn_like(want)
+            for g, w in zip(torch.autograd.grad(got, (q, k, v), grad),
+                            torch.autograd.grad(want, (q, k, v), grad), strict=True):
+                torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+    assert {f.op for f in fallbacks} == \
+        {"aten._scaled_dot_product_flash_attention_for_cpu_backward.default"}
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_integer_indexing_runs_in_openvino(warm_cache, monkeypatch, dynamic):
+    """aten.index.Tensor with integer indices is one GatherND (transformers' mask building
+    indexes with two broadcast index tensors): leading None, adjacent indexed dims in the
+    middle (result dims stay there), non-adjacent ones (result dims go first), a 0-d index,
+    negative and repeated indices; exact, without fallback."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+    index = torch.ops.aten.index.Tensor
+
+    def fn(x, i, j, k):
+        return (index(x, [i]), index(x, [None, j]), index(x, [i[:, None], j]),
+                index(x, [None, j[:, None], k[:3]]), index(x, [i[:3], None, k[:3]]),
+                index(x, [i[0], j]))
+
+    compiled_fn = compiled(fn, dynamic=dynamic)
+    with observe_fallbacks() as fallbacks:
+        for shape in (((4, 5, 6), (7, 3, 9)) if dynamic else ((4, 5, 6),)):
+            x = torch.randn(shape)
+            i, j, k = (torch.randint(-n, n, (5,)) for n in shape)
+            for got, want in zip(compiled_fn(x, i, j, k), fn(x, i, j, k), strict=True):
+                assert got.shape == want.shape
+                torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert fallbacks == []
+
+
+def test_strided_reads_of_a_dense_value_run_in_openvino(warm_cache, monkeypatch):
+    """as_strided of a tensor that is its own storage (contiguous from offset 0), reading
+    within its elements, is a Gather (GPT-2 splits its fused qkv projection so); a read of a
+    view's storage still falls back (test_as_strided in the op suite)."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+    strided = torch.ops.aten.as_strided.default
+
+    def fn(a):
+        rows, cols = a.shape
+        fused = a * 2 + 1
+        return (strided(fused, [rows, 2], [cols, 1], 0), strided(fused, [rows, 2], [cols, 1], 2),
+                strided(fused, [min(rows, cols)], [cols + 1], 0),  # the diagonal
+                strided(fused, [3, rows], [0, cols], 1))  # a repeated column
+
+    compiled_fn = compiled(fn, dynamic=False)
+    with observe_fallbacks() as fallbacks:
+        a = torch.randn(5, 7)
+        for got, want in zip(compiled_fn(a), fn(a), strict=True):
+            assert got.shape == want.shape
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert fallbacks == []

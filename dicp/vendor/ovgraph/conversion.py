@@ -5,10 +5,13 @@ nodes. OpenVINO broadcasts like numpy but does not promote types, so every conve
 operands to the dtype torch computes in (`cast`). Layout, indexing and creation ops are in
 conversion_layout.py.
 """
+import math
+
 import torch
 
 from dicp.dynamo_bridge.conversion import register_conversion
 from dicp.dynamo_bridge.op_transformer import Unsupported
+from dicp.dynamo_bridge.symbolic import is_symbolic, to_sympy
 
 from .opset import OPS
 
@@ -55,6 +58,15 @@ def _as_python_number(value):
     return 1.0
 
 
+def broadcast_to_out(ctx, x):
+    """`x` broadcast to the result's shape. A 0-d result is a Reshape: OpenVINO's CPU plugin
+    (2026.4) segfaults compiling a Broadcast to an empty shape of a non-constant value, such as
+    a scalar_tensor of a symbolic size under dynamic=True."""
+    if ctx.out.dim() == 0:
+        return op(ctx, "Reshape", x, [], False)
+    return op(ctx, "Broadcast", x, list(ctx.out.shape))
+
+
 def all_axes(ctx, x):
     return list(range(ctx.val(x).dim()))
 
@@ -65,7 +77,7 @@ UNARY_ROWS = {
     aten.sqrt: "Sqrt", aten.sin: "Sin", aten.cos: "Cos", aten.tan: "Tan", aten.tanh: "Tanh",
     aten.sigmoid: "Sigmoid", aten.relu: "Relu", aten.erf: "Erf", aten.sign: "Sign",
     aten.asin: "Asin", aten.acos: "Acos", aten.atan: "Atan", aten.sinh: "Sinh",
-    aten.cosh: "Cosh", aten.silu: "Swish",
+    aten.cosh: "Cosh",
 }
 INTEGER_IDENTITY = {aten.floor: "Floor", aten.ceil: "Ceiling"}  # exact on integers
 PREDICATES = {aten.isnan: "IsNaN", aten.isinf: "IsInf"}
@@ -96,8 +108,7 @@ def integer_identity(name):
 def predicate(name):
     def convert(ctx, x):
         if not ctx.val(x).dtype.is_floating_point:
-            return op(ctx, "Constant", False, torch.bool) if ctx.val(x).dim() == 0 else \
-                op(ctx, "Broadcast", op(ctx, "Constant", False, torch.bool), ctx.out.shape)
+            return broadcast_to_out(ctx, op(ctx, "Constant", False, torch.bool))
         return op(ctx, name, x)
     return convert
 
@@ -214,6 +225,14 @@ def round_half_even(ctx, x, decimals=0):
     scale = cast(ctx, 10.0 ** abs(decimals), ctx.out.dtype)
     inward, outward = ("Multiply", "Divide") if decimals > 0 else ("Divide", "Multiply")
     return op(ctx, outward, op(ctx, "Round", op(ctx, inward, x, scale), "half_to_even"), scale)
+
+
+@register_conversion(CONVERSIONS, aten.silu)
+def silu(ctx, x):
+    """Swish with beta 1 given in x's type: the opset function's default beta is an f32
+    constant, which Swish refuses next to f16 data (LLaMA in float16 failed to compile)."""
+    dtype = ctx.out.dtype
+    return op(ctx, "Swish", cast(ctx, x, dtype), cast(ctx, 1, dtype))
 
 
 @register_conversion(CONVERSIONS, aten.gelu)
@@ -374,7 +393,7 @@ def addmm(ctx, bias, a, b, beta=1, alpha=1):
     if alpha != 1:
         product = op(ctx, "Multiply", product, cast(ctx, alpha, dtype))
     if beta == 0:  # torch ignores bias (NaN included) when beta is 0
-        return op(ctx, "Broadcast", product, ctx.out.shape)
+        return broadcast_to_out(ctx, product)
     bias = cast(ctx, bias, dtype)
     if beta != 1:
         bias = op(ctx, "Multiply", bias, cast(ctx, beta, dtype))
@@ -387,6 +406,66 @@ def softmax(ctx, x, dim, half_to_float):
     if ctx.val(x).dim() == 0:
         raise Unsupported("a 0-d input (OpenVINO's Softmax needs an axis)")
     return op(ctx, name, cast(ctx, x, ctx.out.dtype), dim)
+
+
+@register_conversion(CONVERSIONS, aten._scaled_dot_product_flash_attention_for_cpu.default)
+def attention(ctx, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    """softmax(q @ k^T * scale + mask) @ v and each row's logsumexp (the backward's input), in
+    float32 as torch's CPU kernel accumulates; a fully masked row gives 0 and logsumexp 0, as
+    there."""
+    if dropout_p:
+        raise Unsupported("dropout (random numbers)")
+    f32 = torch.float32
+    heads = ctx.val(q).shape[1]
+    q, k, v = (cast(ctx, t, f32) for t in (q, k, v))
+    k, v = kv_heads(ctx, k, heads), kv_heads(ctx, v, heads)
+    scores = op(ctx, "Multiply", op(ctx, "MatMul", q, k, False, True),
+                attention_scale(ctx, q, scale))
+    if attn_mask is not None:
+        scores = masked_scores(ctx, scores, attn_mask)
+    if is_causal:
+        rows = op(ctx, "Unsqueeze", op(ctx, "Range", 0, ctx.val(q).shape[-2], 1, torch.int64), [1])
+        cols = op(ctx, "Range", 0, ctx.val(k).shape[-2], 1, torch.int64)
+        scores = op(ctx, "Select", op(ctx, "LessEqual", cols, rows), scores,
+                    cast(ctx, float("-inf"), f32))
+    top = op(ctx, "ReduceMax", scores, [-1], True)
+    top = op(ctx, "Select", op(ctx, "IsInf", top), cast(ctx, 0, f32), top)  # no finite score
+    exps = op(ctx, "Exp", op(ctx, "Subtract", scores, top))
+    total = op(ctx, "ReduceSum", exps, [-1], True)
+    empty = op(ctx, "Equal", total, cast(ctx, 0, f32))
+    probs = op(ctx, "Divide", exps, op(ctx, "Select", empty, cast(ctx, 1, f32), total))
+    out = cast(ctx, op(ctx, "MatMul", probs, v, False, False), ctx.out[0].dtype)
+    logsumexp = op(ctx, "Select", empty, cast(ctx, 0, f32),
+                   op(ctx, "Add", op(ctx, "Log", total), top))
+    return out, op(ctx, "Squeeze", logsumexp, [-1])
+
+
+def kv_heads(ctx, t, heads):
+    """Keys or values with one head per query head: under grouped-query attention each of
+    the H_kv heads serves H / H_kv consecutive query heads."""
+    batch, kv, length, size = ctx.val(t).shape
+    if to_sympy(kv) == to_sympy(heads):
+        return t
+    wide = op(ctx, "Broadcast", op(ctx, "Unsqueeze", t, [2]),
+              [batch, kv, heads // kv, length, size])
+    return op(ctx, "Reshape", wide, [batch, heads, length, size], False)
+
+
+def attention_scale(ctx, q, scale):
+    """`scale`, or 1 / sqrt(head size) as torch computes it (in double for a static size)."""
+    if scale is not None:
+        return cast(ctx, scale, torch.float32)
+    head = ctx.val(q).shape[-1]
+    if not is_symbolic(head):
+        return cast(ctx, 1.0 / math.sqrt(head), torch.float32)
+    one = cast(ctx, 1, torch.float32)
+    return op(ctx, "Divide", one, op(ctx, "Sqrt", cast(ctx, head, torch.float32)))
+
+
+def masked_scores(ctx, scores, mask):
+    if ctx.val(mask).dtype == torch.bool:
+        return op(ctx, "Select", mask, scores, cast(ctx, float("-inf"), torch.float32))
+    return op(ctx, "Add", scores, cast(ctx, mask, torch.float32))
 
 
 from . import conversion_layout  # noqa: E402,F401  registers its rows into CONVERSIONS

@@ -8,8 +8,9 @@ import torch
 
 from dicp.dynamo_bridge.conversion import register_conversion
 from dicp.dynamo_bridge.op_transformer import Unsupported
+from dicp.dynamo_bridge.symbolic import is_symbolic, to_sympy
 
-from .conversion import CONVERSIONS, cast, is_tensor, op, scalar
+from .conversion import CONVERSIONS, broadcast_to_out, cast, is_tensor, op, scalar
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -18,6 +19,17 @@ INT64_MAX = 2**63 - 1
 
 def reshape_to_out(ctx, x):
     return op(ctx, "Reshape", x, list(ctx.out.shape), False)
+
+
+def statically_empty_result(convert):
+    """A converter whose result has no elements at compile time returns a filled value of the
+    result's shape instead: OpenVINO's CPU plugin (2026.4) dies of SIGFPE compiling a Gather
+    with static empty indices (repeat_interleave with all-zero repeats gave one)."""
+    def converter(ctx, *args, **kwargs):
+        if any(not is_symbolic(size) and size == 0 for size in ctx.out.shape):
+            return broadcast_to_out(ctx, op(ctx, "Constant", 0, ctx.out.dtype))
+        return convert(ctx, *args, **kwargs)
+    return converter
 
 
 # Element order kept, shape changed: one Reshape to the result's shape. clone and alias become a
@@ -57,7 +69,7 @@ def transpose(ctx, x, dim0, dim1):
 
 @register_conversion(CONVERSIONS, aten.expand.default)
 def expand(ctx, x, sizes, implicit=False):
-    return op(ctx, "Broadcast", x, list(ctx.out.shape))
+    return broadcast_to_out(ctx, x)
 
 
 @register_conversion(CONVERSIONS, aten.slice.Tensor)
@@ -70,6 +82,7 @@ def slice_(ctx, x, dim=0, start=None, end=None, step=1):
 
 
 @register_conversion(CONVERSIONS, aten.select.int)
+@statically_empty_result
 def select(ctx, x, dim, index):
     index = op(ctx, "Constant", scalar(ctx, index), torch.int64)
     return op(ctx, "Gather", x, index, dim)
@@ -97,6 +110,7 @@ def constant_pad(ctx, x, pad, value=0):
 
 # ---- indexing ----
 @register_conversion(CONVERSIONS, aten.index_select)
+@statically_empty_result
 def index_select(ctx, x, dim, index):
     if ctx.val(index).dim() == 0:  # torch takes a 0-d index as one index, keeping the dim
         index = op(ctx, "Reshape", index, [1], False)
@@ -107,11 +121,13 @@ def index_select(ctx, x, dim, index):
 
 
 @register_conversion(CONVERSIONS, aten.embedding.default)
+@statically_empty_result
 def embedding(ctx, weight, indices, *rest):
     return op(ctx, "Gather", weight, indices, 0)
 
 
 @register_conversion(CONVERSIONS, aten.gather.default)
+@statically_empty_result
 def gather(ctx, x, dim, index, sparse_grad=False):
     if ctx.val(x).dim() == 0:  # OpenVINO's GatherElements wants a dim to gather along
         flat = op(ctx, "GatherElements", op(ctx, "Reshape", x, [1], False),
@@ -121,11 +137,64 @@ def gather(ctx, x, dim, index, sparse_grad=False):
 
 
 @register_conversion(CONVERSIONS, aten.index.Tensor)
+@statically_empty_result
 def index(ctx, x, indices):
-    """x[idx] on the first dim (the common embedding-like case): a Gather."""
-    if len(indices) != 1 or indices[0] is None or ctx.val(indices[0]).dtype == torch.bool:
-        raise Unsupported("indices other than one integer tensor on the first dim")
-    return op(ctx, "Gather", x, indices[0], 0)
+    """x[i0, None, i2, ...] with integer index tensors: one GatherND over the indexed dims
+    moved first, its result dims then put where torch puts them (at the first indexed dim when
+    the indexed dims are adjacent, else first)."""
+    positions = [d for d, t in enumerate(indices) if t is not None]
+    if any(ctx.val(indices[d]).dtype in (torch.bool, torch.uint8) for d in positions):
+        raise Unsupported("a boolean index (a data-dependent shape)")
+    rank, sizes = ctx.val(x).dim(), ctx.val(x).shape
+    rest = [d for d in range(rank) if d not in positions]
+    grid = torch.broadcast_shapes(*(ctx.val(indices[d]).shape for d in positions))
+    coords = [op(ctx, "Unsqueeze", index_grid(ctx, indices[d], sizes[d], grid), [len(grid)])
+              for d in positions]
+    moved = x if positions == list(range(len(positions))) else \
+        op(ctx, "Transpose", x, positions + rest)
+    gathered = op(ctx, "GatherND", moved, op(ctx, "Concat", coords, len(grid)), 0)
+    first = positions[0]
+    if positions != list(range(first, first + len(positions))) or first == 0:
+        return gathered
+    batch = len(grid)
+    order = [batch + i for i in range(first)] + list(range(batch)) + \
+        [batch + i for i in range(first, len(rest))]
+    return op(ctx, "Transpose", gathered, order)
+
+
+def index_grid(ctx, index, size, grid):
+    """One index tensor as int64, negatives counted from the end of a dim of `size`,
+    broadcast to the common `grid` shape of all the indices."""
+    index = cast(ctx, index, torch.int64)
+    wrapped = op(ctx, "Add", index, cast(ctx, size, torch.int64))
+    index = op(ctx, "Select", op(ctx, "Less", index, cast(ctx, 0, torch.int64)), wrapped, index)
+    same = [to_sympy(s) for s in ctx.val(index).shape] == [to_sympy(s) for s in grid]
+    return index if same else op(ctx, "Broadcast", index, list(grid))
+
+
+@register_conversion(CONVERSIONS, aten.as_strided.default)
+@statically_empty_result
+def as_strided(ctx, x, size, stride, storage_offset=None):
+    """A strided read of a tensor that is its own storage in ATen's graph (contiguous from
+    offset 0) within its elements: a Gather over the flattened value (GPT-2's split of its
+    fused qkv projection). Any other read reaches storage the engine's values do not have."""
+    source = ctx.node.args[0].meta["val"]
+    offset = storage_offset or 0
+    if any(is_symbolic(n) for n in (*size, *stride, offset, *source.shape)):
+        raise Unsupported("symbolic sizes, strides or offset")
+    if not source.is_contiguous() or source.storage_offset() != 0:
+        raise Unsupported("a tensor whose storage is not its value (a view or a layout "
+                          "with gaps)")
+    if offset + sum((n - 1) * s for n, s in zip(size, stride)) >= source.numel():
+        raise Unsupported("strides reaching past the tensor's elements")
+    positions = op(ctx, "Constant", offset, torch.int64)
+    for dim, (n, step) in enumerate(zip(size, stride)):
+        along = op(ctx, "Multiply", op(ctx, "Range", 0, n, 1, torch.int64),
+                   op(ctx, "Constant", step, torch.int64))
+        shape = [1] * len(size)
+        shape[dim] = n
+        positions = op(ctx, "Add", positions, op(ctx, "Reshape", along, shape, False))
+    return op(ctx, "Gather", op(ctx, "Reshape", x, [-1], False), positions, 0)
 
 
 # ---- casts and creation ----
@@ -138,7 +207,7 @@ def to_dtype(ctx, x, *args, **kwargs):
 
 @register_conversion(CONVERSIONS, aten.copy.default)
 def copy(ctx, dst, src, non_blocking=False):
-    return op(ctx, "Broadcast", cast(ctx, src, ctx.out.dtype), list(ctx.out.shape))
+    return broadcast_to_out(ctx, cast(ctx, src, ctx.out.dtype))
 
 
 @register_conversion(CONVERSIONS, [aten.full.default, aten.full_like.default,
@@ -147,7 +216,7 @@ def full(ctx, size_or_like, value=None, **kwargs):
     if ctx.node.target is aten.scalar_tensor.default:
         size_or_like, value = (), size_or_like
     fill = op(ctx, "Constant", scalar(ctx, value), ctx.out.dtype)
-    return op(ctx, "Broadcast", fill, list(ctx.out.shape))
+    return broadcast_to_out(ctx, fill)
 
 
 @register_conversion(CONVERSIONS, [aten.zeros.default, aten.ones.default,
@@ -158,7 +227,7 @@ def full(ctx, size_or_like, value=None, **kwargs):
 def filled(ctx, *args, **kwargs):
     value = 1 if ctx.node.target.overloadpacket in (aten.ones, aten.ones_like) else 0
     fill = op(ctx, "Constant", value, ctx.out.dtype)
-    return op(ctx, "Broadcast", fill, list(ctx.out.shape))
+    return broadcast_to_out(ctx, fill)
 
 
 @register_conversion(CONVERSIONS, [aten.arange.default, aten.arange.start,
@@ -186,6 +255,10 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, out
         raise Unsupported("a transposed convolution")
     if not all(is_tensor(ctx, t) for t in (x, weight)) or ctx.val(x).dim() < 3:
         raise Unsupported("an unbatched input")
+    if any(is_symbolic(size) for size in ctx.val(weight).shape):
+        # "Doesn't support dynamic weights shape" (openvino 2026.4); a module's parameters
+        # keep static shapes under dynamic=True, so this is a weight passed as an input
+        raise Unsupported("a weight of symbolic shape, which OpenVINO's CPU plugin refuses")
     dtype = ctx.out.dtype
     x, weight = cast(ctx, x, dtype), cast(ctx, weight, dtype)
     out = _conv(ctx, x, weight, list(stride), list(padding), list(dilation), groups)

@@ -19,17 +19,18 @@ EXPECTED_FALLBACKS = {
     "aten.uniform*": _RANDOM,
     # no storage in a graph engine: as_strided of a value that is not its own flat storage
     "aten.as_strided.default": "a strided view of storage, which the engine's values do not "
-                               "have (a Gather over the flattened input read wrong elements "
-                               "in the op suite: the input's storage is not its value)",
+                               "have, unless the tensor is contiguous from offset 0 and the "
+                               "strides stay within its elements (then a Gather converts it)",
     # Not converted yet; each names the OpenVINO op a converter would use.
     "aten.scatter_add.default": _LATER.format("ScatterElementsUpdate (reduction sum)"),
     "aten.scatter.*": _LATER.format("ScatterElementsUpdate"),
     "aten.index_put.default": _LATER.format("ScatterNDUpdate"),
-    "aten.index.Tensor": _LATER.format("GatherND (several or boolean indices; one integer "
-                                       "index on the first dim is converted)"),
+    "aten.index.Tensor": "a boolean index: its result's shape depends on the data, which "
+                         "an engine Model's shape cannot (integer indices are converted)",
     "aten.slice_scatter.default": _LATER.format("SliceScatter"),
-    "aten._scaled_dot_product_flash_attention_for_cpu*":
-        _LATER.format("ScaledDotProductAttention"),
+    "aten._scaled_dot_product_flash_attention_for_cpu.default": _RANDOM + " (with dropout)",
+    "aten._scaled_dot_product_flash_attention_for_cpu_backward.*":
+        _LATER.format("MatMul and Softmax pieces"),
     "aten.topk.default": _LATER.format("TopK"),
     "aten.sort.*": _LATER.format("TopK over the whole dim (stable order)"),
     "aten.repeat_interleave.Tensor": _LATER.format("a data-dependent output shape"),
@@ -38,8 +39,9 @@ EXPECTED_FALLBACKS = {
     "aten._adaptive_avg_pool2d*": _LATER.format("AdaptiveAvgPool"),
     "aten._native_batch_norm_legit*": _LATER.format("BatchNormInference and reductions"),
     "aten.convolution_backward.default": _LATER.format("ConvolutionBackpropData"),
-    "aten.convolution.default": _LATER.format("ConvolutionBackpropData (transposed only; "
-                                              "plain and grouped convolutions are converted)"),
+    "aten.convolution.default": "transposed (OpenVINO's ConvolutionBackpropData would run it, "
+                                "no converter yet) or with a weight of symbolic shape (the "
+                                "CPU plugin refuses it); other convolutions are converted",
 }
 
 # Ops on these dtypes run eagerly whatever the op (Backend.dtype_fallbacks).

@@ -51,6 +51,10 @@ def _gather(x, indices, axis, batch_dims=0):
     return flat.reshape([*x.shape[:axis], *indices.shape, *x.shape[axis + 1:]])
 
 
+def _gather_nd(x, indices, batch_dims=0):
+    return x[tuple(indices[..., i] for i in range(indices.shape[-1]))]
+
+
 def _squeeze(x, axes):
     for axis in sorted((a % x.dim() for a in axes), reverse=True):
         x = x.squeeze(axis)
@@ -109,7 +113,7 @@ UNARY = {
     "Gelu": ("gelu", lambda x, mode="erf": torch.nn.functional.gelu(
         x, approximate="none" if mode == "erf" else "tanh")),
     "Round": ("round", lambda x, mode: torch.round(x)),
-    "Swish": ("swish", torch.nn.functional.silu),
+    "Swish": ("swish", lambda x, beta: x * torch.sigmoid(beta * x)),
 }
 BINARY = {
     "Add": ("add", torch.add), "Subtract": ("subtract", torch.sub),
@@ -151,6 +155,7 @@ LAYOUT = {
 INDEX = {
     "Gather": ("gather", _gather),
     "GatherElements": ("gather_elements", lambda x, idx, axis: torch.gather(x, axis, idx)),
+    "GatherND": ("gather_nd", _gather_nd),
 }
 OTHER = {
     "Select": ("select", torch.where),
