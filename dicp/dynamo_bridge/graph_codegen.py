@@ -173,7 +173,7 @@ class GraphCodegenBase:
         computed into a fresh buffer must carry the offset too (x.narrow(2, 1, 2).reshape(-1,
         2) under dynamic shapes read one element early: found by the fuzzer)."""
         value = Var(self.wrapper.literal(value))
-        if any(stride == 0 for size, stride in zip(val.shape, val.stride()) if size != 1):
+        if any(broadcast_dims(val)):
             return self.expanded_copy(value, val)
         return self.copy_in_layout(value, val, shape_of(val))
 
@@ -203,7 +203,7 @@ class GraphCodegenBase:
         """A copy of `value` in the expanded layout of `val` (stride 0): one slice along each
         broadcast dim, put in `val`'s strides and offset, expanded back."""
         sizes = shape_of(val)
-        broadcast = [stride == 0 and size != 1 for size, stride in zip(val.shape, val.stride())]
+        broadcast = broadcast_dims(val)
         index = ", ".join("0:1" if dim else ":" for dim in broadcast)
         one_slice = self.wrapper.assign(f"{self.wrapper.literal(value)}[{index}]")
         collapsed = [1 if dim else size for dim, size in zip(broadcast, sizes)]
@@ -267,3 +267,10 @@ def load_wrapper(generated: GeneratedGraph, namespace: dict, path: str = None):
     filename = path or f"<dicp {generated.name}>"
     exec(compile(generated.wrapper_source, filename, "exec"), scope)
     return scope["call"]
+
+
+def broadcast_dims(val):
+    """Which dims of `val` are broadcast (stride 0, size not 1), read from its symbolic sizes
+    and strides: comparing the SymInts themselves would guard on them, and a guard on a traced
+    size makes dynamo compile again at the next size."""
+    return [stride == 0 and size != 1 for size, stride in zip(shape_of(val), strides_of(val))]

@@ -16,7 +16,7 @@ import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from .graph_codegen import GraphCodegenBase
+from .graph_codegen import GraphCodegenBase, broadcast_dims
 from .operator import Operator
 from .symbolic import RAW_SYMBOLIC_WARNING, shape_of, strides_of, to_sympy
 from .wrapper import Var
@@ -107,7 +107,7 @@ class GraphEngineCodegen(GraphCodegenBase):
         if value not in self.engine_values or not isinstance(val, torch.Tensor) or \
                 val.is_contiguous() and val.storage_offset() == 0:
             return value
-        if any(stride == 0 for size, stride in zip(val.shape, val.stride()) if size != 1):
+        if any(broadcast_dims(val)):
             return self.expanded_copy(value, val)
         return self.copy_in_layout(value, val, shape_of(val))
 
@@ -122,7 +122,7 @@ class GraphEngineCodegen(GraphCodegenBase):
         if not (self.engine_results_contiguous and _engine_result(arg)) or \
                 not isinstance(val, torch.Tensor) or val.is_contiguous():
             return super().output_value(arg, val)
-        if any(stride == 0 for size, stride in zip(val.shape, val.stride()) if size != 1):
+        if any(broadcast_dims(val)):
             return self.expanded_copy(value, val)
         restrided = self.wrapper.allocate(val.dtype, shape_of(val), strides_of(val))
         self.wrapper.lines.append(f"{restrided}.copy_({self.wrapper.literal(value)})")
