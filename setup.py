@@ -21,9 +21,11 @@ setup(
     install_requires=[SUPPORTED["TORCH_REQUIREMENT"], "jinja2>=3.0", "sympy>=1.12", "numpy",
                       "packaging"],
     # transformers: the debugging tools are tested on Hugging Face GPT-2 (built from a config);
-    # expecttest: torch's OpInfo database imports it; openvino: the ovgraph backend's SDK
+    # expecttest: torch's OpInfo database imports it; openvino: the ovgraph backend's SDK;
+    # setuptools>=70.1: the scaffold test builds a generated backend without build isolation,
+    # and older setuptools (a new venv's 65.5) cannot build a wheel without the `wheel` package
     extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "cryptography>=41", "transformers",
-                             "expecttest", "openvino>=2024.0"]},
+                             "expecttest", "openvino>=2024.0", "setuptools>=70.1"]},
     entry_points={
         "torch_dynamo_backends": [
             "new_backendgraph = dicp.vendor.new_backendGraph:new_backendgraph",
