@@ -63,7 +63,7 @@ def pow_tensor_scalar(x, exponent):
 
 
 FIXED = {aten.index_add.default: index_add}
-EAGER_DTYPE = {aten.pow.Tensor_Scalar: pow_tensor_scalar}
 FIXED |= {overload: linspace for overload in (aten.linspace.default, aten.linspace.Tensor_Tensor,
                                              aten.linspace.Tensor_Scalar,
                                              aten.linspace.Scalar_Tensor)}
+EAGER_DTYPE = {aten.pow.Tensor_Scalar: pow_tensor_scalar}

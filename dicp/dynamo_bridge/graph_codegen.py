@@ -164,19 +164,18 @@ class GraphCodegenBase:
         for arg, val in zip(node.args[0], self.ctx.output_vals, strict=True):
             value = self.output_value(arg, val)
             if isinstance(val, torch.Tensor) and to_sympy(val.storage_offset()) != 0:
-                value = self.at_storage_offset(value, val)
+                value = self.copy_in_layout_of(value, val)
             self.wrapper.outputs.append(self.wrapper.literal(value))
 
-    def at_storage_offset(self, value, val):
-        """An output that views an input or another output at a storage offset: AOTAutograd
-        rebuilds it from that base with the output's sizes, strides and offset, so a result
-        computed into a fresh buffer must carry the offset too (x.narrow(2, 1, 2).reshape(-1,
-        2) under dynamic shapes read one element early: found by the fuzzer)."""
+    def copy_in_layout_of(self, value, val):
+        """A copy of `value` in `val`'s sizes, strides and storage offset. Outputs that view an
+        input or another output at an offset need it: AOTAutograd rebuilds them from that base
+        with the output's layout, so a fresh buffer must carry the offset too (x.narrow(2, 1,
+        2).reshape(-1, 2) under dynamic shapes read one element early: found by the fuzzer)."""
         value = Var(self.wrapper.literal(value))
         if any(broadcast_dims(val)):
             return self.expanded_copy(value, val)
         return self.copy_in_layout(value, val, shape_of(val))
-
 
     def _materialize_node(self, arg):
         return self.materialize(self.env[arg], arg.meta.get("val"))

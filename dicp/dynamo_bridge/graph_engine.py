@@ -107,9 +107,7 @@ class GraphEngineCodegen(GraphCodegenBase):
         if value not in self.engine_values or not isinstance(val, torch.Tensor) or \
                 val.is_contiguous() and val.storage_offset() == 0:
             return value
-        if any(broadcast_dims(val)):
-            return self.expanded_copy(value, val)
-        return self.copy_in_layout(value, val, shape_of(val))
+        return self.copy_in_layout_of(value, val)
 
     def engine_subgraph(self, node, submodule, inputs):
         raise NotImplementedError(f"{type(self).__name__} does not build engine subgraphs: "
