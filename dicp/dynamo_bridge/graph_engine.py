@@ -18,7 +18,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from .graph_codegen import GraphCodegenBase, broadcast_dims
 from .operator import Operator
-from .symbolic import RAW_SYMBOLIC_WARNING, shape_of, strides_of, to_sympy
+from .symbolic import RAW_SYMBOLIC_WARNING, shape_of, strides_of
 from .wrapper import Var
 
 
