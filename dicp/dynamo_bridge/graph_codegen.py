@@ -17,7 +17,7 @@ import torch.fx as fx
 from .fault_injection import fault_for, runtime_error_message
 from .operator import Operator
 from .symbolic import same_layout, shape_of, strides_of, to_sympy
-from .torch_compat import OpOverload
+from .torch_compat import OpOverload, same_storage
 from .utils import op_name
 from .wrapper import TensorView, Var, WrapperBuilder
 
@@ -162,10 +162,33 @@ class GraphCodegenBase:
     def output(self, node):
         # outputs take the ATen graph's layouts, which callers rely on
         for arg, val in zip(node.args[0], self.ctx.output_vals, strict=True):
-            value = self.output_value(arg, val)
-            if isinstance(val, torch.Tensor) and to_sympy(val.storage_offset()) != 0:
-                value = self.copy_in_layout_of(value, val)
+            value = self.input_view(val) or self.output_in_layout(arg, val)
             self.wrapper.outputs.append(self.wrapper.literal(value))
+
+    def input_view(self, val):
+        """An output that views a graph input, as that same view of the runtime input; None for
+        other outputs. AOTAutograd rebuilds such an output from the input with the output's
+        layout, and reads the storage offset of an output on another storage differently by
+        release (torch 2.15: relative to the input's offset; 2.13: absolute). A real view is
+        read alike by both (2.15 read a fresh copy's offset 1 of as_strided(x[3:], ..., 1) as 4)."""
+        if not isinstance(val, torch.Tensor):
+            return None
+        for node in self.gm.graph.find_nodes(op="placeholder"):
+            base = node.meta.get("val")
+            if isinstance(base, torch.Tensor) and base.dtype == val.dtype and \
+                    same_storage(base, val):
+                literal = self.wrapper.literal
+                return self.wrapper.assign(
+                    f"{node.name}.as_strided({literal(shape_of(val))}, {literal(strides_of(val))}, "
+                    f"{literal(to_sympy(val.storage_offset()))})")
+        return None
+
+    def output_in_layout(self, arg, val):
+        """A computed output in `val`'s layout, its storage offset included."""
+        value = self.output_value(arg, val)
+        if isinstance(val, torch.Tensor) and to_sympy(val.storage_offset()) != 0:
+            value = self.copy_in_layout_of(value, val)
+        return value
 
     def copy_in_layout_of(self, value, val):
         """A copy of `value` in `val`'s sizes, strides and storage offset. Outputs that view an

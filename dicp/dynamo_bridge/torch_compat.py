@@ -19,13 +19,15 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch._decomp import get_decompositions
 # Flattening of nested outputs (tuples, lists, dicts) for the op collector.
 from torch.utils import _pytree as pytree
+# A storage's identity, comparable on fake tensors (whose storages have no data pointer).
+from torch.multiprocessing.reductions import StorageWeakRef
 
 # The release, for cache keys.
 TORCH_VERSION = torch.__version__
 
 __all__ = ["TORCH_VERSION", "FakeTensor", "FakeTensorMode", "OpOverload", "OpOverloadPacket", "aot_autograd",
            "core_aten_decompositions", "detect_fake_mode", "get_decompositions", "pytree",
-           "unset_fake_temporarily"]
+           "same_storage", "unset_fake_temporarily"]
 
 
 def core_aten_decompositions():
@@ -42,3 +44,8 @@ def recompiles_raise():
 
 def recompile_error_type():
     return torch._dynamo.exc.RecompileError
+
+
+def same_storage(a, b) -> bool:
+    """Whether tensors `a` and `b` (fake or real) view one storage."""
+    return StorageWeakRef(a.untyped_storage()) == StorageWeakRef(b.untyped_storage())
