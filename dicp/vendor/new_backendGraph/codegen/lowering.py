@@ -8,7 +8,7 @@ import torch
 from dicp.dynamo_bridge.symbolic import shape_of
 
 from .ctypes_map import compute_ctype
-from .ir import Pointwise, cast_value, load_broadcast
+from .ir import Buffer, Pointwise, cast_value, load_broadcast
 
 LOWERINGS = {}
 
@@ -67,6 +67,29 @@ COMPUTE_IN_INPUT_TYPE = {"LogicalNot", "IsNan", "IsInf", "LogicalAnd", "LogicalO
                          "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt", "Ge"}
 
 
+HALF_TYPES = (torch.float16, torch.bfloat16)
+# Eager's CPU kernels of these read a scalar second operand (a Python number or a 0-d tensor)
+# in float when they compute in a half type; other ops round it to the half type first, except
+# that pow reads a Python exponent in float too (pow_tensor_scalar).
+SCALAR_AT_OPMATH = {"Mul", "Div", "FloorDiv", "TruncDiv"}
+NUMBER_AT_OPMATH = SCALAR_AT_OPMATH | {"Pow"}
+
+
+def load_operand(k, value, index, dtype, second_of=None):
+    """Operand `value` for math in `dtype`, with a scalar operand as precise as eager has it in
+    half types (`second_of`: the op's name when `value` is its second operand): rounded to the
+    half type (x_bf16 % 1.1237 is x % 1.125), or where eager reads it in float, in float (x_bf16
+    // y for a float32 0-d y floors x / y, not x / bf16(y)). Found by the fuzzer: up to 1 in 4
+    elements of bfloat16 floor_divide, remainder and fmod by a scalar differed from eager."""
+    if dtype in HALF_TYPES:
+        if isinstance(value, (bool, int, float)) and second_of not in NUMBER_AT_OPMATH:
+            value = torch.tensor(value, dtype=torch.float64).to(dtype).item()
+        elif second_of in SCALAR_AT_OPMATH and isinstance(value, (Buffer, Pointwise)) \
+                and not value.sizes and value.dtype in (torch.float32, torch.float64):
+            return cast_value(k, value.load(k, []), value.dtype, torch.float32)
+    return load_broadcast(k, value, index, dtype)
+
+
 def _pointwise(g, node, expression):
     """A lazy value computing `expression(k, T, operands)` from broadcast operands."""
     out_dtype = node.meta["val"].dtype
@@ -76,7 +99,8 @@ def _pointwise(g, node, expression):
     operands = node.args
 
     def fn(k, index):
-        loaded = [load_broadcast(k, g.value(a), index, dtype) for a in operands]
+        loaded = [load_operand(k, g.value(a), index, dtype, name if position == 1 else None)
+                  for position, a in enumerate(operands)]
         result = k.emit(expression(ctype, loaded), ctype if dtype == out_dtype else
                         compute_ctype(out_dtype))
         return cast_value(k, result, dtype, out_dtype) if dtype == out_dtype else result
