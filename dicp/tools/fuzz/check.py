@@ -83,6 +83,11 @@ def _against_float64(actual, expected, reference, tolerance, dtype):
     rtol, atol = tolerance
     near_eager = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
     near_exact = torch.isclose(a, r, rtol=rtol, atol=atol, equal_nan=True)
+    # the float64 result rounded to the output's type is the best answer there is: inf where
+    # it overflows (a float16 prod computed in float32 is inf where eager's, rounding every
+    # step, came out 60736 and the exact one is 66204)
+    near_exact |= torch.isclose(a, reference.to(actual.dtype).to(torch.float64), rtol=rtol,
+                                atol=atol, equal_nan=True)
     if (near_eager | near_exact).all():
         return None
     if not expected.is_floating_point():
