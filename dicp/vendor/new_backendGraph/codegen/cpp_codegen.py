@@ -14,7 +14,7 @@ from .ir import Buffer, Pointwise
 from .kernel import KernelBuilder
 from .loops import KernelLoops, plan_loops
 from .lowering import LOWERINGS
-from .sym import contiguous_strides, loop_index, product, same_layout
+from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
 from .templates import render
 
 PARALLEL_THRESHOLD = 32768  # elements of work below which OpenMP costs more than it saves
@@ -40,12 +40,30 @@ def _fuses(user):
 RECOMPUTE_LIMIT = 8
 
 
-def _cheap(value):
-    """Whether `value` costs at most RECOMPUTE_LIMIT statements, by emitting it once into a
-    scratch kernel that is thrown away."""
+def _probe(value):
+    """The statements of one element of `value`, emitted into a scratch kernel."""
     probe = KernelBuilder("probe", loop_index(len(value.sizes)))
     value.load(probe, loop_index(len(value.sizes)))
-    return sum(len(block.lines) for block in probe.blocks) <= RECOMPUTE_LIMIT
+    return [line for block in probe.blocks for line in block.lines]
+
+
+def _cheap(value):
+    """Whether `value` costs at most RECOMPUTE_LIMIT statements."""
+    return len(_probe(value)) <= RECOMPUTE_LIMIT
+
+
+# Ops whose lazy result reads its input through div/mod index arithmetic, repeating the
+# input's own index once per dim. A chain of them grows the index exponentially (Swin's window
+# partition and reverse under dynamic shapes: 800 KB of C++ for one block, 27 MB and an 11 GB
+# g++ for the model), so an input read through an index longer than INDEX_TEXT_LIMIT
+# characters is written to memory first, where the view needs no arithmetic at all.
+INDEX_ARITHMETIC_OPS = {"Reshape", "AsStrided"}
+INDEX_TEXT_LIMIT = 2000
+
+
+def _index_too_long(value):
+    return isinstance(value, Pointwise) and \
+        max(map(len, _probe(value)), default=0) > INDEX_TEXT_LIMIT
 
 
 class UnsupportedLowering(NotImplementedError):
@@ -58,6 +76,7 @@ class CppCodegen(GraphCodegenBase):
     def __init__(self, gm, ctx):
         super().__init__(gm, ctx)
         self.kernels, self.signatures = [], {}
+        self.size_params, self.defined_size_params = {}, set()  # see KernelBuilder._hoist
         self.bounds_check = config.bounds_check()
 
     # ---- values ----
@@ -78,6 +97,10 @@ class CppCodegen(GraphCodegenBase):
         args, kwargs = fx.node.map_aggregate(
             fx.node.map_arg((node.args, node.kwargs), self._size_or_node), sizes_as_sympy)
         value = lower(self, node, *args, **kwargs)
+        if node.target.name in INDEX_ARITHMETIC_OPS and _index_too_long(value) \
+                and isinstance(self.env[node.args[0]], Pointwise):
+            self.env[node.args[0]] = self.realize(self.env[node.args[0]])
+            value = lower(self, node, *args, **kwargs)
         return self.realize(value) if self._must_realize(node, value) else value
 
     def _size_or_node(self, arg):
@@ -135,7 +158,7 @@ class CppCodegen(GraphCodegenBase):
         run in parallel or as SIMD is decided from the accesses they record (loops.py)."""
         name = f"kernel_{len(self.kernels)}"
         outer, inner_vars = loop_index(len(sizes)), loop_index(len(inner), "r")
-        k = KernelBuilder(name, outer + inner_vars, self.bounds_check)
+        k = KernelBuilder(name, outer + inner_vars, self.bounds_check, self.size_params)
         phases, accesses = [], []
         for callback, args in ((pre, (outer,)), (body, (outer, inner_vars)), (post, (outer,))):
             if callback is not None:
@@ -155,8 +178,17 @@ class CppCodegen(GraphCodegenBase):
             threshold=PARALLEL_THRESHOLD))
         extents = [f"*storage_extent({p.base})" for p in params if self.bounds_check]
         self.signatures[name] = (len(params), len(symbols) + 2 * len(extents))
+        self.define_size_params(symbols)
         arguments = [f"{p.base}.data_ptr()" for p in params] + [s.name for s in symbols] + extents
         self.wrapper.lines.append(f"kernels.{name}({', '.join(arguments)})")
+
+    def define_size_params(self, symbols):
+        """Wrapper lines computing the hoisted size parameters a kernel call passes."""
+        expressions = {symbol: expr for expr, symbol in self.size_params.items()}
+        for symbol in symbols:
+            if symbol in expressions and symbol not in self.defined_size_params:
+                self.wrapper.lines.append(f"{symbol.name} = {py_expr(expressions[symbol])}")
+                self.defined_size_params.add(symbol)
 
     def finish(self):
         files = {}

@@ -42,8 +42,10 @@ class Block:
 class KernelBuilder:
     """Statements are emitted into the innermost open block; CSE is scoped to blocks."""
 
-    def __init__(self, name, loop_vars=(), bounds_check=False):
+    def __init__(self, name, loop_vars=(), bounds_check=False, size_params=None):
         self.name = name
+        self.size_params = {} if size_params is None else size_params  # expression -> symbol
+        self._hoisted = {}
         self.bounds_check = bounds_check  # every access checked against its storage
         self.params: dict[str, Param] = {}
         self.symbols: set = set()
@@ -64,9 +66,26 @@ class KernelBuilder:
 
     def index(self, expr) -> str:
         """C++ text of an index/size expression, recording the size symbols it needs."""
-        expr = sympy.sympify(expr)
+        expr = self._hoist(sympy.sympify(expr))
         self.symbols |= expr.free_symbols - self.loop_vars - self.computed
         return cpp_expr(expr)
+
+    def _hoist(self, expr):
+        """`expr` with each function of sizes alone (FloorDiv(s0, 4), Max(1, ...)) replaced by
+        an int64 size parameter the wrapper computes once per call (`size_params`). Under dynamic
+        shapes chained views nest such functions, and printed in full at every use they ran
+        to 400 KB of C++ per index in a Swin block. Shared subtrees are hoisted once."""
+        if expr.is_Atom or not expr.free_symbols:
+            return expr
+        if expr not in self._hoisted:
+            if isinstance(expr, sympy.Function) and expr.is_integer and \
+                    not expr.free_symbols & (self.loop_vars | self.computed):
+                symbol = sympy.Symbol(f"hs{len(self.size_params)}", integer=True,
+                                      nonnegative=expr.is_nonnegative)
+                self._hoisted[expr] = self.size_params.setdefault(expr, symbol)
+            else:
+                self._hoisted[expr] = expr.func(*(self._hoist(a) for a in expr.args))
+        return self._hoisted[expr]
 
     def computed_index(self, value: str, size, what: str):
         """A data-dependent index (C++ `value`, negatives counting from the end of a dim of
