@@ -66,12 +66,39 @@ for _aten_op, _vendor_op in ONE_TO_ONE.items():
 
 @conversion([aten.add.Tensor, aten.add.Scalar])
 def add(ctx, a, b, alpha=1):
-    return ctx.op(ops.Add, a, b if alpha == 1 else ctx.op(ops.Mul, b, alpha))
+    return _with_alpha(ctx, ops.Add, a, b, alpha)
 
 
 @conversion([aten.sub.Tensor, aten.sub.Scalar])
 def sub(ctx, a, b, alpha=1):
-    return ctx.op(ops.Sub, a, b if alpha == 1 else ctx.op(ops.Mul, b, alpha))
+    return _with_alpha(ctx, ops.Sub, a, b, alpha)
+
+
+def _with_alpha(ctx, vendor_op, a, b, alpha):
+    """`a op alpha * b` as eager computes it: in the result's type (int8 + alpha * bool was
+    int64; a bool result reads -1 as True, and was an int64 `a - b`), float16/bfloat16 in
+    float32 and rounded once (rounding `alpha * b` first was 1 ulp off in 1 of 10 elements)."""
+    dtype = ctx.out.dtype
+    alpha = bool(alpha) if dtype == torch.bool else alpha
+    if alpha == 1:
+        return ctx.op(vendor_op, a, b)
+    compute, number = dtype, lambda x: x
+    if dtype in (torch.float16, torch.bfloat16):  # eager rounds its numbers to the half type
+        compute, number = torch.float32, lambda x: _rounded(x, dtype)
+    alpha = number(alpha)
+    a, b = (_cast(ctx, x, compute) if _is_tensor(ctx, x) else number(x) for x in (a, b))
+    return _cast(ctx, ctx.op(vendor_op, a, ctx.op(ops.Mul, b, alpha)), dtype)
+
+
+def _rounded(number, dtype):
+    """A Python number as `dtype` holds it (symbolic sizes as they are)."""
+    if not isinstance(number, (bool, int, float)):
+        return number
+    return type(number)(torch.tensor(number, dtype=torch.float64).to(dtype).item())
+
+
+def _is_tensor(ctx, x):
+    return isinstance(ctx.val(x), torch.Tensor)
 
 
 @conversion([aten.rsub.Tensor, aten.rsub.Scalar])
@@ -99,7 +126,7 @@ def clamp(ctx, x, min=None, max=None):
 
 def _bound(ctx, x, bound):
     """A tensor bound as is; a number or symbolic size as a 0-d tensor of x's dtype."""
-    return bound if isinstance(ctx.val(bound), torch.Tensor) else _full_like_scalar(ctx, x, bound)
+    return bound if _is_tensor(ctx, bound) else _full_like_scalar(ctx, x, bound)
 
 
 @conversion([aten.clamp_min.default, aten.clamp_max.default])
