@@ -121,6 +121,22 @@ def test_dynamic_views_and_integer_ops(warm_cache, monkeypatch):
             torch.testing.assert_close(got, want)
 
 
+BOOL_PROGRAMS = {
+    "add": torch.add, "add_alpha": lambda a, b: torch.add(a, b, alpha=-1),
+    "add_alpha_zero": lambda a, b: torch.add(a, b, alpha=0), "mul": torch.mul,
+    "maximum": torch.maximum, "minimum": torch.minimum, "where": lambda a, b: torch.where(a, b, a),
+}
+
+
+@pytest.mark.parametrize("name", BOOL_PROGRAMS)
+def test_bool_arithmetic_runs_in_openvino(warm_cache, monkeypatch, name):
+    """OpenVINO's arithmetic has no boolean type: these did not compile (mul, maximum, where)."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+    x, y = torch.rand(7, 5) < 0.5, torch.rand(5) < 0.5
+    got, want = compiled(BOOL_PROGRAMS[name], dynamic=False)(x, y), BOOL_PROGRAMS[name](x, y)
+    assert got.dtype == want.dtype and torch.equal(got, want)
+
+
 def test_declared_dtype_fallback_is_allowed_under_strict(warm_cache, monkeypatch):
     """float64 runs eagerly (OpenVINO's CPU plugin would compute it in float32): a fallback
     ovgraph declares in Backend.dtype_fallbacks, so strict mode allows it, and reports it."""

@@ -115,9 +115,18 @@ def predicate(name):
 
 def binary(name):
     def convert(ctx, a, b):
-        dtype = ctx.out.dtype
-        return op(ctx, name, cast(ctx, a, dtype), cast(ctx, b, dtype))
+        return in_arithmetic_type(ctx, name, ctx.out.dtype, a, b)
     return convert
+
+
+def in_arithmetic_type(ctx, name, dtype, *args):
+    """OpenVINO op `name` on `args` as `dtype`. Its arithmetic has no boolean element type
+    (a bool mul, maximum or where did not compile), so a bool result is computed in u8: on
+    0 and 1 that is exact, and Convert reads any nonzero as true."""
+    if dtype != torch.bool:
+        return op(ctx, name, *(cast(ctx, a, dtype) for a in args))
+    result = op(ctx, name, *(cast(ctx, a, torch.uint8) for a in args))
+    return op(ctx, "Convert", result, torch.bool)
 
 
 def comparison(name):
@@ -135,8 +144,9 @@ def logical(name):
 
 def bitwise(names):
     def convert(ctx, a, b):
-        name = names[1] if ctx.out.dtype == torch.bool else names[0]
-        return binary(name)(ctx, a, b)
+        if ctx.out.dtype == torch.bool:
+            return logical(names[1])(ctx, a, b)
+        return binary(names[0])(ctx, a, b)
     return convert
 
 
@@ -151,6 +161,10 @@ for table, make in ((UNARY_ROWS, unary), (INTEGER_IDENTITY, integer_identity),
 def add_sub(ctx, a, b, alpha=1):
     dtype = ctx.out.dtype
     b = cast(ctx, b, dtype)
+    if dtype == torch.bool:  # no boolean Add in OpenVINO; a + alpha * b is a | (b & alpha)
+        if not alpha:
+            b = op(ctx, "LogicalAnd", b, cast(ctx, False, dtype))
+        return op(ctx, "LogicalOr", cast(ctx, a, dtype), b)
     if alpha != 1:
         b = op(ctx, "Multiply", b, cast(ctx, alpha, dtype))
     name = "Add" if ctx.node.target.overloadpacket is aten.add else "Subtract"
@@ -162,10 +176,10 @@ def maximum_minimum(ctx, a, b):
     """torch propagates NaN through maximum/minimum; OpenVINO's Maximum may not."""
     name = "Maximum" if ctx.node.target.overloadpacket is aten.maximum else "Minimum"
     dtype = ctx.out.dtype
+    if not dtype.is_floating_point:
+        return in_arithmetic_type(ctx, name, dtype, a, b)
     a, b = cast(ctx, a, dtype), cast(ctx, b, dtype)
     result = op(ctx, name, a, b)
-    if not dtype.is_floating_point:
-        return result
     either_nan = op(ctx, "LogicalOr", op(ctx, "IsNaN", a), op(ctx, "IsNaN", b))
     return op(ctx, "Select", either_nan, op(ctx, "Add", a, b), result)
 
@@ -285,9 +299,11 @@ def trunc(ctx, x):
 
 @register_conversion(CONVERSIONS, aten.where.self)
 def where(ctx, condition, a, b):
-    dtype = ctx.out.dtype
-    return op(ctx, "Select", cast(ctx, condition, torch.bool), cast(ctx, a, dtype),
-              cast(ctx, b, dtype))
+    condition = cast(ctx, condition, torch.bool)
+    if ctx.out.dtype == torch.bool:
+        return op(ctx, "Convert", op(ctx, "Select", condition, cast(ctx, a, torch.uint8),
+                                     cast(ctx, b, torch.uint8)), torch.bool)
+    return op(ctx, "Select", condition, cast(ctx, a, ctx.out.dtype), cast(ctx, b, ctx.out.dtype))
 
 
 @register_conversion(CONVERSIONS, [aten.clamp.default, aten.clamp.Tensor, aten.clamp_min,
