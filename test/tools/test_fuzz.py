@@ -111,3 +111,28 @@ def test_the_exact_result_rounded_to_the_output_type_passes_the_judge():
     best = torch.tensor([float("inf"), 7.0], dtype=torch.float16)
     assert judge(best, eager, exact) is None
     assert judge(torch.tensor([float("inf"), 9.0], dtype=torch.float16), eager, exact) is not None
+
+
+def test_a_half_type_product_is_judged_against_its_exact_value_not_eagers_rounding():
+    """bfloat16 prod then fmod (torch 2.15, seed 1131): eager rounds the product at every step
+    (-4.4375), the exact one rounds to -4.40625, which a kernel accumulating in float gives, and
+    fmod makes that 1-ulp difference a large one. Run as written, the float64 reference repeated
+    eager's rounding, so the better answer was a mismatch; its reductions are now exact. A wrong
+    answer is still one."""
+    from dicp.tools.fuzz.check import float64_reference_runs, judge
+    import torch
+
+    x = torch.tensor([-2.796875, 0.80859375, 1.6796875, -1.4375, -0.80859375])
+    y = torch.tensor(0.7)
+
+    def program(x, y):
+        return torch.fmod(torch.prod(x.bfloat16(), 0), y)
+
+    eager = program(x, y)
+    accumulated = torch.fmod(torch.prod(x.bfloat16().float(), 0).bfloat16(), y)
+    as_written, _ = float64_reference_runs()
+    with as_written():
+        reference = program(x.double(), y.double())
+    assert not torch.equal(accumulated, eager)
+    assert judge(accumulated, eager, reference) is None
+    assert judge(accumulated + 1.0, eager, reference) is not None
