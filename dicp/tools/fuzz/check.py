@@ -26,6 +26,7 @@ from dicp.tolerance import TOLERANCES, compare, fp64_multiplier, tolerance_for
 
 ILL_CONDITIONED_ULPS = 16
 ILL_CONDITIONED_FACTOR = 16
+_HALF_TYPES = (torch.float16, torch.bfloat16)
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class _HalfTypesInFloat64(TorchFunctionMode):
 
 
 def _widened(value):
-    if value in (torch.float16, torch.bfloat16):
+    if value in _HALF_TYPES:
         return torch.float64
     if isinstance(value, (list, tuple)):
         return type(value)(_widened(v) for v in value)
@@ -142,7 +143,6 @@ def float64_reference_runs():
     return (_HalfReductionsExact, _HalfTypesInFloat64)
 
 
-_HALF_TYPES = (torch.float16, torch.bfloat16)
 _ACCUMULATING = {torch.sum, torch.Tensor.sum, torch.mean, torch.Tensor.mean, torch.prod,
                  torch.Tensor.prod, torch.cumsum, torch.Tensor.cumsum, torch.cumprod,
                  torch.Tensor.cumprod}

@@ -119,14 +119,13 @@ def binary(name):
     return convert
 
 
-def in_arithmetic_type(ctx, name, dtype, *args):
-    """OpenVINO op `name` on `args` as `dtype`. Its arithmetic has no boolean element type
-    (a bool mul, maximum or where did not compile), so a bool result is computed in u8: on
-    0 and 1 that is exact, and Convert reads any nonzero as true."""
-    if dtype != torch.bool:
-        return op(ctx, name, *(cast(ctx, a, dtype) for a in args))
-    result = op(ctx, name, *(cast(ctx, a, torch.uint8) for a in args))
-    return op(ctx, "Convert", result, torch.bool)
+def in_arithmetic_type(ctx, name, dtype, *args, leading=()):
+    """OpenVINO op `name` on `leading` as they are and `args` as `dtype`. Its arithmetic has no
+    boolean element type (a bool mul, maximum or where did not compile), so a bool result is
+    computed in u8: on 0 and 1 that is exact, and Convert reads any nonzero as true."""
+    compute = torch.uint8 if dtype == torch.bool else dtype
+    result = op(ctx, name, *leading, *(cast(ctx, a, compute) for a in args))
+    return result if compute == dtype else op(ctx, "Convert", result, dtype)
 
 
 def comparison(name):
@@ -299,11 +298,8 @@ def trunc(ctx, x):
 
 @register_conversion(CONVERSIONS, aten.where.self)
 def where(ctx, condition, a, b):
-    condition = cast(ctx, condition, torch.bool)
-    if ctx.out.dtype == torch.bool:
-        return op(ctx, "Convert", op(ctx, "Select", condition, cast(ctx, a, torch.uint8),
-                                     cast(ctx, b, torch.uint8)), torch.bool)
-    return op(ctx, "Select", condition, cast(ctx, a, ctx.out.dtype), cast(ctx, b, ctx.out.dtype))
+    return in_arithmetic_type(ctx, "Select", ctx.out.dtype, a, b,
+                              leading=(cast(ctx, condition, torch.bool),))
 
 
 @register_conversion(CONVERSIONS, [aten.clamp.default, aten.clamp.Tensor, aten.clamp_min,

@@ -7,7 +7,7 @@ from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
 from . import ir
 from .ctypes_map import compute_ctype, infinity_or_limit, literal
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
-from .lowering import lowering
+from .lowering import HALF_TYPES, lowering
 from .sym import (IDiv, clamp_bound, contiguous_strides, flat_index, is_dense, loop_index,
                   same_layout, wrap_index)
 
@@ -373,9 +373,6 @@ def index_tensor(g, node, x, indices):
 # backward); IndexPut adds in the half type, rounding every add in index order, as eager's
 # index_put_(accumulate=True) and index_add with alpha != 1 do (a float32 copy differed from
 # eager by up to 3.5 in bfloat16: found by the fuzzer, index_add(alpha=2)).
-HALF_TYPES = (torch.float16, torch.bfloat16)
-
-
 def _scatter_target(g, x, fake, in_float32):
     """A fresh contiguous copy of x to scatter into, in float32 if `in_float32` and x is a
     half type."""
