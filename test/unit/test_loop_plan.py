@@ -5,7 +5,8 @@ import pytest
 import sympy
 
 from dicp.vendor.new_backendGraph.codegen.kernel import Access
-from dicp.vendor.new_backendGraph.codegen.loops import KernelLoops, LoopPlan, plan_loops
+from dicp.vendor.new_backendGraph.codegen.loops import (KernelLoops, LoopPlan, PhaseLoops,
+                                                        plan_loops)
 from dicp.vendor.new_backendGraph.codegen.sym import contiguous_strides, loop_index
 
 i0, i1, i2 = loop_index(3)
@@ -25,39 +26,44 @@ def load(index, sizes, base="out"):
 def plan(sizes, post, pre=(), body=(), inner=(), simd_reduction=None):
     outer, inner_vars = loop_index(len(sizes)), loop_index(len(inner), "r")
     extents = dict(zip(outer, sizes)) | dict(zip(inner_vars, inner))
-    return plan_loops(KernelLoops(outer, inner_vars, extents, (list(pre), list(body), list(post)),
-                                  {t}), simd_reduction)
+    phase = PhaseLoops(tuple(inner_vars), tuple(body), tuple(pre) + tuple(post), simd_reduction)
+    return plan_loops(KernelLoops(outer, (phase,), extents, {t}))
+
+
+def expect(parallel=0, simd_outer=False, simd=None):
+    """The plan of a one-phase kernel."""
+    return LoopPlan(parallel, simd_outer, (simd,))
 
 
 CASES = {
     # pointwise: everything but the innermost loop collapsed, the innermost vectorized
-    "pointwise": (plan([4, 5, 6], [store([i0, i1, i2], [4, 5, 6])]), LoopPlan(2, True)),
-    "pointwise symbolic": (plan([s0, 5], [store([i0, i1], [s0, 5])]), LoopPlan(1, True)),
+    "pointwise": (plan([4, 5, 6], [store([i0, i1, i2], [4, 5, 6])]), expect(2, True)),
+    "pointwise symbolic": (plan([s0, 5], [store([i0, i1], [s0, 5])]), expect(1, True)),
     # scatter along the last dim: parallel over the others, never SIMD over the scattered one
     "scatter last dim": (plan([4, 5, 6], [load([i0, i1, t], [4, 5, 3]),
-                                          store([i0, i1, t], [4, 5, 3])]), LoopPlan(2, False)),
+                                          store([i0, i1, t], [4, 5, 3])]), expect(2, False)),
     # scatter along dim 0 (embedding backward, index_put): serial rows, and no SIMD at all in
     # a kernel that stores through a computed index, not even along a row
     "scatter first dim": (plan([7, 16], [load([t, i1], [9, 16]), store([t, i1], [9, 16])]),
-                          LoopPlan(0, False)),
-    "scatter 1-d": (plan([7], [store([t], [9])]), LoopPlan(0, False)),
+                          expect(0, False)),
+    "scatter 1-d": (plan([7], [store([t], [9])]), expect(0, False)),
     # a computed index mixed with a loop variable in one dim pins nothing
-    "mixed index": (plan([4, 6], [store([i0, t + i1], [4, 9])]), LoopPlan(1, False)),
+    "mixed index": (plan([4, 6], [store([i0, t + i1], [4, 9])]), expect(1, False)),
     # reading another element of a written buffer: serial, no SIMD
     "foreign load": (plan([4, 6], [load([i0, 5 - i1], [4, 6]), store([i0, i1], [4, 6])]),
-                     LoopPlan()),
+                     expect()),
     "two store addresses": (plan([4, 6], [store([i0, i1], [4, 12]),
-                                          store([i0, i1 + 6], [4, 12])]), LoopPlan()),
+                                          store([i0, i1 + 6], [4, 12])]), expect()),
     # a store that ignores a loop variable collides across that loop's iterations
-    "broadcast store": (plan([4, 6], [store([i0], [4])]), LoopPlan(1, False)),
-    "size-1 loop": (plan([1, 6], [store([i1], [6])]), LoopPlan(1, True)),
+    "broadcast store": (plan([4, 6], [store([i0], [4])]), expect(1, False)),
+    "size-1 loop": (plan([1, 6], [store([i1], [6])]), expect(1, True)),
     # reductions: stores after the inner loop; the inner loop keeps its SIMD reduction
     "reduction": (plan([4], [store([i0], [4])], body=[load([i0, r0], [4, 8], "x")],
-                       inner=[8], simd_reduction="+:acc"), LoopPlan(1, False, "+:acc")),
+                       inner=[8], simd_reduction="+:acc"), expect(1, False, "+:acc")),
     # a scan stores inside its inner loop: that loop gets no SIMD clause when stores collide
-    "scan": (plan([4], [], body=[store([i0, r0], [4, 8])], inner=[8]), LoopPlan(1, False)),
+    "scan": (plan([4], [], body=[store([i0, r0], [4, 8])], inner=[8]), expect(1, False)),
     "inner computed": (plan([4], [], body=[store([i0, t], [4, 8])], inner=[8],
-                            simd_reduction="+:acc"), LoopPlan(1, False, None)),
+                            simd_reduction="+:acc"), expect(1, False, None)),
 }
 
 

@@ -10,9 +10,9 @@ from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 from .. import config
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
 from .faults import KERNEL_FAULTS
-from .ir import Buffer, Pointwise
+from .ir import Buffer, LazyReduction, Pointwise
 from .kernel import KernelBuilder
-from .loops import KernelLoops, plan_loops
+from .loops import KernelLoops, PhaseLoops, plan_loops
 from .lowering import LOWERINGS
 from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
 from .templates import render
@@ -29,6 +29,18 @@ def _static_extents(inner, loop_vars):
         if not extent.free_symbols & set(loop_vars):
             extents.append(extent)
     return extents
+
+
+def _loop_nest(k, outer, sizes):
+    """The loops of kernel `k` as the loop plan reads them (loops.KernelLoops)."""
+    extents = dict(zip(outer, sizes))
+    phases = []
+    for phase in k.phases:
+        extents |= {v: hi - lo for v, lo, hi in phase.inner}
+        pre, body, post = phase.accesses
+        phases.append(PhaseLoops(tuple(v for v, _, _ in phase.inner), body, pre + post,
+                                 phase.simd))
+    return KernelLoops(outer, tuple(phases), extents, k.computed)
 
 
 def _fuses(user):
@@ -78,6 +90,7 @@ class CppCodegen(GraphCodegenBase):
         self.kernels, self.signatures = [], {}
         self.size_params, self.defined_size_params = {}, set()  # see KernelBuilder._hoist
         self.bounds_check = config.bounds_check()
+        self.lazy_reductions = False  # whether any value so far is a LazyReduction
 
     # ---- values ----
     def input_value(self, node, val, name=None):
@@ -97,6 +110,7 @@ class CppCodegen(GraphCodegenBase):
         args, kwargs = fx.node.map_aggregate(
             fx.node.map_arg((node.args, node.kwargs), self._size_or_node), sizes_as_sympy)
         value = lower(self, node, *args, **kwargs)
+        self.lazy_reductions |= isinstance(value, LazyReduction)
         if node.target.name in INDEX_ARITHMETIC_OPS and _index_too_long(value) \
                 and isinstance(self.env[node.args[0]], Pointwise):
             self.env[node.args[0]] = self.realize(self.env[node.args[0]])
@@ -114,6 +128,8 @@ class CppCodegen(GraphCodegenBase):
         Otherwise write it once."""
         if not isinstance(value, Pointwise):
             return False
+        if isinstance(value, LazyReduction):
+            return len(node.users) != 1 or not _fuses(next(iter(node.users)))
         if not all(_fuses(u) for u in node.users if u.op != "output"):
             return True
         if len(node.users) == 1:
@@ -142,45 +158,101 @@ class CppCodegen(GraphCodegenBase):
     def realize(self, value, strides=None):
         if isinstance(value, Buffer):
             return value
+        if isinstance(value, LazyReduction) and strides is None:
+            return self._realize_reduction(value)
         strides = strides or contiguous_strides(value.sizes)
         base = self.wrapper.allocate(value.dtype, value.sizes, strides)
         out = Buffer(base, value.dtype, list(value.sizes), list(strides))
-        self.pointwise_kernel(value.sizes,
-                              lambda k, index: out.store(k, index, value.load(k, index)))
+        split = self._outer_rank(value)
+        if split in (None, 0, len(value.sizes)):
+            self.pointwise_kernel(value.sizes,
+                                  lambda k, index: out.store(k, index, value.load(k, index)))
+        else:
+            self.kernel(value.sizes[:split], pre=None,
+                        inner=[(0, size) for size in value.sizes[split:]],
+                        body=lambda k, outer, inner: out.store(
+                            k, outer + inner, value.load(k, outer + inner)),
+                        post=None, simd_reduction="")
         return out
+
+    def _realize_reduction(self, value):
+        """A lazy reduction in a buffer of its own, one kernel over its kept dims."""
+        if value.realized is None:
+            value.computed_in_kernel = False  # its own kernel computes it in any case
+            kept = value.kept_sizes()
+            base = self.wrapper.allocate(value.dtype, value.sizes,
+                                         contiguous_strides(value.sizes))
+            flat = Buffer(base, value.dtype, kept, contiguous_strides(kept))
+            self.pointwise_kernel(kept, lambda k, index: flat.store(
+                k, index, k.fused_reduction(value, index)))
+            value.realized = Buffer(base, value.dtype, list(value.sizes),
+                                    contiguous_strides(value.sizes))
+        return value.realized
+
+    def _outer_rank(self, value):
+        """How many leading dims of `value` the kernel computing it loops over outside, so
+        that the lazy reductions it reads are computed once per outer iteration (in the
+        kernel: see KernelBuilder.fused_reduction): up to the last dim their indices use.
+        None when it reads none."""
+        if not self.lazy_reductions:
+            return None
+        variables = loop_index(len(value.sizes))
+        probe = KernelBuilder("probe", variables)
+        probe.reduction_uses = []
+        value.load(probe, variables)
+        if not probe.reduction_uses:
+            return None
+        used = set().union(*probe.reduction_uses)
+        leading_units = next((d for d, size in enumerate(value.sizes) if size != 1),
+                             len(value.sizes))
+        return max([d + 1 for d, v in enumerate(variables) if v in used] + [leading_units])
 
     def pointwise_kernel(self, sizes, body):
         return self.kernel(sizes, pre=None, inner=(), body=None, post=body)
 
     def kernel(self, sizes, pre, inner, body, post, simd_reduction=None):
         """Emit one loop nest: outer loops over `sizes`, then `pre`, the `inner` loops with
-        `body`, then `post`. Callbacks get (kernel, outer index[, inner index]). Which loops
-        run in parallel or as SIMD is decided from the accesses they record (loops.py)."""
-        name = f"kernel_{len(self.kernels)}"
-        outer, inner_vars = loop_index(len(sizes)), loop_index(len(inner), "r")
-        k = KernelBuilder(name, outer + inner_vars, self.bounds_check, self.size_params)
-        phases, accesses = [], []
-        for callback, args in ((pre, (outer,)), (body, (outer, inner_vars)), (post, (outer,))):
-            if callback is not None:
-                callback(k, *args)
-            phases.append(k.take_lines())
-            accesses.append(k.take_accesses())
-        extents = dict(zip(outer, sizes)) | {v: hi - lo for v, (lo, hi) in zip(inner_vars, inner)}
-        plan = plan_loops(KernelLoops(outer, inner_vars, extents, tuple(accesses), k.computed),
-                          simd_reduction)
-        work = k.index(product(sizes) * product(_static_extents(inner, inner_vars + outer)))
+        `body`, then `post`. Callbacks get (kernel, outer index[, inner index]). Lazy
+        reductions the callbacks read at an index of the outer loops become phases of this
+        nest, computed before (see KernelBuilder.fused_reduction); any other is realized
+        first. Which loops run in parallel or as SIMD is decided from the accesses (loops.py)."""
+        outer = loop_index(len(sizes))
+        phase = dict(pre=pre and (lambda k: pre(k, outer)),
+                     body=body and (lambda k, inner_vars: body(k, outer, inner_vars)),
+                     post=post and (lambda k, inner_vars: post(k, outer)), simd=simd_reduction)
+        k = self._emit_kernel(sizes, inner, phase)
+        while k.unfused:
+            for reduction in k.unfused:
+                self.realize(reduction)
+            k = self._emit_kernel(sizes, inner, phase)
+        self._add_kernel(k, sizes)
+
+    def _emit_kernel(self, sizes, inner, phase):
+        outer = loop_index(len(sizes))
+        k = KernelBuilder(f"kernel_{len(self.kernels)}", outer, self.bounds_check, self.size_params)
+        k.unit_loops = {v for v, size in zip(outer, sizes) if size == 1}
+        k.phase(inner, **phase)
+        return k
+
+    def _add_kernel(self, k, sizes):
+        for reduction in k.fused_reductions:
+            reduction.computed_in_kernel = True
+        outer = loop_index(len(sizes))
+        nest = _loop_nest(k, outer, sizes)
+        plan = plan_loops(nest)
+        work = k.index(product(sizes) * sum(product(_static_extents(
+            [(lo, hi) for _, lo, hi in p.inner], list(nest.extents))) for p in k.phases))
         loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
-        bounds = [(v, k.index(lo), k.index(hi)) for v, (lo, hi) in zip(inner_vars, inner)]
         signature, params, symbols = k.signature(self.wrapper.private)
         self.kernels.append(render(
-            "kernel.cpp.j2", name=name, signature=signature, outer=loops, inner=bounds,
-            pre=phases[0], body=phases[1], post=phases[2], plan=plan, work=work,
-            threshold=PARALLEL_THRESHOLD))
+            "kernel.cpp.j2", name=k.name, signature=signature, outer=loops,
+            phases=list(zip(k.phases, plan.simd_phases)),
+            plan=plan, work=work, threshold=PARALLEL_THRESHOLD))
         extents = [f"*storage_extent({p.base})" for p in params if self.bounds_check]
-        self.signatures[name] = (len(params), len(symbols) + 2 * len(extents))
+        self.signatures[k.name] = (len(params), len(symbols) + 2 * len(extents))
         self.define_size_params(symbols)
         arguments = [f"{p.base}.data_ptr()" for p in params] + [s.name for s in symbols] + extents
-        self.wrapper.lines.append(f"kernels.{name}({', '.join(arguments)})")
+        self.wrapper.lines.append(f"kernels.{k.name}({', '.join(arguments)})")
 
     def define_size_params(self, symbols):
         """Wrapper lines computing the hoisted size parameters a kernel call passes."""

@@ -41,6 +41,31 @@ class Pointwise:
         return self.fn(k, list(index))
 
 
+@dataclass
+class LazyReduction(Pointwise):
+    """A reduction not computed yet. A kernel that reads it at an index of its own outer loops
+    computes it there, as a phase before the code that reads it (KernelBuilder.fused_reduction):
+    softmax's max and sum and a norm's mean and variance run in the loop nest of their
+    consumer, on data still in cache, and never go to memory. Read any other way it is first
+    realized (`realized`: its buffer) by a kernel of its own.
+
+    `emit_phase(k, kept_index)` emits the phase and returns the C++ variable of the result, in
+    the compute type of `dtype`, rounded as if it had been stored; `kept` are the positions of
+    `sizes` that index the kept dims (keepdim's size-1 dims are the others)."""
+    emit_phase: Callable = None
+    kept: tuple = ()
+    realized: Buffer = None
+    computed_in_kernel: bool = False  # a kernel emitted so far computes it as a phase
+
+    def load(self, k, index):
+        if self.realized is not None:
+            return self.realized.load(k, index)
+        return k.fused_reduction(self, [index[d] for d in self.kept])
+
+    def kept_sizes(self):
+        return [self.sizes[d] for d in self.kept]
+
+
 def cast_value(k, var, from_dtype, to_dtype):
     source, target = compute_ctype(from_dtype), compute_ctype(to_dtype)
     if to_dtype != from_dtype and storage_ctype(to_dtype) != target:

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from .ctypes_map import compute_ctype, storage_ctype
-from .sym import cpp_expr, flat_index
+from .sym import cpp_expr, flat_index, loop_index
 
 
 @dataclass
@@ -39,11 +39,35 @@ class Block:
     cse: dict = field(default_factory=dict)
 
 
+@dataclass
+class Phase:
+    """Code run once per outer iteration of a kernel: `pre`, then the inner loops `inner`
+    ((variable, lo, hi) each, sympy; `bounds`: the same as C++) around `body`, then `post`;
+    the accesses of each part, and the `omp simd` reduction clauses its last inner loop may
+    take (None: no `omp simd`)."""
+    inner: list
+    bounds: list
+    pre: list
+    body: list
+    post: list
+    accesses: tuple
+    simd: str = None
+
+
 class KernelBuilder:
     """Statements are emitted into the innermost open block; CSE is scoped to blocks."""
 
     def __init__(self, name, loop_vars=(), bounds_check=False, size_params=None):
         self.name = name
+        self.outer = tuple(loop_vars)  # the loops a fused reduction is computed inside
+        self.unit_loops = set()         # those of them that run once
+        self.phases: list[Phase] = []
+        self.fused = {}                 # (reduction, kept index) -> its value in this kernel
+        self.fused_reductions = []      # the reductions it computes
+        self.unfused = []               # reductions this kernel could not compute inside it
+        self.reduction_uses = None      # a probe's record: the loop variables each read uses
+        self._masks = 0
+        self._phases_started = 0
         self.size_params = {} if size_params is None else size_params  # expression -> symbol
         self._hoisted = {}
         self.bounds_check = bounds_check  # every access checked against its storage
@@ -140,7 +164,7 @@ class KernelBuilder:
         var = self._fresh()
         self.line(f"{ctype} {var} = {other};")
         self.line(f"if ({condition}) {{")
-        self.line(f"  {var} = {self.scoped(body)};")
+        self.line(f"  {var} = {self.conditional(body)};")
         self.line("}")
         return var
 
@@ -150,9 +174,17 @@ class KernelBuilder:
         self.line(f"{ctype} {var};")
         for i, (condition, body) in enumerate(cases):
             self.line(f"{'if' if i == 0 else '} else if'} ({condition}) {{")
-            self.line(f"  {var} = {self.scoped(body)};")
+            self.line(f"  {var} = {self.conditional(body)};")
         self.line("}")
         return var
+
+    def conditional(self, body):
+        """`body()` scoped, for code that runs only where a condition holds."""
+        self._masks += 1
+        try:
+            return self.scoped(body)
+        finally:
+            self._masks -= 1
 
     def forget_values(self):
         """After a store, earlier loads may be stale: stop reusing them."""
@@ -167,10 +199,59 @@ class KernelBuilder:
         self.blocks[-1].lines.extend(indent + line for line in inner.lines)
         return value
 
-    def _fresh(self):
-        var = f"t{self._next}"
+    def _fresh(self, prefix="t"):
+        var = f"{prefix}{self._next}"
         self._next += 1
         return var
+
+    def fresh_name(self, prefix):
+        return self._fresh(prefix)
+
+    # ---- phases ----
+    def phase(self, inner, pre=None, body=None, post=None, simd=None):
+        """Emit a phase (see Phase) with fresh inner loop variables over the (lo, hi) bounds
+        `inner`: pre(k), body(k, variables), post(k, variables). Returns what post returns."""
+        started, self._phases_started = self._phases_started, self._phases_started + 1
+        variables = loop_index(len(inner), f"r{started}_" if started else "r")
+        self.loop_vars |= set(variables)
+        parts, accesses, result = [], [], None
+        for callback, args in ((pre, ()), (body, (variables,)), (post, (variables,))):
+            if callback is not None:
+                result = callback(self, *args)
+            parts.append(self.take_lines())
+            accesses.append(tuple(self.take_accesses()))
+        loops = [(v, sympy.sympify(lo), sympy.sympify(hi)) for v, (lo, hi) in zip(variables, inner)]
+        bounds = [(v, self.index(lo), self.index(hi)) for v, lo, hi in loops]
+        self.phases.append(Phase(loops, bounds, *parts, tuple(accesses), simd))
+        return result
+
+    def fused_reduction(self, reduction, kept_index):
+        """The value of lazy `reduction` at `kept_index`, computed by a phase of this kernel
+        before the one being emitted. That computes it once per outer iteration only when the
+        index uses exactly the outer loop variables, and safely only outside conditional code
+        (a padded or masked index may be out of range where the condition fails). A second
+        kernel reading it would compute it again: it reads it from memory instead. Otherwise
+        the reduction is listed in `unfused`: the caller realizes it and emits again."""
+        kept_index = tuple(sympy.sympify(i) for i in kept_index)
+        key = (id(reduction), kept_index)
+        if key in self.fused:
+            return self.fused[key]
+        used = set().union(*(i.free_symbols for i in kept_index)) & (self.loop_vars | self.computed)
+        if self.reduction_uses is not None:  # a probe asking which loops reductions need
+            self.reduction_uses.append(used)
+            return "0"
+        if self._masks or used - self.unit_loops != set(self.outer) - self.unit_loops \
+                or reduction.computed_in_kernel:
+            self.unfused.append(reduction)
+            return "0"
+        saved = self.blocks, self.accesses
+        self.blocks, self.accesses = [Block()], []
+        try:
+            self.fused[key] = reduction.emit_phase(self, kept_index)
+            self.fused_reductions.append(reduction)
+        finally:
+            self.blocks, self.accesses = saved
+        return self.fused[key]
 
     def take_lines(self):
         lines = self.blocks[0].lines

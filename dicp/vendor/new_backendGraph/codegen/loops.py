@@ -29,55 +29,66 @@ import sympy
 class LoopPlan:
     parallel: int = 0           # outer loops one `omp parallel for` collapses (0: serial)
     simd_outer: bool = False    # `omp simd` on the innermost outer loop (no inner loops)
-    simd_inner: str = None      # `omp simd` reduction clauses ("+:acc", space separated)
-                                # on the last inner loop
+    simd_phases: tuple = ()     # per phase: `omp simd` on its last inner loop with these
+                                # reduction clauses ("+:acc", space separated; "" none), or
+                                # None for no `omp simd`
 
 
-def wanted_plan(depth, inner_depth, simd_reduction):
-    """The pragmas a kernel gets when its accesses allow everything: all outer loops but the
-    innermost collapsed in parallel, that one vectorized (it stays out of collapse() so the
-    compiler can vectorize it); with inner loops, every outer loop parallel."""
-    if depth == 0:
-        return LoopPlan(simd_inner=simd_reduction if inner_depth else None)
-    if inner_depth:
-        return LoopPlan(parallel=depth, simd_inner=simd_reduction)
-    return LoopPlan(parallel=max(depth - 1, 1), simd_outer=depth > 1)
+@dataclass(frozen=True)
+class PhaseLoops:
+    """One phase of a kernel: the inner loops it runs inside each outer iteration (none for a
+    phase of straight-line code), the accesses of its body (once per inner iteration) and of
+    the code around its loops, and the `omp simd` reduction clauses it asks for (None: none)."""
+    inner: tuple
+    body: tuple
+    around: tuple
+    simd: str = None
 
 
 @dataclass
 class KernelLoops:
-    """A kernel's loop nest as the plan sees it: loop variables with their trip counts, the
-    accesses of its phases (pre and post run once per outer iteration, body once per inner
-    iteration) and its computed index symbols."""
+    """A kernel's loop nest as the plan sees it: outer loop variables, the phases run in
+    order inside each outer iteration, the trip count of every loop and the computed index
+    symbols. A reduction fused into its consumer is a phase before the consumer's."""
     outer: list
-    inner: list
-    extents: dict
     phases: tuple
+    extents: dict
     computed: set
 
     def pinned(self, var, stores, varying):
         return sympy.sympify(self.extents[var]) == 1 or all(
             _pins(s, var, varying, set(self.extents), self.computed) for s in stores)
 
+    def accesses(self):
+        return [a for phase in self.phases for a in phase.around + phase.body]
 
-def plan_loops(nest: KernelLoops, simd_reduction=None):
-    """The LoopPlan of `nest`: the wanted pragmas, minus each promise its accesses break."""
-    wanted = wanted_plan(len(nest.outer), len(nest.inner), simd_reduction)
-    accesses = [a for phase in nest.phases for a in phase]
+
+def plan_loops(nest: KernelLoops):
+    """The LoopPlan of `nest`: everything allowed (all outer loops but the innermost collapsed
+    in parallel and that one vectorized; with inner loops, every outer loop parallel and each
+    phase's last inner loop vectorized), minus each promise its accesses break."""
+    accesses, no_simd = nest.accesses(), (None,) * len(nest.phases)
     if not _own_elements_only(accesses):
-        return LoopPlan()
+        return LoopPlan(simd_phases=no_simd)
     stores = [a for a in accesses if a.is_store]
-    body_stores = [a for a in nest.phases[1] if a.is_store]
+    has_inner = any(phase.inner for phase in nest.phases)
+    depth = len(nest.outer)
+    parallel = depth if has_inner else max(depth - 1, 1) if depth else 0
     everything = set(nest.extents)
-    parallel = wanted.parallel
     while parallel and not all(nest.pinned(v, stores, everything) for v in nest.outer[:parallel]):
         parallel -= 1
     if any(_is_computed(store, nest.computed) for store in stores):
-        return LoopPlan(parallel)
-    simd_outer = wanted.simd_outer and nest.pinned(nest.outer[-1], stores, {nest.outer[-1]})
-    simd_inner = wanted.simd_inner if wanted.simd_inner and nest.pinned(
-        nest.inner[-1], body_stores, {nest.inner[-1]}) else None
-    return LoopPlan(parallel, simd_outer, simd_inner)
+        return LoopPlan(parallel, simd_phases=no_simd)
+    simd_outer = depth > 1 and not has_inner and \
+        nest.pinned(nest.outer[-1], stores, {nest.outer[-1]})
+    return LoopPlan(parallel, simd_outer, tuple(_phase_simd(nest, p) for p in nest.phases))
+
+
+def _phase_simd(nest, phase):
+    if phase.simd is None or not phase.inner:
+        return None
+    body_stores = [a for a in phase.body if a.is_store]
+    return phase.simd if nest.pinned(phase.inner[-1], body_stores, {phase.inner[-1]}) else None
 
 
 def _is_computed(store, computed):

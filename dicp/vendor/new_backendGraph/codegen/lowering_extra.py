@@ -5,28 +5,29 @@ import torch
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
 
 from . import ir
-from .ctypes_map import compute_ctype, infinity_or_limit, literal
+from .ctypes_map import compute_ctype, infinity_or_limit, literal, storage_ctype
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
 from .lowering import HALF_TYPES, lowering
-from .sym import (IDiv, clamp_bound, contiguous_strides, flat_index, is_dense, loop_index,
+from .sym import (IDiv, clamp_bound, contiguous_strides, flat_index, is_dense,
                   same_layout, wrap_index)
 
 # ---- reductions ----------------------------------------------------------------------
 
-# name -> (accumulator init, update of `acc` by the loaded value {v}; {T} is acc's type)
+# name -> (accumulator init, update of the accumulator {acc} by the loaded value {v}; {T} is
+# the accumulator's type)
 REDUCTIONS = {
-    "ReduceSum": (lambda T: f"{T}(0)", "acc = acc + {v};"),
-    "ReduceProd": (lambda T: f"{T}(1)", "acc = acc * {v};"),
-    "ReduceMax": (lambda T: infinity_or_limit(T, True), "acc = dicp::maximum<{T}>(acc, {v});"),
-    "ReduceMin": (lambda T: infinity_or_limit(T, False), "acc = dicp::minimum<{T}>(acc, {v});"),
-    "ReduceAny": (lambda T: "false", "acc = acc || ({v} != 0);"),
-    "ReduceAll": (lambda T: "true", "acc = acc && ({v} != 0);"),
+    "ReduceSum": (lambda T: f"{T}(0)", "{acc} = {acc} + {v};"),
+    "ReduceProd": (lambda T: f"{T}(1)", "{acc} = {acc} * {v};"),
+    "ReduceMax": (lambda T: infinity_or_limit(T, True), "{acc} = dicp::maximum<{T}>({acc}, {v});"),
+    "ReduceMin": (lambda T: infinity_or_limit(T, False), "{acc} = dicp::minimum<{T}>({acc}, {v});"),
+    "ReduceAny": (lambda T: "false", "{acc} = {acc} || ({v} != 0);"),
+    "ReduceAll": (lambda T: "true", "{acc} = {acc} && ({v} != 0);"),
 }
 
 
-# Reductions whose order may change for vectorization: `omp simd` reduction clauses, space
-# separated. Max and min go through _extremum_reduction, which keeps NaN and signed zeros.
-SIMD_REDUCTIONS = {"ReduceSum": "+:acc", "ReduceProd": "*:acc"}
+# Reductions whose order may change for vectorization: `omp simd` reduction clauses on the
+# accumulator. Max and min go through _extremum_phase, which keeps NaN and signed zeros.
+SIMD_REDUCTIONS = {"ReduceSum": "+", "ReduceProd": "*"}
 
 
 def _accumulator_ctype(name, dtype):
@@ -46,31 +47,43 @@ def _split_index(sizes, dims, outer, inner):
 
 
 def reduction(g, node, x, dims, keepdim, dtype=None):
+    """A LazyReduction: computed in the kernel of its consumer, or realized on its own."""
     name = node.target.name
     x, out_val = g.value(x), node.meta["val"]
     dims = sorted(d % max(len(x.sizes), 1) for d in dims) if x.sizes else []
-    if name in EXTREMA and out_val.dtype != torch.bool:
-        return _extremum_reduction(g, node, x, dims)
-    kept = [s for d, s in enumerate(x.sizes) if d not in dims]
-    acc_t = _accumulator_ctype(name, out_val.dtype)
-    init, update = REDUCTIONS[name]
-    out = _new_buffer(g, out_val)
-    out_flat = Buffer(out.base, out.dtype, kept, contiguous_strides(kept))
-
-    def body(k, outer, inner):
-        value = x.load(k, _split_index(x.sizes, dims, outer, inner))
-        value = k.emit(f"static_cast<{acc_t}>({value})", acc_t)
-        k.line(update.format(T=acc_t, v=value))
-
-    g.kernel(kept, pre=lambda k, o: k.line(f"{acc_t} acc = {init(acc_t)};"),
-             inner=[(0, x.sizes[d]) for d in dims], body=body,
-             post=lambda k, o: out_flat.store(k, o, "acc"),
-             simd_reduction=SIMD_REDUCTIONS.get(name))
-    return out
+    extremum = name in EXTREMA and out_val.dtype != torch.bool
+    emit = _extremum_phase if extremum else _accumulating_phase
+    sizes = shape_of(out_val)
+    kept = [d for d in range(len(sizes)) if not (keepdim and d in dims)]
+    return ir.LazyReduction(out_val.dtype, sizes, None, kept=tuple(kept),
+                            emit_phase=lambda k, kept_index: emit(
+                                k, name, x, dims, kept_index, out_val.dtype))
 
 
 for _name in REDUCTIONS:
     lowering(_name)(reduction)
+
+
+def _reduced_value(k, acc, dtype):
+    """The accumulator as the reduction's result: rounded to `dtype` as a store would."""
+    ctype = compute_ctype(dtype)
+    return k.emit(f"dicp::cast<{ctype}>(dicp::cast<{storage_ctype(dtype)}>({acc}))", ctype)
+
+
+def _accumulating_phase(k, name, x, dims, kept_index, dtype):
+    acc, acc_t = k.fresh_name("acc"), _accumulator_ctype(name, dtype)
+    init, update = REDUCTIONS[name]
+
+    def body(k, inner):
+        value = x.load(k, _split_index(x.sizes, dims, kept_index, inner))
+        value = k.emit(f"static_cast<{acc_t}>({value})", acc_t)
+        k.line(update.format(T=acc_t, v=value, acc=acc))
+
+    simd = SIMD_REDUCTIONS.get(name)
+    return k.phase([(0, x.sizes[d]) for d in dims],
+                   pre=lambda k: k.line(f"{acc_t} {acc} = {init(acc_t)};"), body=body,
+                   post=lambda k, inner: _reduced_value(k, acc, dtype),
+                   simd=simd and f"{simd}:{acc}")
 
 
 # Max and min as a plain compare-and-select per element, which g++ vectorizes under
@@ -81,53 +94,47 @@ for _name in REDUCTIONS:
 EXTREMA = {"ReduceMax": ("max", ">"), "ReduceMin": ("min", "<")}
 
 
-def _extremum_reduction(g, node, x, dims):
-    out_val = node.meta["val"]
-    clause, better = EXTREMA[node.target.name]
-    acc_t = compute_ctype(out_val.dtype)
+def _extremum_phase(k, name, x, dims, kept_index, dtype):
+    clause, better = EXTREMA[name]
+    acc, nan_seen, acc_t = k.fresh_name("acc"), k.fresh_name("nan_seen"), compute_ctype(dtype)
     floating = acc_t in ("float", "double")
-    inner = [(0, x.sizes[d]) for d in dims]
-    out = _new_buffer(g, out_val)
-    kept = [s for d, s in enumerate(x.sizes) if d not in dims]
-    out_flat = Buffer(out.base, out.dtype, kept, contiguous_strides(kept))
 
-    def element(k, outer, inner_vars):
-        value = x.load(k, _split_index(x.sizes, dims, outer, inner_vars))
+    def element(k, inner):
+        value = x.load(k, _split_index(x.sizes, dims, kept_index, inner))
         return k.emit(f"static_cast<{acc_t}>({value})", acc_t)
 
-    def pre(k, outer):
-        k.line(f"{acc_t} acc = {infinity_or_limit(acc_t, clause == 'max')};")
+    def pre(k):
+        k.line(f"{acc_t} {acc} = {infinity_or_limit(acc_t, clause == 'max')};")
         if floating:
-            k.line("int nan_seen = 0;")
+            k.line(f"int {nan_seen} = 0;")
 
-    def body(k, outer, inner_vars):
-        value = element(k, outer, inner_vars)
-        k.line(f"acc = {value} {better} acc ? {value} : acc;")
+    def body(k, inner):
+        value = element(k, inner)
+        k.line(f"{acc} = {value} {better} {acc} ? {value} : {acc};")
         if floating:
-            k.line(f"nan_seen |= ({value} != {value});")
+            k.line(f"{nan_seen} |= ({value} != {value});")
 
-    def post(k, outer):
+    def post(k, inner):
         if floating:
-            k.line(f"if (nan_seen) acc = std::numeric_limits<{acc_t}>::quiet_NaN();")
-            _first_zero_sign(k, inner, lambda idx: element(k, outer, idx))
-        out_flat.store(k, outer, "acc")
+            k.line(f"if ({nan_seen}) {acc} = std::numeric_limits<{acc_t}>::quiet_NaN();")
+            _first_zero_sign(k, acc, inner, bounds, lambda idx: element(k, idx))
+        return _reduced_value(k, acc, dtype)
 
-    reductions = f"{clause}:acc" + (" |:nan_seen" if floating else "")
-    g.kernel(kept, pre=pre, inner=inner, body=body, post=post, simd_reduction=reductions)
-    return out
+    bounds = [(0, x.sizes[d]) for d in dims]
+    clauses = f"{clause}:{acc}" + (f" |:{nan_seen}" if floating else "")
+    return k.phase(bounds, pre=pre, body=body, post=post, simd=clauses)
 
 
-def _first_zero_sign(k, inner, element):
+def _first_zero_sign(k, acc, variables, bounds, element):
     """When acc is zero, the first element equal to zero (+0 or -0) becomes acc."""
-    variables = loop_index(len(inner), "r")
-    k.line("if (acc == 0) {")
+    k.line(f"if ({acc} == 0) {{")
     k.line("  bool found = false;")
-    for var, (lo, hi) in zip(variables, inner):
+    for var, (lo, hi) in zip(variables, bounds):
         k.line(f"  for (int64_t {var} = {k.index(lo)}; {var} < {k.index(hi)} && !found; "
                f"++{var}) {{")
-    value = k.scoped(lambda: element(variables), indent="  " * (len(inner) + 1))
-    k.line(f"  {'  ' * len(inner)}if ({value} == 0) {{ acc = {value}; found = true; }}")
-    k.line("  " + "}" * len(inner))
+    value = k.scoped(lambda: element(variables), indent="  " * (len(bounds) + 1))
+    k.line(f"  {'  ' * len(bounds)}if ({value} == 0) {{ {acc} = {value}; found = true; }}")
+    k.line("  " + "}" * len(bounds))
     k.line("}")
 
 

@@ -1,0 +1,135 @@
+"""Reductions computed in their consumer's loop nest (codegen: LazyReduction, phases).
+
+Softmax, log_softmax, layer norm and RMSNorm over the last dim each build as one kernel: per
+row, the reductions run as phases before the pointwise loop that reads them. Every case here
+compares with eager; the structural cases also count the kernels. The cases that must not
+fuse (a reduction read under a mask, through a gathered index, across another dim, after its
+input is overwritten) check that the value stays right when the reduction is realized first.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ..common.tolerance import assert_close
+from .helpers import cold_cache, compiled  # noqa: F401  (fixture)
+
+
+def rms_norm(x, weight):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
+
+
+def layer_norm(x, weight):
+    return F.layer_norm(x, x.shape[-1:], weight, weight * 0.5)
+
+
+# name -> (function of (x, weight), kernels it builds as)
+ONE_ROW_KERNEL = {
+    "softmax": (lambda x, w: torch.softmax(x, -1), 1),
+    "log_softmax": (lambda x, w: torch.log_softmax(x, -1), 1),
+    "layer_norm": (layer_norm, 1),
+    "rms_norm": (rms_norm, 1),
+    "row sum epilogue": (lambda x, w: x.sum(-1) * 2 + 1, 1),
+    "centered": (lambda x, w: x - x.mean(-1, keepdim=True), 1),
+    "variance chain": (lambda x, w: (x - x.mean(-1, keepdim=True)).pow(2).sum(-1), 1),
+}
+
+
+def kernel_count(cache):
+    sources = sorted(cache.glob("kernels/*/*.cpp"))
+    return sum(path.read_text().count('extern "C" void kernel_') for path in sources)
+
+
+@pytest.mark.parametrize("rows,width", [(1, 1), (3, 7), (4, 64), (5, 33)])
+@pytest.mark.parametrize("case", ONE_ROW_KERNEL)
+def test_row_reduction_and_its_consumer_build_as_one_kernel(cold_cache, case, rows, width):
+    fn, kernels = ONE_ROW_KERNEL[case]
+    x, weight = torch.randn(rows, width), torch.randn(width)
+    torch.testing.assert_close(compiled(fn)(x, weight), fn(x, weight))
+    assert kernel_count(cold_cache) == kernels
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", ["softmax", "layer_norm", "rms_norm", "variance chain"])
+def test_fused_rows_match_eager_in_every_float_type_and_dynamic_shape(case, dtype):
+    fn = ONE_ROW_KERNEL[case][0]
+    compiled_fn = compiled(fn, dynamic=True)
+    for rows, width in [(2, 9), (5, 16), (1, 1)]:
+        x = torch.randn(3, rows, width).to(dtype)
+        weight = torch.randn(width).to(dtype)
+        assert_close(compiled_fn(x, weight), fn(x, weight))
+
+
+@pytest.mark.parametrize("case", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
+def test_fused_rows_backward_matches_eager(case):
+    fn = ONE_ROW_KERNEL[case][0]
+    x, weight = torch.randn(6, 33, requires_grad=True), torch.randn(33, requires_grad=True)
+    (compiled(fn)(x, weight) * torch.arange(33.0)).sum().backward()
+    got = x.grad, weight.grad
+    x.grad = weight.grad = None
+    (fn(x, weight) * torch.arange(33.0)).sum().backward()
+    for g, want in zip(got, (x.grad, weight.grad)):
+        torch.testing.assert_close(g, want)
+
+
+def overwritten_after_reading(x):
+    total = x.sum(-1, keepdim=True)   # lazy until its consumer runs
+    x.mul_(2)                          # the consumer must still see the old x
+    return x * total
+
+
+def index_of_max(x):
+    return torch.argmax(x - x.amax(-1, keepdim=True) + x.sum(-1, keepdim=True), dim=-1)
+
+
+# Reductions read where their consumer's loops cannot compute them once per outer iteration.
+NOT_IN_ONE_LOOP = {
+    "padded (read under a mask)": lambda x: F.pad(x.sum(-1, keepdim=True), (2, 1, 1, 3)),
+    "gathered": lambda x: x.sum(-1)[torch.tensor([2, 0, 0, 1, 2]) % len(x)],
+    "across the other dim": lambda x: x / x.sum(0),
+    "whole tensor": lambda x: x / x.sum(),
+    "transposed consumer": lambda x: (x - x.amax(-1, keepdim=True)).t() * 3,
+    "two consumers": lambda x: (x.sum(-1, keepdim=True) * x, x.sum(-1) + 1),
+    "nested across dims": lambda x: (x - x.mean(0)).pow(2).sum(-1),
+    "reduction of reduction": lambda x: x.amax(-1).sum(),
+    "argmax of fused": index_of_max,
+    "cumsum of fused": lambda x: torch.cumsum(x - x.mean(-1, keepdim=True), -1),
+}
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (1, 1), (4, 8)])
+@pytest.mark.parametrize("case", NOT_IN_ONE_LOOP)
+def test_reductions_read_across_loops_keep_their_values(cold_cache, case, shape):
+    fn = NOT_IN_ONE_LOOP[case]
+    x = torch.randn(*shape)
+    torch.testing.assert_close(compiled(fn)(x.clone()), fn(x.clone()))
+
+
+def test_reduction_still_lazy_when_its_input_is_overwritten_in_place(cold_cache):
+    x = torch.randn(4, 6)
+    got_input, want_input = x.clone(), x.clone()
+    got = compiled(overwritten_after_reading)(got_input)
+    torch.testing.assert_close(got, overwritten_after_reading(want_input))
+    torch.testing.assert_close(got_input, want_input)
+
+
+@pytest.mark.parametrize("case", ["softmax", "layer_norm", "variance chain"])
+def test_fused_rows_pass_bounds_checks(cold_cache, monkeypatch, case):
+    monkeypatch.setenv("DICP_BOUNDS_CHECK", "1")
+    fn = ONE_ROW_KERNEL[case][0]
+    x, weight = torch.randn(5, 17), torch.randn(17)
+    torch.testing.assert_close(compiled(fn)(x, weight), fn(x, weight))
+
+
+def softmax_read_by_three_kernels(x):
+    shifted = x - x.amax(-1, keepdim=True)   # cheap: inlined into each output's kernel
+    return shifted.exp(), shifted.sin(), shifted.cos()
+
+
+def test_a_reduction_read_by_three_kernels_is_computed_at_most_twice(cold_cache):
+    """The first kernel computes it inside; the second reads it from memory, so a cheap value
+    inlined into many kernels does not recompute its reduction in each."""
+    x = torch.randn(6, 10)
+    torch.testing.assert_close(compiled(softmax_read_by_three_kernels)(x),
+                               softmax_read_by_three_kernels(x))
+    source = "".join(p.read_text() for p in cold_cache.glob("kernels/*/*.cpp"))
+    assert source.count("reduction(max:") <= 2
