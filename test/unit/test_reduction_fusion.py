@@ -136,13 +136,24 @@ def test_a_reduction_read_by_three_kernels_is_computed_at_most_twice(cold_cache)
 
 
 @pytest.mark.parametrize("length", [1, 511, 512, 513, 1025, 200003])
-def test_float_sums_in_chunks_stay_as_accurate_as_eager(cold_cache, length):
-    """A float sum adds SUM_CHUNK elements in float (full-width SIMD), then the chunks in
-    double: every length around a chunk boundary is right, and a long row of positive numbers
-    (where float error grows fastest) is no further from the float64 sum than eager's."""
+def test_float_sums_are_as_accurate_as_eager(cold_cache, length):
+    """Float sums accumulate in double. Float partial sums (chunks of 512 added in float, then
+    in double: twice as fast) were tried and dropped: the fuzzer (seed 2711) found a sum fed to
+    a float-to-int cast that landed one integer off from both eager and float64."""
     x = torch.rand(3, length)
     exact = x.double().sum(-1)
     got = compiled(lambda x: x.sum(-1) + 0)(x)
     eager_error = (x.sum(-1).double() - exact).abs().max().item()
-    assert (got.double() - exact).abs().max().item() <= max(eager_error, 1e-7 * length)
+    assert (got.double() - exact).abs().max().item() <= eager_error
     torch.testing.assert_close(got, x.sum(-1))
+
+
+def sum_then_truncate(x):  # the fuzzer's finding, shrunk (seed 2711, program 243)
+    return (x.sum(dim=[0, -2, 2]) - x).to(torch.int64)
+
+
+def test_a_sum_fed_to_an_integer_cast_matches_eager(cold_cache, monkeypatch):
+    monkeypatch.setenv("DICP_BOUNDS_CHECK", "1")  # as the fuzzer ran it
+    x = torch.randn(7, 28, 28, generator=torch.Generator().manual_seed(2735407451384),
+                    dtype=torch.float64).mul(2).float()
+    assert torch.equal(compiled(sum_then_truncate)(x), sum_then_truncate(x))

@@ -52,18 +52,6 @@ class Phase:
     post: list
     accesses: tuple
     simd: str = None
-    chunk: "Chunk" = None
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A phase's last inner loop run in chunks of `size` iterations: `declare` (the chunk's
-    partial accumulator) before each chunk, `fold` (into the phase's accumulator) after.
-    A float sum accumulates each chunk in float, which vectorizes at full width, and the
-    chunks in double, so its error does not grow with the length of the row."""
-    size: int
-    declare: str
-    fold: str
 
 
 class KernelBuilder:
@@ -220,7 +208,7 @@ class KernelBuilder:
         return self._fresh(prefix)
 
     # ---- phases ----
-    def phase(self, inner, pre=None, body=None, post=None, simd=None, chunk=None):
+    def phase(self, inner, pre=None, body=None, post=None, simd=None):
         """Emit a phase (see Phase) with fresh inner loop variables over the (lo, hi) bounds
         `inner`: pre(k), body(k, variables), post(k, variables). Returns what post returns."""
         started, self._phases_started = self._phases_started, self._phases_started + 1
@@ -234,7 +222,7 @@ class KernelBuilder:
             accesses.append(tuple(self.take_accesses()))
         loops = [(v, sympy.sympify(lo), sympy.sympify(hi)) for v, (lo, hi) in zip(variables, inner)]
         bounds = [(v, self.index(lo), self.index(hi)) for v, lo, hi in loops]
-        self.phases.append(Phase(loops, bounds, *parts, tuple(accesses), simd, chunk))
+        self.phases.append(Phase(loops, bounds, *parts, tuple(accesses), simd))
         return result
 
     def fused_reduction(self, reduction, kept_index):

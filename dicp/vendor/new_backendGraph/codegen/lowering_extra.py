@@ -7,7 +7,6 @@ from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
 from . import ir
 from .ctypes_map import compute_ctype, infinity_or_limit, literal, storage_ctype
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
-from .kernel import Chunk
 from .lowering import HALF_TYPES, lowering
 from .sym import (IDiv, clamp_bound, contiguous_strides, flat_index, is_dense,
                   same_layout, wrap_index)
@@ -71,31 +70,20 @@ def _reduced_value(k, acc, dtype):
     return k.emit(f"dicp::cast<{ctype}>(dicp::cast<{storage_ctype(dtype)}>({acc}))", ctype)
 
 
-# Iterations of a float sum accumulated in float before they are added to the double
-# accumulator (kernel.Chunk): 32 per SIMD lane at AVX-512's 16 floats.
-SUM_CHUNK = 512
-
-
 def _accumulating_phase(k, name, x, dims, kept_index, dtype):
     acc, acc_t = k.fresh_name("acc"), _accumulator_ctype(name, dtype)
     init, update = REDUCTIONS[name]
-    chunk = None
-    if name == "ReduceSum" and dims and acc_t == "double" and compute_ctype(dtype) == "float":
-        part, part_t = k.fresh_name("part"), "float"
-        chunk = Chunk(SUM_CHUNK, f"float {part} = 0.f;", f"{acc} += {part};")
-    else:
-        part, part_t = acc, acc_t
 
     def body(k, inner):
         value = x.load(k, _split_index(x.sizes, dims, kept_index, inner))
-        value = k.emit(f"static_cast<{part_t}>({value})", part_t)
-        k.line(update.format(T=part_t, v=value, acc=part))
+        value = k.emit(f"static_cast<{acc_t}>({value})", acc_t)
+        k.line(update.format(T=acc_t, v=value, acc=acc))
 
     simd = SIMD_REDUCTIONS.get(name)
     return k.phase([(0, x.sizes[d]) for d in dims],
                    pre=lambda k: k.line(f"{acc_t} {acc} = {init(acc_t)};"), body=body,
                    post=lambda k, inner: _reduced_value(k, acc, dtype),
-                   simd=simd and f"{simd}:{part}", chunk=chunk)
+                   simd=simd and f"{simd}:{acc}")
 
 
 # Max and min as a plain compare-and-select per element, which g++ vectorizes under
