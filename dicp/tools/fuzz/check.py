@@ -17,6 +17,8 @@ off (dicp's vectorizable erf is 3 ulp, eager's 1) shows up as a large difference
 element passes if its error is at most ILL_CONDITIONED_FACTOR times eager's. A wrong index or a
 wrong op gives errors of the order of the values, far beyond either bound.
 """
+import contextlib
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -38,10 +40,12 @@ class Mismatch:
         return f"{self.kind}: {self.detail}"
 
 
-def judge(actual, expected, reference=None, dtype=None):
+def judge(actual, expected, reference=None, dtype=None, rounded=None):
     """None if `actual` passes against eager's `expected`, else a Mismatch. `reference` is the
     float64 run's result, or a callable computing it (only called when needed). `dtype`: the
-    float dtype whose tolerance applies (default: expected's own)."""
+    float dtype whose tolerance applies (default: expected's own). `rounded` (or a callable
+    computing it): the program as written with its reductions rounded once (`rounded_run`),
+    a third answer an integer or bool output may equal."""
     if actual is None or expected is None:
         if actual is None and expected is None:
             return None
@@ -61,8 +65,11 @@ def judge(actual, expected, reference=None, dtype=None):
     detail = f"{difference}; {_worst(actual, expected, tolerance_for(expected.dtype, table))}"
     if reference is None or reference.shape != expected.shape:
         return Mismatch(kind, detail)
+    if not expected.is_floating_point() and rounded is not None:
+        rounded = rounded() if callable(rounded) else rounded
     verdict = _against_float64(actual.detach(), expected.detach(), reference.detach(),
-                               tolerance_for(expected.dtype, table), dtype or expected.dtype)
+                               tolerance_for(expected.dtype, table), dtype or expected.dtype,
+                               None if expected.is_floating_point() else rounded)
     return None if verdict is None else Mismatch(kind, f"{detail}; {verdict}")
 
 
@@ -78,7 +85,7 @@ def _what(value):
     return "no tensor" if value is None else f"{value.dtype}{list(value.shape)}"
 
 
-def _against_float64(actual, expected, reference, tolerance, dtype):
+def _against_float64(actual, expected, reference, tolerance, dtype, rounded=None):
     a, e, r = (t.to(torch.float64) for t in (actual, expected, reference))
     rtol, atol = tolerance
     near_eager = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
@@ -88,6 +95,8 @@ def _against_float64(actual, expected, reference, tolerance, dtype):
     # step, came out 60736 and the exact one is 66204)
     near_exact |= torch.isclose(a, reference.to(actual.dtype).to(torch.float64), rtol=rtol,
                                 atol=atol, equal_nan=True)
+    if rounded is not None and rounded.shape == actual.shape:
+        near_exact |= actual == rounded
     if (near_eager | near_exact).all():
         return None
     if not expected.is_floating_point():
@@ -135,34 +144,70 @@ def _widened(value):
 
 def float64_reference_runs():
     """The contexts to compute the float64 reference in, in order of preference: the program
-    as written (its casts to a half type round, as eager's do) with its half-type reductions
-    exact, then, where that cannot run (a value cast to bfloat16 meets a float64 input in
+    as written (its casts to a half type round, as eager's do) with its reductions rounded
+    once, then, where that cannot run (a value cast to bfloat16 meets a float64 input in
     index_add), the program with its half types in float64: exact arithmetic, without which
     such a program had no arbiter but eager's own rounding (a fused bfloat16 gradient closer to
-    exact than eager's was a mismatch)."""
-    return (_HalfReductionsExact, _HalfTypesInFloat64)
+    exact than eager's was a mismatch). In both, an integer tensor promoted to float (cosh of
+    an int64) becomes float64, not the default float32 (see _default_float64)."""
+    return (_in_float64(_ReductionsRoundedOnce), _in_float64(_HalfTypesInFloat64))
+
+
+def _in_float64(mode):
+    return lambda: _default_float64(mode())
+
+
+@contextlib.contextmanager
+def _default_float64(mode):
+    """`mode` with float64 as the default dtype, so ops promoting integers to float compute in
+    float64. With float32 the reference repeated eager's rounding: argmin(cosh(i)) over an
+    int64 column holding 1, -1, -1 has a three-way tie in exact arithmetic (first index 0,
+    dicp's answer), but eager's vectorized cosh gave the last element one ulp less (index 6),
+    and so did the float32 reference (seed 2711, program 522)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with mode:
+            yield
+    finally:
+        torch.set_default_dtype(previous)
 
 
 _ACCUMULATING = {torch.sum, torch.Tensor.sum, torch.mean, torch.Tensor.mean, torch.prod,
                  torch.Tensor.prod, torch.cumsum, torch.Tensor.cumsum, torch.cumprod,
                  torch.Tensor.cumprod}
+_ROUNDED_ONCE = (torch.float32,) + _HALF_TYPES
 
 
-class _HalfReductionsExact(TorchFunctionMode):
-    """A sum, mean or product (plain or cumulative) of a float16/bfloat16 tensor computed in
-    float64 and rounded once to its half type. Eager's CPU prod rounds every step, so run as
-    written the reference was eager's own rounding: a bfloat16 prod accumulated in float (closer
-    to exact in every one of 124 differing draws) and then fed to fmod, which turns the 1-ulp
-    difference into a large relative one, was a mismatch against an eager error of 0."""
+class _ReductionsRoundedOnce(TorchFunctionMode):
+    """A sum, mean or product (plain or cumulative) of a float32, float16 or bfloat16 tensor
+    computed in float64 and rounded once to its type. Eager's CPU prod rounds every step, so
+    run as written the reference was eager's own rounding: a bfloat16 prod accumulated in float
+    (closer to exact in every one of 124 differing draws) and then fed to fmod, which turns the
+    1-ulp difference into a large relative one, was a mismatch against an eager error of 0."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if func in _ACCUMULATING and args and isinstance(args[0], torch.Tensor):
             result_dtype = kwargs.get("dtype") or args[0].dtype
-            if result_dtype in _HALF_TYPES:
+            if result_dtype in _ROUNDED_ONCE:
                 kwargs.pop("dtype", None)
                 return func(args[0].double(), *args[1:], **kwargs).to(result_dtype)
         return func(*args, **kwargs)
+
+
+def rounded_run(fn, inputs):
+    """`fn`'s outputs on `inputs` in their own types, with every float reduction computed in
+    float64 and rounded once: float arithmetic at its best. An integer made from a float where
+    that float sits within an ulp of an integer (sum(x) - x cast to int64) may take either
+    side; a correctly rounded sum landed one integer off from both eager's (rounded otherwise)
+    and float64's (not rounded at all), fuzzer seed 2711. None where it cannot run."""
+    try:
+        with torch.no_grad(), warnings.catch_warnings(), _ReductionsRoundedOnce():
+            warnings.simplefilter("ignore")
+            return list(fn(*[t.detach().clone() for t in inputs]))
+    except RuntimeError:
+        return None
 
 
 def float64_inputs(tensors):

@@ -17,7 +17,7 @@ os.environ.setdefault("DICP_BOUNDS_CHECK", "1")  # an out-of-bounds access raise
 import torch
 import torch.nn.functional as F
 
-from dicp.tools.fuzz.check import float64_inputs, float64_reference_runs, judge
+from dicp.tools.fuzz.check import float64_inputs, float64_reference_runs, judge, rounded_run
 
 '''
 
@@ -73,16 +73,18 @@ for config in range({configs}):
     eager_inputs, compiled_inputs = inputs(config), inputs(config)
     expected, actual = batch(*eager_inputs), compiled(*compiled_inputs)
     reference, reference_grads = float64_run(eager_inputs, expected, config)
-    pairs = [(f"output {{i}}", a, e, r, d) for i, (a, e, r, d) in
-             enumerate(zip(actual, expected, reference, OUTPUT_TOLERANCE, strict=True))]
+    rounded = rounded_run(batch, inputs(config)) or [None] * len(expected)
+    pairs = [(f"output {{i}}", a, e, r, d, o) for i, (a, e, r, d, o) in
+             enumerate(zip(actual, expected, reference, OUTPUT_TOLERANCE, rounded, strict=True))]
     if {backward}:
         names = [n for n, t in zip({names}, eager_inputs) if t.requires_grad]
-        pairs += [(f"gradient of {{n}}", a, e, r, GRADIENT_TOLERANCE[n]) for n, a, e, r in zip(
+        pairs += [(f"gradient of {{n}}", a, e, r, GRADIENT_TOLERANCE[n], None)
+                  for n, a, e, r in zip(
             names, gradients(actual, compiled_inputs, config, expected),
             gradients(expected, eager_inputs, config, expected),
             reference_grads or [None] * len(names))]
-    for what, a, e, r, tolerance in pairs:
-        mismatch = judge(a, e, r, tolerance)
+    for what, a, e, r, tolerance, o in pairs:
+        mismatch = judge(a, e, r, tolerance, o)
         if mismatch:
             failed = True
             print(f"config {{config}}, {{what}}: {{mismatch}}")

@@ -10,7 +10,7 @@ import torch
 
 from dicp.dynamo_bridge.torch_compat import recompile_error_type, recompiles_raise
 
-from .check import float64_inputs, float64_reference_runs, judge
+from .check import float64_inputs, float64_reference_runs, judge, rounded_run
 from .program import batch_function
 
 BACKEND = "new_backendgraph"
@@ -160,7 +160,7 @@ class ProgramRun:
         self.output_dtypes, self.grad_dtype = self.program.tolerance_dtypes(env)
         self.differentiable = [o.requires_grad for o in self.expected]
         self.weights = [self._weight(i, o) for i, o in enumerate(self.expected)]
-        self._reference = None
+        self._reference = self._rounded = None
 
     def _weight(self, i, out):
         g = torch.Generator().manual_seed(self.program.seed * 31 + i * 7 + self.config)
@@ -201,10 +201,17 @@ class ProgramRun:
                       [w.to(o.dtype) for o, w in pairs])
         return outs, grads
 
+    def rounded(self):
+        """The outputs with reductions rounded once (check.rounded_run), computed once."""
+        if self._rounded is None:
+            self._rounded = rounded_run(self.fn, self.inputs) or [None] * len(self.expected)
+        return self._rounded
+
     def judge_outputs(self, actual):
         failures = []
         for i, (a, e) in enumerate(zip(actual, self.expected, strict=True)):
-            mismatch = judge(a, e, lambda i=i: self.reference()[0][i], self.output_dtypes[i])
+            mismatch = judge(a, e, lambda i=i: self.reference()[0][i], self.output_dtypes[i],
+                             rounded=lambda i=i: self.rounded()[i])
             if mismatch:
                 failures.append(self._failure(mismatch, f"output {i}"))
         return failures
