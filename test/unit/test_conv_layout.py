@@ -1,0 +1,67 @@
+"""Convolutions run channels-last in oneDNN (opset._channels_last) and come back in the layout
+eager gives: the graph's kernels index the result with eager's strides, so a layout mix-up
+would be a silent wrong result. Every case compares values and strides with eager, forward
+and backward, for the layouts and shapes where channels-last and contiguous coincide."""
+import pytest
+import torch
+import torch.nn as nn
+
+from .helpers import cold_cache, compiled  # noqa: F401  (fixture)
+
+NHWC = torch.channels_last
+
+# name -> (batch, in channels, height, width, kernel size, memory format of the input)
+SHAPES = {
+    "rgb batch": (2, 3, 9, 8, 3, torch.contiguous_format),
+    "one channel": (2, 1, 7, 7, 3, torch.contiguous_format),       # NCHW and NHWC coincide
+    "one pixel": (3, 5, 1, 1, 1, torch.contiguous_format),         # so do they here
+    "one image": (1, 4, 6, 5, 1, torch.contiguous_format),
+    "channels-last input": (2, 4, 6, 6, 3, NHWC),
+}
+
+
+def conv_relu_sum(conv):
+    def fn(x):
+        y = torch.relu(conv(x))
+        return y, y.sum((2, 3))
+    return fn
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_convolution_matches_eager_in_values_and_layout(cold_cache, shape, dtype):
+    n, c, h, w, k, layout = SHAPES[shape]
+    conv = nn.Conv2d(c, 6, k, padding=k // 2).to(dtype)
+    x = torch.randn(n, c, h, w, dtype=dtype).contiguous(memory_format=layout)
+    fn = conv_relu_sum(conv)
+    with torch.no_grad():
+        got, want = compiled(fn)(x), fn(x)
+    for g, e in zip(got, want):
+        assert g.stride() == e.stride()
+        torch.testing.assert_close(g, e, **({"rtol": 2e-2, "atol": 2e-2} if dtype ==
+                                            torch.bfloat16 else {}))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_convolution_gradients_match_eager_in_values_and_layout(cold_cache, shape):
+    n, c, h, w, k, layout = SHAPES[shape]
+    conv = nn.Conv2d(c, 6, k, padding=k // 2)
+    x = torch.randn(n, c, h, w).contiguous(memory_format=layout).requires_grad_()
+    fn = conv_relu_sum(conv)
+    got = compiled(fn)(x)[1].pow(2).sum()
+    grads = torch.autograd.grad(got, [x, conv.weight, conv.bias])
+    want = torch.autograd.grad(fn(x)[1].pow(2).sum(), [x, conv.weight, conv.bias])
+    for g, e in zip(grads, want):
+        assert g.stride() == e.stride()
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+
+
+def test_convolution_under_dynamic_shapes_matches_eager(cold_cache):
+    conv = nn.Conv2d(3, 5, 3, padding=1)
+    fn = compiled(conv_relu_sum(conv), dynamic=True)
+    with torch.no_grad():
+        for size in (5, 8, 11):
+            x = torch.randn(2, 3, size, size + 1)
+            for g, e in zip(fn(x), conv_relu_sum(conv)(x)):
+                assert g.stride() == e.stride()
+                torch.testing.assert_close(g, e)
