@@ -67,6 +67,21 @@ CASES = {
 }
 
 
+def column_blocks(width):
+    """Column sums (lowering_extra._column_sum): outer loop over blocks of 64 columns, the
+    stores at 64 * block + column with `width` columns per block."""
+    n = sympy.Integer(300)
+    column = loop_index(1, "c")[0]
+    extents = {i0: 5, column: width}
+    phase = PhaseLoops((column,), (store([64 * i0 + column], [n]),), ())
+    return plan_loops(KernelLoops([i0], (phase,), extents, {t}))
+
+
+CASES["column blocks"] = (column_blocks(sympy.Min(64, 300 - 64 * i0)), LoopPlan(1, False, (None,)))
+# a block wider than the stride between blocks: blocks overlap, so no parallel loop
+CASES["overlapping blocks"] = (column_blocks(sympy.Integer(65)), LoopPlan(0, False, (None,)))
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_loop_plan(case):
     got, expected = CASES[case]

@@ -21,11 +21,15 @@ PARALLEL_THRESHOLD = 32768  # elements of work below which OpenMP costs more tha
 
 
 def _static_extents(inner, loop_vars):
-    """Trip counts of inner loops whose bounds do not depend on other loops (for the
-    parallel threshold: a reduction's work is outer size times reduction size)."""
+    """Trip counts of inner loops whose bounds do not depend on other loops, or their bound
+    when a Min gives one (for the parallel threshold: a reduction's work is outer size times
+    reduction size)."""
     extents = []
     for lo, hi in inner:
         extent = sympy.sympify(hi - lo)
+        if extent.free_symbols & set(loop_vars) and isinstance(extent, sympy.Min):
+            bounds = [a for a in extent.args if not a.free_symbols & set(loop_vars)]
+            extent = sympy.Min(*bounds) if bounds else extent
         if not extent.free_symbols & set(loop_vars):
             extents.append(extent)
     return extents
@@ -33,14 +37,15 @@ def _static_extents(inner, loop_vars):
 
 def _loop_nest(k, outer, sizes):
     """The loops of kernel `k` as the loop plan reads them (loops.KernelLoops)."""
-    extents = dict(zip(outer, sizes))
+    extents, starts = dict(zip(outer, sizes)), {}
     phases = []
     for phase in k.phases:
         extents |= {v: hi - lo for v, lo, hi in phase.inner}
+        starts |= {v: lo for v, lo, _ in phase.inner if lo != 0}
         pre, body, post = phase.accesses
         phases.append(PhaseLoops(tuple(v for v, _, _ in phase.inner), body, pre + post,
                                  phase.simd))
-    return KernelLoops(outer, tuple(phases), extents, k.computed)
+    return KernelLoops(outer, tuple(phases), extents, k.computed, starts)
 
 
 def _fuses(user):
@@ -176,15 +181,19 @@ class CppCodegen(GraphCodegenBase):
         return out
 
     def _realize_reduction(self, value):
-        """A lazy reduction in a buffer of its own, one kernel over its kept dims."""
+        """A lazy reduction in a buffer of its own, one kernel over its kept dims (or the
+        kernel its `emit_kernel` emits)."""
         if value.realized is None:
             value.computed_in_kernel = False  # its own kernel computes it in any case
             kept = value.kept_sizes()
             base = self.wrapper.allocate(value.dtype, value.sizes,
                                          contiguous_strides(value.sizes))
             flat = Buffer(base, value.dtype, kept, contiguous_strides(kept))
-            self.pointwise_kernel(kept, lambda k, index: flat.store(
-                k, index, k.fused_reduction(value, index)))
+            if value.emit_kernel is not None:
+                value.emit_kernel(self, flat)
+            else:
+                self.pointwise_kernel(kept, lambda k, index: flat.store(
+                    k, index, k.fused_reduction(value, index)))
             value.realized = Buffer(base, value.dtype, list(value.sizes),
                                     contiguous_strides(value.sizes))
         return value.realized
@@ -216,22 +225,29 @@ class CppCodegen(GraphCodegenBase):
         reductions the callbacks read at an index of the outer loops become phases of this
         nest, computed before (see KernelBuilder.fused_reduction); any other is realized
         first. Which loops run in parallel or as SIMD is decided from the accesses (loops.py)."""
-        outer = loop_index(len(sizes))
-        phase = dict(pre=pre and (lambda k: pre(k, outer)),
-                     body=body and (lambda k, inner_vars: body(k, outer, inner_vars)),
-                     post=post and (lambda k, inner_vars: post(k, outer)), simd=simd_reduction)
-        k = self._emit_kernel(sizes, inner, phase)
+        self.phased_kernel(sizes, [dict(pre=pre, inner=inner, body=body, post=post,
+                                         simd=simd_reduction)])
+
+    def phased_kernel(self, sizes, phases):
+        """`kernel` with several phases run in order in each outer iteration, each a dict of
+        its `kernel` arguments (simd: `simd_reduction`)."""
+        k = self._emit_kernel(sizes, phases)
         while k.unfused:
             for reduction in k.unfused:
                 self.realize(reduction)
-            k = self._emit_kernel(sizes, inner, phase)
+            k = self._emit_kernel(sizes, phases)
         self._add_kernel(k, sizes)
 
-    def _emit_kernel(self, sizes, inner, phase):
+    def _emit_kernel(self, sizes, phases):
         outer = loop_index(len(sizes))
         k = KernelBuilder(f"kernel_{len(self.kernels)}", outer, self.bounds_check, self.size_params)
         k.unit_loops = {v for v, size in zip(outer, sizes) if size == 1}
-        k.phase(inner, **phase)
+        for phase in phases:
+            pre, body, post = phase["pre"], phase["body"], phase["post"]
+            k.phase(phase["inner"], pre=pre and (lambda k, pre=pre: pre(k, outer)),
+                    body=body and (lambda k, inner, body=body: body(k, outer, inner)),
+                    post=post and (lambda k, inner, post=post: post(k, outer)),
+                    simd=phase["simd"])
         return k
 
     def _add_kernel(self, k, sizes):

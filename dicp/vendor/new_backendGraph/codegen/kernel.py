@@ -241,7 +241,7 @@ class KernelBuilder:
             self.reduction_uses.append(used)
             return "0"
         if self._masks or used - self.unit_loops != set(self.outer) - self.unit_loops \
-                or reduction.computed_in_kernel:
+                or reduction.computed_in_kernel or reduction.emit_kernel is not None:
             self.unfused.append(reduction)
             return "0"
         saved = self.blocks, self.accesses

@@ -20,7 +20,7 @@ its accesses prove it:
 The rule reads `Access` records only, never the lowering that made them, so every lowering
 and any later loop IR that records its accesses gets it.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy
 
@@ -54,10 +54,12 @@ class KernelLoops:
     phases: tuple
     extents: dict
     computed: set
+    starts: dict = field(default_factory=dict)  # inner loops not starting at 0: their start
 
     def pinned(self, var, stores, varying):
+        bounded = {v: e for v, e in self.extents.items() if self.starts.get(v, 0) == 0}
         return sympy.sympify(self.extents[var]) == 1 or all(
-            _pins(s, var, varying, set(self.extents), self.computed) for s in stores)
+            _pins(s, var, varying, set(self.extents), bounded, self.computed) for s in stores)
 
     def accesses(self):
         return [a for phase in self.phases for a in phase.around + phase.body]
@@ -108,18 +110,41 @@ def _own_elements_only(accesses):
                for a in accesses)
 
 
-def _pins(store, var, varying, loop_vars, computed):
+def _pins(store, var, varying, loop_vars, bounded, computed):
     """Whether distinct values of `var` make `store` write distinct elements, whatever the
     other `varying` loop variables do: some index of the store is a*var + b with a != 0 free
     of loop variables, on a dim of nonzero stride, and b free of `varying`, `var` and computed
-    indices."""
+    indices, or b = c + s with c free of them and s a loop variable from 0 to below |a|
+    (`bounded`: trip counts of the loops starting at 0), as a*block + column with fewer than
+    |a| columns per block."""
     for index, stride in zip(store.index, store.strides):
         index = sympy.expand(index)
         if var not in index.free_symbols or sympy.sympify(stride).is_zero is not False:
             continue
         a = index.coeff(var)
+        if a.is_zero is not False or a.free_symbols & (loop_vars | computed):
+            continue
         rest = sympy.expand(index - a * var)
-        if (a.is_zero is False and not a.free_symbols & (loop_vars | computed)
-                and not rest.free_symbols & (varying | computed | {var})):
+        if not rest.free_symbols & (varying | computed | {var}):
+            return True
+        if _within_block(rest, abs(a), varying | computed | {var}, bounded):
             return True
     return False
+
+
+def _within_block(rest, width, excluded, extents):
+    """rest = c + s: c free of `excluded`, s a loop variable from 0 whose trip count is at
+    most `width`, so 0 <= s < width."""
+    for s in rest.free_symbols & set(extents):
+        c = sympy.expand(rest - s)
+        if rest.coeff(s) == 1 and not c.free_symbols & (excluded | {s}) \
+                and _at_most(sympy.sympify(extents[s]), width):
+            return True
+    return False
+
+
+def _at_most(extent, bound):
+    if (extent - bound).is_nonpositive:
+        return True
+    return isinstance(extent, sympy.Min) and any((arg - bound).is_nonpositive
+                                                 for arg in extent.args)

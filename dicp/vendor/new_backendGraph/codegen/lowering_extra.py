@@ -8,7 +8,7 @@ from . import ir
 from .ctypes_map import compute_ctype, infinity_or_limit, literal, storage_ctype
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
 from .lowering import HALF_TYPES, lowering
-from .sym import (IDiv, clamp_bound, contiguous_strides, flat_index, is_dense,
+from .sym import (IDiv, clamp_bound, contiguous_strides, flat_index, is_dense, loop_index,
                   same_layout, wrap_index)
 
 # ---- reductions ----------------------------------------------------------------------
@@ -55,9 +55,11 @@ def reduction(g, node, x, dims, keepdim, dtype=None):
     emit = _extremum_phase if extremum else _accumulating_phase
     sizes = shape_of(out_val)
     kept = [d for d in range(len(sizes)) if not (keepdim and d in dims)]
-    return ir.LazyReduction(out_val.dtype, sizes, None, kept=tuple(kept),
-                            emit_phase=lambda k, kept_index: emit(
-                                k, name, x, dims, kept_index, out_val.dtype))
+    columns = name == "ReduceSum" and dims and x.sizes[-1] != 1 and len(x.sizes) - 1 not in dims
+    return ir.LazyReduction(
+        out_val.dtype, sizes, None, kept=tuple(kept),
+        emit_phase=lambda k, kept_index: emit(k, name, x, dims, kept_index, out_val.dtype),
+        emit_kernel=(lambda g, out: _column_sum(g, x, dims, out)) if columns else None)
 
 
 for _name in REDUCTIONS:
@@ -84,6 +86,45 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype):
                    pre=lambda k: k.line(f"{acc_t} {acc} = {init(acc_t)};"), body=body,
                    post=lambda k, inner: _reduced_value(k, acc, dtype),
                    simd=simd and f"{simd}:{acc}")
+
+
+# Columns of a sum over rows (x.sum(0) of a [rows, columns] matrix: bias gradients) summed
+# by one kernel iteration: 8 AVX-512 vectors of double accumulators.
+COLUMN_BLOCK = 64
+
+
+def _column_sum(g, x, dims, out):
+    """A sum over dims that leave the innermost one, with its output `out` (kept dims only).
+    One phase per output element would read its column with the row stride (x.sum(0) of a
+    4096 x 256 matrix: 7.5 ms against eager's 36 us). Instead each outer iteration sums a
+    block of COLUMN_BLOCK adjacent columns row after row into an array of accumulators, then
+    stores them: every row's block is read contiguously and once."""
+    *leading, columns = out.sizes
+    blocks = IDiv(columns + COLUMN_BLOCK - 1, COLUMN_BLOCK)
+    block = loop_index(len(leading) + 1)[-1]
+    width = sympy.Min(COLUMN_BLOCK, columns - COLUMN_BLOCK * block)
+    acc, acc_t = "column_acc", _accumulator_ctype("ReduceSum", out.dtype)
+
+    def kept_index(outer, column):
+        return list(outer[:-1]) + [COLUMN_BLOCK * outer[-1] + column]
+
+    def clear(k, outer):
+        k.line(f"{acc_t} {acc}[{COLUMN_BLOCK}];")
+        k.line(f"for (int64_t j = 0; j < {COLUMN_BLOCK}; ++j) {acc}[j] = {acc_t}(0);")
+
+    def accumulate(k, outer, inner):
+        *rows, column = inner
+        value = x.load(k, _split_index(x.sizes, dims, kept_index(outer, column), rows))
+        value = k.emit(f"static_cast<{acc_t}>({value})", acc_t)
+        k.line(f"{acc}[{column}] = {acc}[{column}] + {value};")
+
+    def store(k, outer, inner):
+        out.store(k, kept_index(outer, inner[0]), f"{acc}[{inner[0]}]")
+
+    rows = [(0, x.sizes[d]) for d in dims]
+    g.phased_kernel(leading + [blocks], [
+        dict(pre=clear, inner=rows + [(0, width)], body=accumulate, post=None, simd=""),
+        dict(pre=None, inner=[(0, width)], body=store, post=None, simd="")])
 
 
 # Max and min as a plain compare-and-select per element, which g++ vectorizes under
