@@ -1,7 +1,9 @@
-"""Convolutions run channels-last in oneDNN (opset._channels_last) and come back in the layout
-eager gives: the graph's kernels index the result with eager's strides, so a layout mix-up
-would be a silent wrong result. Every case compares values and strides with eager, forward
-and backward, for the layouts and shapes where channels-last and contiguous coincide."""
+"""A plain NCHW batch of static size is convolved channels-last (conversion: ConvolutionNHWC),
+the kernels after it write channels-last (CppCodegen.realize) and the graph's outputs come
+back in eager's layout. The kernels index every buffer with the strides its node's value
+has, so a layout mix-up would be a silent wrong result. Every case compares values and
+strides with eager, forward and backward, for the layouts and shapes where channels-last and
+contiguous coincide."""
 import pytest
 import torch
 import torch.nn as nn
@@ -65,3 +67,30 @@ def test_convolution_under_dynamic_shapes_matches_eager(cold_cache):
             for g, e in zip(fn(x), conv_relu_sum(conv)(x)):
                 assert g.stride() == e.stride()
                 torch.testing.assert_close(g, e)
+
+
+def conv_bn_relu_net():
+    layers, channels = [], 3
+    for out in (8, 16, 16):
+        layers += [nn.Conv2d(channels, out, 3, padding=1), nn.BatchNorm2d(out), nn.ReLU()]
+        channels = out
+    return nn.Sequential(*layers)
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
+def test_a_conv_net_matches_eager_through_channels_last_kernels(cold_cache, train):
+    torch.manual_seed(0)
+    net = conv_bn_relu_net().train(train)
+    x = torch.randn(2, 3, 12, 10)
+    if not train:
+        with torch.no_grad():
+            got, want = compiled(net)(x), net(x)
+        assert got.stride() == want.stride()
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+        return
+    compiled(net)(x).pow(2).mean().backward()
+    got = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    net(x).pow(2).mean().backward()
+    for g, p in zip(got, net.parameters()):
+        torch.testing.assert_close(g, p.grad, rtol=1e-3, atol=1e-4)

@@ -115,11 +115,12 @@ POOL = {
 LIBRARY = {
     "Mm": torch.ops.aten.mm.default, "Bmm": torch.ops.aten.bmm.default,
     "Addmm": torch.ops.aten.addmm.default, "Baddbmm": torch.ops.aten.baddbmm.default,
-    "Convolution": lambda x, weight, bias, *rest: _channels_last(
-        torch.ops.aten.convolution.default, (x, weight, bias), rest, x, transposed=rest[3]),
-    "ConvolutionBackward": lambda grad, x, weight, bias_sizes, *rest: _channels_last(
-        torch.ops.aten.convolution_backward.default, (grad, x, weight), (bias_sizes, *rest), x,
-        transposed=rest[3]),
+    "Convolution": torch.ops.aten.convolution.default,
+    # oneDNN's fastest layout; its result is channels-last too, and so are the kernels after it
+    "ConvolutionNHWC": lambda x, weight, bias, *rest: torch.ops.aten.convolution.default(
+        x.contiguous(memory_format=torch.channels_last),
+        weight.contiguous(memory_format=torch.channels_last), bias, *rest),
+    "ConvolutionBackward": torch.ops.aten.convolution_backward.default,
     "Sort": lambda x, dim=-1, descending=False, stable=False: torch.ops.aten.sort.stable(
         x, stable=bool(stable), dim=dim, descending=descending),
     "Topk": torch.ops.aten.topk.default,
@@ -134,45 +135,6 @@ LIBRARY = {
 INPLACE = {
     "CopyInto": lambda dst, src: dst.copy_(src),
 }
-
-
-def _channels_last(conv, tensors, rest, x, transposed):
-    """`conv(*tensors, *rest)` computed on channels-last (NHWC) copies of its 4-d tensors, where
-    oneDNN is fastest (a 3x3 convolution of a 4x3x64x64 batch: 15.8 ms in NCHW, 0.4 ms in NHWC
-    with both copies), and returned in the layouts eager gives, which the graph's kernels were
-    generated for (found on meta tensors). Transposed convolutions, symbolic sizes (shape
-    inference under dynamic shapes) and an input `x` in another layout are computed as they
-    come."""
-    if transposed or not _plain_nchw(x):
-        return conv(*tensors, *rest)
-    eager = conv(*map(_meta_like, tensors), *rest)
-    result = conv(*(t if t is None or t.dim() != 4 else t.contiguous(memory_format=NHWC)
-                    for t in tensors), *rest)
-    if isinstance(result, torch.Tensor):
-        return _in_layout_of(result, eager)
-    return tuple(_in_layout_of(r, e) for r, e in zip(result, eager))
-
-
-NHWC = torch.channels_last
-
-
-def _plain_nchw(x):
-    return (x.dim() == 4 and x.dtype in (torch.float32, torch.bfloat16)
-            and x.device.type == "cpu" and all(type(size) is int for size in x.shape)
-            and x.is_contiguous() and not x.is_contiguous(memory_format=NHWC))
-
-
-def _meta_like(t):
-    if not isinstance(t, torch.Tensor):
-        return t
-    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
-
-
-def _in_layout_of(result, like):
-    if result is None or result.stride() == like.stride():
-        return result
-    return torch.empty_strided(like.shape, like.stride(), dtype=result.dtype,
-                               device=result.device).copy_(result)
 
 
 def _relaid(x, strides):

@@ -35,6 +35,24 @@ def _static_extents(inner, loop_vars):
     return extents
 
 
+def _channels_last_strides(val):
+    """The strides of `val` when it is a channels-last 4-d tensor (after a ConvolutionNHWC,
+    eager's pointwise ops keep that layout), else None."""
+    if isinstance(val, torch.Tensor) and val.dim() == 4 and not val.is_contiguous() \
+            and val.is_contiguous(memory_format=torch.channels_last) \
+            and all(type(size) is int for size in val.shape):
+        return list(val.stride())
+    return None
+
+
+def _memory_order(strides):
+    """The dims of a layout from its outermost in memory, when that is not their order."""
+    order = sorted(range(len(strides)), key=lambda d: -int(strides[d])) \
+        if all(isinstance(st, int) or getattr(st, "is_Integer", False) for st in strides) \
+        else None
+    return None if order is None or order == list(range(len(strides))) else order
+
+
 def _loop_nest(k, outer, sizes):
     """The loops of kernel `k` as the loop plan reads them (loops.KernelLoops)."""
     extents, starts = dict(zip(outer, sizes)), {}
@@ -120,7 +138,9 @@ class CppCodegen(GraphCodegenBase):
                 and isinstance(self.env[node.args[0]], Pointwise):
             self.env[node.args[0]] = self.realize(self.env[node.args[0]])
             value = lower(self, node, *args, **kwargs)
-        return self.realize(value) if self._must_realize(node, value) else value
+        if not self._must_realize(node, value):
+            return value
+        return self.realize(value, _channels_last_strides(node.meta["val"]))
 
     def _size_or_node(self, arg):
         """Size arithmetic nodes become their sympy expression; tensors stay nodes."""
@@ -169,7 +189,10 @@ class CppCodegen(GraphCodegenBase):
         base = self.wrapper.allocate(value.dtype, value.sizes, strides)
         out = Buffer(base, value.dtype, list(value.sizes), list(strides))
         split = self._outer_rank(value)
-        if split in (None, 0, len(value.sizes)):
+        order = _memory_order(strides)
+        if split is None and order is not None:
+            self._kernel_in_memory_order(value, out, order)
+        elif split in (None, 0, len(value.sizes)):
             self.pointwise_kernel(value.sizes,
                                   lambda k, index: out.store(k, index, value.load(k, index)))
         else:
@@ -179,6 +202,15 @@ class CppCodegen(GraphCodegenBase):
                             k, outer + inner, value.load(k, outer + inner)),
                         post=None, simd_reduction="")
         return out
+
+    def _kernel_in_memory_order(self, value, out, order):
+        """A pointwise kernel whose loops run in the order of `out`'s memory (`order`: dims
+        from outermost), so its innermost loop stores contiguously (channels-last: over
+        channels)."""
+        def store(k, loop_index):
+            index = [loop_index[order.index(d)] for d in range(len(order))]
+            out.store(k, index, value.load(k, index))
+        self.pointwise_kernel([value.sizes[d] for d in order], store)
 
     def _realize_reduction(self, value):
         """A lazy reduction in a buffer of its own, one kernel over its kept dims (or the
