@@ -54,6 +54,16 @@ def compiled(fn, dynamic=False):
     return torch.compile(fn, backend=BACKEND, dynamic=dynamic)
 
 
+def compiled_and_eager_grads(model, x, loss):
+    """The gradients of `loss(model(x))` for `model`'s parameters: compiled by
+    new_backendgraph, then eager."""
+    loss(compiled(model)(x)).backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    loss(model(x)).backward()
+    return got, [p.grad for p in model.parameters()]
+
+
 def builds():
     from dicp.dynamo_bridge.compile import cache_stats
     return cache_stats()["builds"]

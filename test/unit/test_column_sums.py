@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from ..common.tolerance import assert_close
-from .helpers import cold_cache, compiled  # noqa: F401  (fixture)
+from .helpers import cold_cache, compiled, compiled_and_eager_grads  # noqa: F401  (fixture)
 
 # (shape, dims): 1, odd and even column counts around the block of 64, leading and middle dims
 CASES = [((7, 1), 0), ((5, 63), 0), ((5, 64), 0), ((9, 65), 0), ((3, 129), 0),
@@ -49,10 +49,6 @@ def test_column_sums_under_dynamic_shapes_match_eager(cold_cache):
 def test_bias_gradients_match_eager(cold_cache):
     """A linear layer's bias gradient is the column sum of the output gradient."""
     model = nn.Sequential(nn.Linear(20, 130), nn.GELU(), nn.Linear(130, 70))
-    x = torch.randn(37, 20)
-    compiled(model)(x).pow(2).sum().backward()
-    got = [p.grad.clone() for p in model.parameters()]
-    model.zero_grad()
-    model(x).pow(2).sum().backward()
-    for g, p in zip(got, model.parameters()):
-        torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-5)
+    got, want = compiled_and_eager_grads(model, torch.randn(37, 20), lambda y: y.pow(2).sum())
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from .helpers import cold_cache, compiled  # noqa: F401  (fixture)
+from .helpers import cold_cache, compiled, compiled_and_eager_grads  # noqa: F401  (fixture)
 
 NHWC = torch.channels_last
 
@@ -88,9 +88,6 @@ def test_a_conv_net_matches_eager_through_channels_last_kernels(cold_cache, trai
         assert got.stride() == want.stride()
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
         return
-    compiled(net)(x).pow(2).mean().backward()
-    got = [p.grad.clone() for p in net.parameters()]
-    net.zero_grad()
-    net(x).pow(2).mean().backward()
-    for g, p in zip(got, net.parameters()):
-        torch.testing.assert_close(g, p.grad, rtol=1e-3, atol=1e-4)
+    got, want = compiled_and_eager_grads(net, x, lambda y: y.pow(2).mean())
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-4)
