@@ -153,14 +153,15 @@ def test_an_integer_from_a_correctly_rounded_sum_passes_the_judge():
 
     g = torch.Generator().manual_seed(2735407451384)
     x = (torch.randn(7, 189, 189, generator=g, dtype=torch.float64) * 2).float()
-    (rounded,), (eager,) = rounded_run(program, [x]), program(x)
+    (answers,), (eager,) = rounded_run(program, [x]), program(x)
+    rounded = answers[0]
     (reference,) = program(*float64_inputs([x]))
     assert ((rounded != eager) & (rounded != reference)).any()
     assert judge(rounded, eager, reference) is not None
-    assert judge(rounded, eager, reference, rounded=rounded) is None
+    assert judge(rounded, eager, reference, rounded=answers) is None
     off = rounded.clone()
     off[0, 0, 0] += 1
-    assert judge(off, eager, reference, rounded=rounded) is not None
+    assert judge(off, eager, reference, rounded=answers) is not None
 
 
 def test_rounded_run_computes_float32_sums_in_float64_and_rounds_once():
@@ -168,7 +169,7 @@ def test_rounded_run_computes_float32_sums_in_float64_and_rounds_once():
     import torch
 
     x = torch.tensor([1.0, 1e8, -1e8, 2.0 ** -20] * 1000)
-    (got,) = rounded_run(lambda x: (x.sum(),), [x])
+    ((got, _),) = rounded_run(lambda x: (x.sum(),), [x])
     assert got.dtype == torch.float32
     assert got.item() == x.double().sum().float().item()
 
@@ -194,3 +195,30 @@ def test_integers_promoted_to_float_are_judged_in_float64():
     assert torch.equal(reference, first_of_ties)
     assert judge(first_of_ties, program(i), reference) is None
     assert judge(first_of_ties + 1, program(i), reference) is not None
+
+
+def test_a_bool_from_half_math_kept_in_float32_passes_the_judge():
+    """frac(pow(x1 * (x0 + 5), i)) != 0 with x0 float16 (seed 2712, program 705): eager rounds
+    x0 + 5 to float16, a fused kernel keeps it in float32 (dicp/tolerance.py), and there the
+    power came out 45488.0, whose fractional part is 0, where eager's is 45441.42. The program
+    with its half types in float32 is an answer the judge takes; float64 keeps a fractional
+    part, so it alone did not."""
+    from dicp.tools.fuzz.check import float64_inputs, judge, rounded_run
+    import torch
+
+    def program(x0, x1, i2):
+        return (torch.frac(torch.pow(x1 * (x0 + 5), i2)) != 0,)
+
+    def draw(seed, shape, dtype):
+        g = torch.Generator().manual_seed(seed)
+        return (torch.randn(shape, generator=g, dtype=torch.float64) * 2).to(dtype)
+
+    x0, x1 = draw(2736416920569, (5, 6, 5, 6), torch.float16), draw(2736416920570, (1,),
+                                                                    torch.float32)
+    i2 = torch.randint(-4, 5, (6, 5, 6), generator=torch.Generator().manual_seed(2736416920571))
+    (answers,), (eager,) = rounded_run(program, [x0, x1, i2]), program(x0, x1, i2)
+    (reference,) = program(*float64_inputs([x0, x1, i2]))
+    in_float32 = answers[1]
+    assert ((in_float32 != eager) & (in_float32 != reference)).any()
+    assert judge(in_float32, eager, reference) is not None
+    assert judge(in_float32, eager, reference, rounded=answers) is None

@@ -44,8 +44,8 @@ def judge(actual, expected, reference=None, dtype=None, rounded=None):
     """None if `actual` passes against eager's `expected`, else a Mismatch. `reference` is the
     float64 run's result, or a callable computing it (only called when needed). `dtype`: the
     float dtype whose tolerance applies (default: expected's own). `rounded` (or a callable
-    computing it): the program as written with its reductions rounded once (`rounded_run`),
-    a third answer an integer or bool output may equal."""
+    computing it): more answers an integer or bool output may equal (an output's tuple from
+    `rounded_run`)."""
     if actual is None or expected is None:
         if actual is None and expected is None:
             return None
@@ -95,8 +95,9 @@ def _against_float64(actual, expected, reference, tolerance, dtype, rounded=None
     # step, came out 60736 and the exact one is 66204)
     near_exact |= torch.isclose(a, reference.to(actual.dtype).to(torch.float64), rtol=rtol,
                                 atol=atol, equal_nan=True)
-    if rounded is not None and rounded.shape == actual.shape:
-        near_exact |= actual == rounded
+    for answer in rounded if isinstance(rounded, (tuple, list)) else (rounded,):
+        if answer is not None and answer.shape == actual.shape:
+            near_exact |= actual == answer
     if (near_eager | near_exact).all():
         return None
     if not expected.is_floating_point():
@@ -124,21 +125,30 @@ def _first(mask):
 
 class _HalfTypesInFloat64(TorchFunctionMode):
     """Every float16/bfloat16 a program names (a cast, a dtype argument) becomes float64."""
+    target = torch.float64
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        args, kwargs = _widened(args), _widened(kwargs or {})
+        args, kwargs = _widened(args, self.target), _widened(kwargs or {}, self.target)
         if func in (torch.Tensor.half, torch.Tensor.bfloat16):
-            func, args = torch.Tensor.double, args[:1]
+            func, args = _TO[self.target], args[:1]
         return func(*args, **kwargs)
 
 
-def _widened(value):
+class _HalfTypesInFloat32(_HalfTypesInFloat64):
+    """Half types computed in float32, as fused kernels keep their intermediates."""
+    target = torch.float32
+
+
+_TO = {torch.float64: torch.Tensor.double, torch.float32: torch.Tensor.float}
+
+
+def _widened(value, target):
     if value in _HALF_TYPES:
-        return torch.float64
+        return target
     if isinstance(value, (list, tuple)):
-        return type(value)(_widened(v) for v in value)
+        return type(value)(_widened(v, target) for v in value)
     if isinstance(value, dict):
-        return {k: _widened(v) for k, v in value.items()}
+        return {k: _widened(v, target) for k, v in value.items()}
     return value
 
 
@@ -197,13 +207,24 @@ class _ReductionsRoundedOnce(TorchFunctionMode):
 
 
 def rounded_run(fn, inputs):
-    """`fn`'s outputs on `inputs` in their own types, with every float reduction computed in
-    float64 and rounded once: float arithmetic at its best. An integer made from a float where
-    that float sits within an ulp of an integer (sum(x) - x cast to int64) may take either
-    side; a correctly rounded sum landed one integer off from both eager's (rounded otherwise)
-    and float64's (not rounded at all), fuzzer seed 2711. None where it cannot run."""
+    """For each of `fn`'s outputs on `inputs`, the answers of float arithmetic done two other
+    legitimate ways: in the program's own types with every float reduction computed in float64
+    and rounded once, and with its half types computed in float32, as fused kernels keep their
+    intermediates (dicp/tolerance.py). An integer or bool made from a float that sits within
+    an ulp of an integer may take either side: a correctly rounded sum put sum(x) - x one
+    integer off from eager's and from float64's, and a float16 sum kept in float32 put a
+    power's fractional part at 0 (frac of 45488.0) where eager's rounded half gave 45441.42
+    (fuzzer seeds 2711, 2712). None where neither can run."""
+    runs = [_outputs(fn, inputs, _ReductionsRoundedOnce),
+            _outputs(fn, [t.float() if t.dtype in _HALF_TYPES else t for t in inputs],
+                     _HalfTypesInFloat32)]
+    runs = [run for run in runs if run is not None]
+    return [tuple(answers) for answers in zip(*runs)] if runs else None
+
+
+def _outputs(fn, inputs, mode):
     try:
-        with torch.no_grad(), warnings.catch_warnings(), _ReductionsRoundedOnce():
+        with torch.no_grad(), warnings.catch_warnings(), mode():
             warnings.simplefilter("ignore")
             return list(fn(*[t.detach().clone() for t in inputs]))
     except RuntimeError:
