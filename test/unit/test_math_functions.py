@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from ..common.utils import assert_close
-from .helpers import compiled, warm_cache  # noqa: F401  (fixture)
+from .helpers import cold_cache, compiled, warm_cache  # noqa: F401  (fixture)
 
 SPECIAL = [float("-inf"), -1e4, -104.0, -88.0, -87.3, -20.0, -1e-30, 0.0, -0.0, 1e-30, 1e-6,
            20.0, 88.0, 88.5, 89.0, 1e4, float("inf"), float("nan"),
@@ -102,3 +102,23 @@ def test_erf_stays_in_its_range_and_gelu_keeps_the_sign(warm_cache, dtype):
     assert (compiled(torch.erf)(finite).abs() <= 1).all()
     gelu = compiled(torch.nn.functional.gelu)(finite)
     assert (gelu[finite < 0] <= 0).all()
+
+
+@pytest.mark.parametrize("bounds_check", ["0", "1"])
+def test_a_product_is_rounded_before_it_is_subtracted(cold_cache, monkeypatch, bounds_check):
+    """Kernels build with -ffp-contract=off: g++ otherwise fuses a * b - c into one
+    multiply-add on chips with FMA, skipping the product's rounding. A layer norm over one
+    element is constant, so its input gradient, from g*w - sum(g*w), is exactly 0; the
+    bounds-checked build gave the product's rounding error over sqrt(eps), 7.4e-5 (OpInfo
+    native_layer_norm), on every one of these draws, and results differed from chip to chip."""
+    monkeypatch.setenv("DICP_BOUNDS_CHECK", bounds_check)
+
+    def layer_norm(x, weight):
+        return torch.ops.aten.native_layer_norm(x, (1,), weight, None, 1e-5)[0]
+
+    step = compiled(layer_norm)
+    torch.manual_seed(0)
+    for _ in range(20):
+        x, weight = [(torch.rand(1) * 18 - 9).requires_grad_() for _ in range(2)]
+        x_grad, _ = torch.autograd.grad(step(x, weight), (x, weight), torch.randn(1))
+        assert x_grad.item() == 0

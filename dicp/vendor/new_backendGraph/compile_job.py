@@ -20,8 +20,13 @@ from .codegen.templates import INCLUDE_DIR
 # -fno-math-errno and -fno-trapping-math change no value: they drop errno writes and FP
 # exception flags, which nothing reads, and let g++ turn selects (clamps, where, NaN checks)
 # into vector blends, so those loops vectorize.
+# -ffp-contract=off: g++ contracts a * b - c into one fused multiply-add by default in C++
+# (on a chip with FMA, which -march=native picks up), skipping the product's rounding. The
+# generated code is then rounded differently on each chip, and a layer norm backward over one
+# element, g*w - sum(g*w), came out 7.4e-5 instead of 0 (OpInfo native_layer_norm). Inductor
+# builds with it off too.
 BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fno-math-errno",
-              "-fno-trapping-math", "-Wno-unused-variable", "-pipe")
+              "-fno-trapping-math", "-ffp-contract=off", "-Wno-unused-variable", "-pipe")
 
 
 def chip_flags(variant: str) -> tuple:
