@@ -268,11 +268,16 @@ class CppCodegen(GraphCodegenBase):
             for reduction in k.unfused:
                 self.realize(reduction)
             k = self._emit_kernel(sizes, phases)
+        row_caches = k.plan_row_caches()
+        if row_caches:
+            cached = self._emit_kernel(sizes, phases, row_caches)
+            k = cached if cached.row_caches_hold() else k
         self._add_kernel(k, sizes)
 
-    def _emit_kernel(self, sizes, phases):
+    def _emit_kernel(self, sizes, phases, row_caches=None):
         outer = loop_index(len(sizes))
-        k = KernelBuilder(f"kernel_{len(self.kernels)}", outer, self.bounds_check, self.size_params)
+        k = KernelBuilder(f"kernel_{len(self.kernels)}", outer, self.bounds_check, self.size_params,
+                          row_caches)
         k.unit_loops = {v for v, size in zip(outer, sizes) if size == 1}
         for phase in phases:
             pre, body, post = phase["pre"], phase["body"], phase["post"]
@@ -294,7 +299,7 @@ class CppCodegen(GraphCodegenBase):
         signature, params, symbols = k.signature(self.wrapper.private)
         self.kernels.append(render(
             "kernel.cpp.j2", name=k.name, signature=signature, outer=loops,
-            phases=list(zip(k.phases, plan.simd_phases)),
+            locals=k.row_cache_declarations(), phases=list(zip(k.phases, plan.simd_phases)),
             plan=plan, work=work, threshold=PARALLEL_THRESHOLD))
         extents = [f"*storage_extent({p.base})" for p in params if self.bounds_check]
         self.signatures[k.name] = (len(params), len(symbols) + 2 * len(extents))

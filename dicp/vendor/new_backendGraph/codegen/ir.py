@@ -38,7 +38,7 @@ class Pointwise:
     fn: Callable  # fn(kernel, index) -> C++ variable of compute_ctype(dtype)
 
     def load(self, k, index):
-        return self.fn(k, list(index))
+        return k.lazy(self, index, lambda: self.fn(k, list(index)))
 
 
 @dataclass

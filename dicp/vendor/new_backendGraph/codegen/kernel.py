@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from .ctypes_map import compute_ctype, storage_ctype
+from .row_cache import LoadRecord, costly, plan_row_caches
 from .sym import cpp_expr, flat_index, loop_index
 
 
@@ -54,10 +55,22 @@ class Phase:
     simd: str = None
 
 
+@dataclass
+class _OpenPhase:
+    """A phase being emitted: its identity (the same in every emission of the kernel: which
+    reduction at which index, or which of the kernel's own phases), loop variables, bounds
+    and current part."""
+    identity: tuple
+    variables: tuple
+    bounds: tuple
+    part: str = "pre"
+
+
 class KernelBuilder:
     """Statements are emitted into the innermost open block; CSE is scoped to blocks."""
 
-    def __init__(self, name, loop_vars=(), bounds_check=False, size_params=None):
+    def __init__(self, name, loop_vars=(), bounds_check=False, size_params=None,
+                 row_caches=None):
         self.name = name
         self.outer = tuple(loop_vars)  # the loops a fused reduction is computed inside
         self.unit_loops = set()         # those of them that run once
@@ -68,6 +81,13 @@ class KernelBuilder:
         self.reduction_uses = None      # a probe's record: the loop variables each read uses
         self._masks = 0
         self._phases_started = 0
+        self._open: list[_OpenPhase] = []   # phases being emitted, innermost last
+        self._phase_order = {}              # phase identity -> position in `phases`
+        self._pending_identity = None       # the identity of the next phase (fused_reduction)
+        self._own_phases = 0                # phases of the kernel's own started so far
+        self._row_stores = set()            # row keys whose caches this emission stores
+        self.row_caches = row_caches or {}  # row key -> RowCache (row_cache.py)
+        self._row_records, self._row_values, self._lazy_chain = [], {}, []
         self.size_params = {} if size_params is None else size_params  # expression -> symbol
         self._hoisted = {}
         self.bounds_check = bounds_check  # every access checked against its storage
@@ -214,16 +234,98 @@ class KernelBuilder:
         started, self._phases_started = self._phases_started, self._phases_started + 1
         variables = loop_index(len(inner), f"r{started}_" if started else "r")
         self.loop_vars |= set(variables)
-        parts, accesses, result = [], [], None
-        for callback, args in ((pre, ()), (body, (variables,)), (post, (variables,))):
-            if callback is not None:
-                result = callback(self, *args)
-            parts.append(self.take_lines())
-            accesses.append(tuple(self.take_accesses()))
         loops = [(v, sympy.sympify(lo), sympy.sympify(hi)) for v, (lo, hi) in zip(variables, inner)]
+        identity = self._pending_identity or ("own", self._own_phases)
+        self._own_phases += identity[0] == "own"
+        self._pending_identity = None
+        opened = _OpenPhase(identity, tuple(variables), tuple((lo, hi) for _, lo, hi in loops))
+        self._open.append(opened)
+        chain, self._lazy_chain = self._lazy_chain, []
+        parts, accesses, result = [], [], None
+        try:
+            for part, callback, args in (("pre", pre, ()), ("body", body, (variables,)),
+                                         ("post", post, (variables,))):
+                opened.part = part
+                if callback is not None:
+                    result = callback(self, *args)
+                parts.append(self.take_lines())
+                accesses.append(tuple(self.take_accesses()))
+        finally:
+            self._open.pop()
+            self._lazy_chain = chain
         bounds = [(v, self.index(lo), self.index(hi)) for v, lo, hi in loops]
+        self._phase_order[identity] = len(self.phases)
         self.phases.append(Phase(loops, bounds, *parts, tuple(accesses), simd))
         return result
+
+    # ---- row caches (row_cache.py) ----
+    def lazy(self, value, index, compute):
+        """The C++ variable of lazy `value` at `index`: `compute()`, or its element of a row
+        cache in a phase that reads one; the phase that fills the cache also stores it."""
+        key = self._row_key(value, index)
+        if key is None:
+            return compute()
+        opened, cache = self._open[-1], self.row_caches.get(key)
+        position = self._row_position(opened)
+        if cache is not None and opened.identity in cache.readers:
+            return self.emit(f"{cache.name}[{position}]", cache.ctype)
+        block = self.blocks[-1]
+        first = len(block.lines)
+        self._lazy_chain.append(key)
+        try:
+            var = compute()
+        finally:
+            self._lazy_chain.pop()
+        can_store = opened.part == "body" and not self._masks and len(self.blocks) == 1
+        if cache is not None and opened.identity == cache.storer and can_store:
+            self.line(f"{cache.name}[{position}] = {var};")
+            self._row_stores.add(key)
+        self._row_values[key] = (value, compute_ctype(value.dtype))
+        self._row_records.append(LoadRecord(key, opened.identity, can_store,
+                                            costly(block.lines[first:]),
+                                            tuple(self._lazy_chain)))
+        return var
+
+    def _row_key(self, value, index):
+        """(value's id, index with the phase's loop variables replaced by their position, the
+        loops' bounds), or None where no row cache may serve this load."""
+        if not self._open or not self._open[-1].variables:
+            return None
+        opened = self._open[-1]
+        if not all(lo.is_Integer and hi.is_Integer for lo, hi in opened.bounds):
+            return None
+        index = tuple(sympy.sympify(i) for i in index)
+        used = set().union(*(i.free_symbols for i in index))
+        own = set(opened.variables)
+        if not used & own or used & (self.computed | (self.loop_vars - own - set(self.outer))):
+            return None
+        positions = {v: sympy.Symbol(f"row{j}") for j, v in enumerate(opened.variables)}
+        return id(value), tuple(i.xreplace(positions) for i in index), opened.bounds
+
+    def _row_position(self, opened):
+        extents = [hi - lo for lo, hi in opened.bounds]
+        strides = [int(sympy.prod(extents[j + 1:])) for j in range(len(extents))]
+        return self.index(sum((v - lo) * stride for v, (lo, _), stride
+                              in zip(opened.variables, opened.bounds, strides)))
+
+    def plan_row_caches(self):
+        """The row caches a second emission of this kernel should use (row_cache.py)."""
+        values = {key: value for key, (value, _) in self._row_values.items()}
+        ctypes = {key: ctype for key, (_, ctype) in self._row_values.items()}
+        sizes = {key: int(sympy.prod([hi - lo for lo, hi in key[2]])) for key in values}
+        return plan_row_caches(self._row_records, self._phase_order, values, ctypes, sizes)
+
+    def row_caches_hold(self):
+        """Whether this emission stores every row cache it has, in a phase before each phase
+        that reads it (a second emission could order its phases differently)."""
+        order = self._phase_order
+        return all(key in self._row_stores and cache.storer in order and
+                   all(order.get(reader, -1) > order[cache.storer] for reader in cache.readers)
+                   for key, cache in self.row_caches.items())
+
+    def row_cache_declarations(self):
+        return [f"alignas(64) {cache.ctype} {cache.name}[{cache.size}];"
+                for cache in self.row_caches.values()]
 
     def fused_reduction(self, reduction, kept_index):
         """The value of lazy `reduction` at `kept_index`, computed by a phase of this kernel
@@ -246,6 +348,7 @@ class KernelBuilder:
             return "0"
         saved = self.blocks, self.accesses
         self.blocks, self.accesses = [Block()], []
+        self._pending_identity = ("reduction",) + key
         try:
             self.fused[key] = reduction.emit_phase(self, kept_index)
             self.fused_reductions.append(reduction)

@@ -1,0 +1,87 @@
+"""Row caches: a costly lazy value that a kernel computes in one phase and reads again in a
+later one is kept in a local array between them, instead of being computed twice.
+
+Softmax is the case: its sum phase computes exp(x - max) over the row, and the phase after it
+divides the same exp(x - max) by the sum. Inductor keeps such values in a per-row local buffer
+too. The array lives in the outer loop's body (one per outer iteration, so per thread); the
+earlier phase stores each element as its loop computes it, the later one loads it.
+
+A value is cached only where that is provably the same value:
+- the same IR value at the same index, once each phase's loop variables are replaced by their
+  position, over loops with the same (static) bounds: so both phases address element p of the
+  array for the same element of the value;
+- stored from straight-line code of the earlier phase's loop body (not under a mask, not in
+  a nested loop), so every element is written before the later phase runs;
+- its index uses nothing but the outer loops, the phase's own loops and sizes.
+
+The kernel is emitted once recording its loads (`LoadRecord`), then, when `plan_row_caches`
+finds something to cache, emitted again with the plan.
+"""
+import re
+from dataclasses import dataclass
+
+ROW_CACHE_BYTES = 64 * 1024   # per kernel: the arrays live on each thread's stack
+_CTYPE_BYTES = {"bool": 1, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4,
+                "float": 4}   # anything else: 8
+
+# Calls that cost about as much as a load: computing them again is no worse than caching.
+CHEAP_CALLS = {"cast", "float_to_int", "maximum", "minimum", "is_nan", "sign", "wrap_index",
+               "checked", "checked_index", "abs", "fabs", "copysign", "floor", "ceil", "trunc",
+               "round", "numeric_limits", "isnan"}
+_CALL = re.compile(r"\b(?:dicp|std)::(\w+)")
+
+
+def costly(lines) -> bool:
+    """Whether emitted `lines` call a function worth not computing twice (exp, erf, log...)."""
+    return any(name not in CHEAP_CALLS for line in lines for name in _CALL.findall(line))
+
+
+@dataclass(frozen=True)
+class LoadRecord:
+    """One load of a lazy value inside a phase: its row key (see KernelBuilder.lazy), the
+    phase (its identity), whether that load could store the array (straight-line body
+    code), whether its code was costly, and the row keys of the lazy values of the same phase
+    being computed around it (a cached one makes this load vanish)."""
+    key: tuple
+    phase: int
+    can_store: bool
+    costly: bool
+    chain: tuple
+
+
+@dataclass(frozen=True)
+class RowCache:
+    name: str
+    ctype: str
+    size: int
+    storer: tuple       # the phase (identity) that fills it
+    readers: frozenset  # the phases that load it
+    value: object       # the IR value, held so that its id stays its own while the plan lives
+
+
+def plan_row_caches(records, order, values, ctypes, sizes) -> dict:
+    """{row key: RowCache} for the recorded loads. `order`: each phase's identity -> its
+    position in the kernel; `values`, `ctypes`, `sizes`: per row key, the IR value, its C++
+    type and the array's element count."""
+    by_key = {}
+    for record in records:
+        by_key.setdefault(record.key, []).append(record)
+    candidates = {}
+    for key, loads in by_key.items():
+        storers = [r for r in loads if r.can_store]
+        if not storers or not any(r.costly for r in loads):
+            continue
+        storer = min(storers, key=lambda r: order[r.phase]).phase
+        later = [r for r in loads if order[r.phase] > order[storer]]
+        if later:
+            candidates[key] = (storer, later)
+    plan, budget = {}, ROW_CACHE_BYTES
+    for key in sorted(candidates, key=lambda k: min(len(r.chain) for r in candidates[k][1])):
+        storer, later = candidates[key]
+        readers = frozenset(r.phase for r in later if not set(r.chain) & plan.keys())
+        cost = sizes[key] * _CTYPE_BYTES.get(ctypes[key], 8)
+        if readers and cost <= budget:
+            budget -= cost
+            plan[key] = RowCache(f"row_cache{len(plan)}", ctypes[key], sizes[key], storer,
+                                 readers, values[key])
+    return plan
