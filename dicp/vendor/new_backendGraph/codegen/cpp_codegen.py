@@ -16,6 +16,7 @@ from .loops import KernelLoops, PhaseLoops, plan_loops
 from .lowering import LOWERINGS
 from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
 from .templates import render
+from .transpose import transposed_dims, transposing_kernel
 
 PARALLEL_THRESHOLD = 32768  # elements of work below which OpenMP costs more than it saves
 
@@ -190,7 +191,10 @@ class CppCodegen(GraphCodegenBase):
         out = Buffer(base, value.dtype, list(value.sizes), list(strides))
         split = self._outer_rank(value)
         order = _memory_order(strides)
-        if split is None and order is not None:
+        transposed = transposed_dims(value, strides) if split is None else None
+        if transposed is not None:
+            transposing_kernel(self, value, out, *transposed)
+        elif split is None and order is not None:
             self._kernel_in_memory_order(value, out, order)
         elif split in (None, 0, len(value.sizes)):
             self.pointwise_kernel(value.sizes,

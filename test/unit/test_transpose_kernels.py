@@ -1,0 +1,73 @@
+"""Transposing kernels (codegen/transpose.py): a pointwise kernel whose store and one of its
+loads walk memory along different dims runs over tiles through a local array. Every case
+compares with eager exactly (the values are only moved and ReLU'd); the structural ones check
+the kernel is tiled, the rest that a kernel which is not stays right.
+"""
+import pytest
+import torch
+
+from .helpers import cold_cache, compiled, compiled_and_eager_grads  # noqa: F401  (fixture)
+
+
+def sources(cache):
+    return "".join(path.read_text() for path in sorted(cache.glob("kernels/*/*.cpp")))
+
+
+def transposed_relu(x):
+    return torch.relu(x.transpose(-2, -1)).contiguous() + 1
+
+
+@pytest.mark.parametrize("shape", [(16, 16), (17, 33), (3, 40, 9), (64, 8), (9, 100)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+def test_a_transposed_copy_runs_in_tiles(cold_cache, shape, dtype):
+    x = (torch.randn(shape) * 10).to(dtype)
+    fn = (lambda x: x.transpose(-2, -1).contiguous() | True) if dtype == torch.bool \
+        else transposed_relu
+    got = compiled(fn)(x)
+    torch.testing.assert_close(got, fn(x), rtol=0, atol=0)
+    assert got.is_contiguous() and "tile[" in sources(cold_cache)
+
+
+@pytest.mark.parametrize("shape", [(1, 50), (50, 1), (7, 7), (5, 30)])
+def test_a_dim_shorter_than_a_tile_is_not_tiled(cold_cache, shape):
+    x = torch.randn(shape)
+    torch.testing.assert_close(compiled(transposed_relu)(x), transposed_relu(x), rtol=0, atol=0)
+    assert "tile[" not in sources(cold_cache)
+
+
+@pytest.mark.parametrize("dims", [(0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1)])
+def test_permutations_of_three_dims(cold_cache, dims):
+    x = torch.randn(9, 20, 33)
+    fn = lambda x: torch.sigmoid(x.permute(dims)).contiguous() * 2  # noqa: E731
+    torch.testing.assert_close(compiled(fn)(x), fn(x))
+
+
+def test_a_sum_of_a_matrix_and_its_transpose(cold_cache):
+    x = torch.randn(37, 37)
+    fn = lambda x: x + x.t() * 3  # noqa: E731
+    torch.testing.assert_close(compiled(fn)(x), fn(x))
+
+
+def test_dynamic_sizes_are_not_tiled_and_stay_right(cold_cache):
+    fn = compiled(transposed_relu, dynamic=True)
+    for shape in [(17, 33), (40, 9), (1, 1)]:
+        x = torch.randn(shape)
+        torch.testing.assert_close(fn(x), transposed_relu(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bounds_check", ["0", "1"])
+def test_channels_last_net_returns_eager_layout_with_gradients(cold_cache, monkeypatch,
+                                                               bounds_check):
+    """A conv net runs channels-last; its NCHW output is a transposing kernel, and so are
+    gradients crossing layouts."""
+    monkeypatch.setenv("DICP_BOUNDS_CHECK", bounds_check)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 24, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(24, 20, 3, padding=1), torch.nn.Sigmoid())
+    x = torch.randn(2, 3, 19, 18)
+    got, expected = compiled_and_eager_grads(model, x, lambda out: (out * out).sum())
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+    out = compiled(model)(x)
+    assert out.is_contiguous()
+    torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-5)
