@@ -71,3 +71,14 @@ def test_channels_last_net_returns_eager_layout_with_gradients(cold_cache, monke
     out = compiled(model)(x)
     assert out.is_contiguous()
     torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-5)
+
+
+def test_a_head_split_key_transposed_for_attention_is_tiled(cold_cache):
+    """As q @ k.transpose(-1, -2) reads a fused QKV projection: batch and heads merge into one
+    dim, which the load indexes by division and modulo; the two transposed dims are linear."""
+    def keys_transposed(qkv):
+        k = qkv.view(2, 16, 3, 4, 8).permute(2, 0, 3, 1, 4)[1]
+        return k.transpose(-1, -2).reshape(8, 8, 16).contiguous() * 2
+    qkv = torch.randn(2, 16, 96)
+    torch.testing.assert_close(compiled(keys_transposed)(qkv), keys_transposed(qkv))
+    assert "tile[" in sources(cold_cache)

@@ -25,7 +25,8 @@ MIN_EXTENT = 8  # a dim shorter than this is not worth a tile
 def transposed_dims(value, out_strides):
     """(load dim, store dim) when storing `value` with `out_strides` walks memory along the
     store dim (its stride is 1) while a load of `value` walks it along the load dim, else None.
-    Only for static sizes and loads whose address is linear in the loop variables."""
+    Only for static sizes and loads whose address is linear in both dims' loop variables
+    (others may sit in divisions: a head split of a fused QKV projection)."""
     sizes = value.sizes
     store_dims = [d for d, (size, stride) in enumerate(zip(sizes, out_strides))
                   if stride == 1 and _static_at_least(size)]
@@ -38,11 +39,11 @@ def transposed_dims(value, out_strides):
         return None
     store_var = variables[store_dims[0]]
     for access in probe.accesses:
-        coefficients = _coefficients(access.address, variables)
-        if coefficients is None or abs(coefficients[store_var]) <= 1:
+        if abs(_coefficient(access.address, store_var) or 0) <= 1:
             continue
         for d, var in enumerate(variables):
-            if coefficients[var] == 1 and d != store_dims[0] and _static_at_least(sizes[d]):
+            if d != store_dims[0] and _static_at_least(sizes[d]) and \
+                    _coefficient(access.address, var) == 1:
                 return d, store_dims[0]
     return None
 
@@ -52,17 +53,14 @@ def _static_at_least(size):
     return size.is_Integer and size >= MIN_EXTENT
 
 
-def _coefficients(address, variables):
-    """{variable: its integer coefficient in `address`}, or None if it is not of that form."""
+def _coefficient(address, var):
+    """The integer a when `address` is a * var + (terms free of var), else None (var inside a
+    division or modulo, or a symbolic a)."""
     address = sympy.expand(address)
-    coefficients = {}
-    for var in variables:
-        a = address.coeff(var)
-        if not sympy.sympify(a).is_Integer:
-            return None
-        coefficients[var] = int(a)
-    rest = sympy.expand(address - sum(a * v for v, a in coefficients.items()))
-    return None if rest.free_symbols & set(variables) else coefficients
+    a = address.coeff(var)
+    if not sympy.sympify(a).is_Integer or var in sympy.expand(address - a * var).free_symbols:
+        return None
+    return int(a)
 
 
 def _width(size, block):
