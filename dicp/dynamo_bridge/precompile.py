@@ -65,13 +65,16 @@ _OWN_BUNDLING = contextvars.ContextVar("dicp_own_bundling", default=False)
 @contextlib.contextmanager
 def autograd_cache_bundling():
     """A context in which AOTAutogradCache keeps each graph's OutputCode itself (torch keeps
-    only Inductor's by reference into its FX graph cache), with the backward compiled along
-    with the forward, so that a training graph's entry is saved whole."""
+    only Inductor's by reference into its FX graph cache). A training graph's entry is saved
+    only when its backward compiles inside it (dynamic shapes); a backward compiled lazily, at
+    the first backward call, is not saved. Forcing it early (force_non_lazy_backward_lowering)
+    was tried and gave wrong conv-weight gradients under DDP (test_distributed), cause not yet
+    found (suspected: compiled early, the backward assumes the saved activations' traced
+    strides, where a lazy one sees their real ones)."""
     own = not _bundling()
     token = _OWN_BUNDLING.set(own)
     try:
-        with torch._functorch.config.patch(bundled_autograd_cache=True,
-                                           force_non_lazy_backward_lowering=True):
+        with torch._functorch.config.patch(bundled_autograd_cache=True):
             yield
     finally:
         _OWN_BUNDLING.reset(token)
