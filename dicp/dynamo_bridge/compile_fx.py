@@ -1,15 +1,11 @@
 """The dynamo -> AOTAutograd -> backend bridge."""
-import contextlib
-
 from dicp import config, profile
 from dicp.vendor import get_backend
 
 from .dynamo_context import current_frame, inside_dicp, install
 from .graph import GraphTransformer
-from . import graph_cache
 from .graph_cache import backend_fingerprint
-from .precompile import (autograd_cache_bundling, cacheable, keyed_autograd_cache, output_code,
-                         serializable)
+from .precompile import keyed_autograd_cache, output_code, serializable
 from .recompiles import note_compile
 from .torch_compat import aot_autograd
 
@@ -51,17 +47,11 @@ def compile_fx(gm, example_inputs, backend_name: str):
             backend = get_backend(backend_name)
             config.check_environment()  # after the backend is loaded, so its knobs are known
             note_compile(current_frame(gm).function, example_inputs)
-            use_cache = graph_cache.enabled() and graph_cache.torch_cache_usable()
-            wrap = cacheable if use_cache else (lambda compile_graph: compile_graph)
             compiler = aot_autograd(
-                fw_compiler=wrap(_graph_compiler(backend, "forward")),
-                bw_compiler=wrap(_graph_compiler(backend, "backward")),
-                inference_compiler=wrap(_graph_compiler(backend, "inference")),
+                fw_compiler=_graph_compiler(backend, "forward"),
+                bw_compiler=_graph_compiler(backend, "backward"),
+                inference_compiler=_graph_compiler(backend, "inference"),
                 decompositions=_decompositions(backend),
             )
-        bundling = autograd_cache_bundling() if use_cache else contextlib.nullcontext()
-        salt = f"{backend_fingerprint(backend)}|{config.cache_dir}"
-        with profile.stage("aot_autograd"), keyed_autograd_cache(salt):
-            with bundling:
-                compiled = compiler(gm, example_inputs)
-            return serializable(compiled)
+        with profile.stage("aot_autograd"), keyed_autograd_cache(backend_fingerprint(backend)):
+            return serializable(compiler(gm, example_inputs))

@@ -52,19 +52,6 @@ def enabled() -> bool:
     return config.graph_cache and not config.debug and config.record_ops is None
 
 
-def count_torch_hit() -> None:
-    """A graph torch's AOTAutogradCache returned (precompile.DicpOutputCode): a hit too, of an
-    entry torch keeps with the compiled graph inside."""
-    _STATS["hits"] += 1
-    profile.count("graph cache hits")
-
-
-def torch_cache_usable() -> bool:
-    """Whether torch's AOTAutogradCache may keep dicp's graphs: not with the debugging tools
-    that wrap a compiled graph (they need the ATen graph, which a hit does not trace)."""
-    return not config.dump_op_args and config.autocompare == "off"
-
-
 def graph_key(gm: fx.GraphModule, kind: str, backend, fake_mode) -> str | None:
     """The cache key of ATen graph `gm`, or None when it holds something unhashable."""
     parts = [kind, backend_fingerprint(backend)]

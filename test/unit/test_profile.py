@@ -49,9 +49,7 @@ def test_warm_compile_hits_the_cache(warm_cache):
     compiled(block)(x)
     with profile.collect() as stats:
         compiled(block)(x)
-    # torch's AOTAutogradCache hands back the whole graph (a graph cache hit), else the
-    # kernels' library is found loaded (a build cache hit in memory)
-    assert stats.counters["graph cache hits"] + stats.counters["cache hits (memory)"] >= 1
+    assert stats.counters["cache hits (memory)"] >= 1
     assert "cache builds" not in stats.counters and "build" not in stats.stages
 
 
