@@ -54,6 +54,11 @@ def compiled(fn, dynamic=False):
     return torch.compile(fn, backend=BACKEND, dynamic=dynamic)
 
 
+def kernel_sources(cache):
+    """The C++ of every kernel built into the dicp cache directory `cache`, concatenated."""
+    return "".join(path.read_text() for path in sorted(cache.glob("kernels/*/*.cpp")))
+
+
 def compiled_and_eager_grads(model, x, loss):
     """The gradients of `loss(model(x))` for `model`'s parameters: compiled by
     new_backendgraph, then eager."""

@@ -6,11 +6,8 @@ the kernel is tiled, the rest that a kernel which is not stays right.
 import pytest
 import torch
 
-from .helpers import cold_cache, compiled, compiled_and_eager_grads  # noqa: F401  (fixture)
-
-
-def sources(cache):
-    return "".join(path.read_text() for path in sorted(cache.glob("kernels/*/*.cpp")))
+from .helpers import (cold_cache, compiled, compiled_and_eager_grads,  # noqa: F401  (fixture)
+                      kernel_sources)
 
 
 def transposed_relu(x):
@@ -25,14 +22,14 @@ def test_a_transposed_copy_runs_in_tiles(cold_cache, shape, dtype):
         else transposed_relu
     got = compiled(fn)(x)
     torch.testing.assert_close(got, fn(x), rtol=0, atol=0)
-    assert got.is_contiguous() and "tile[" in sources(cold_cache)
+    assert got.is_contiguous() and "tile[" in kernel_sources(cold_cache)
 
 
 @pytest.mark.parametrize("shape", [(1, 50), (50, 1), (7, 7), (5, 30)])
 def test_a_dim_shorter_than_a_tile_is_not_tiled(cold_cache, shape):
     x = torch.randn(shape)
     torch.testing.assert_close(compiled(transposed_relu)(x), transposed_relu(x), rtol=0, atol=0)
-    assert "tile[" not in sources(cold_cache)
+    assert "tile[" not in kernel_sources(cold_cache)
 
 
 @pytest.mark.parametrize("dims", [(0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1)])
@@ -81,4 +78,4 @@ def test_a_head_split_key_transposed_for_attention_is_tiled(cold_cache):
         return k.transpose(-1, -2).reshape(8, 8, 16).contiguous() * 2
     qkv = torch.randn(2, 16, 96)
     torch.testing.assert_close(compiled(keys_transposed)(qkv), keys_transposed(qkv))
-    assert "tile[" in sources(cold_cache)
+    assert "tile[" in kernel_sources(cold_cache)

@@ -87,7 +87,7 @@ class KernelBuilder:
         self._own_phases = 0                # phases of the kernel's own started so far
         self._row_stores = set()            # row keys whose caches this emission stores
         self.row_caches = row_caches or {}  # row key -> RowCache (row_cache.py)
-        self._row_records, self._row_values, self._lazy_chain = [], {}, []
+        self._row_records, self._row_values, self._lazy_chain = [], {}, []  # row key -> value
         self.size_params = {} if size_params is None else size_params  # expression -> symbol
         self._hoisted = {}
         self.bounds_check = bounds_check  # every access checked against its storage
@@ -266,9 +266,8 @@ class KernelBuilder:
         if key is None:
             return compute()
         opened, cache = self._open[-1], self.row_caches.get(key)
-        position = self._row_position(opened)
         if cache is not None and opened.identity in cache.readers:
-            return self.emit(f"{cache.name}[{position}]", cache.ctype)
+            return self.emit(f"{cache.name}[{self._row_position(opened)}]", cache.ctype)
         block = self.blocks[-1]
         first = len(block.lines)
         self._lazy_chain.append(key)
@@ -278,9 +277,9 @@ class KernelBuilder:
             self._lazy_chain.pop()
         can_store = opened.part == "body" and not self._masks and len(self.blocks) == 1
         if cache is not None and opened.identity == cache.storer and can_store:
-            self.line(f"{cache.name}[{position}] = {var};")
+            self.line(f"{cache.name}[{self._row_position(opened)}] = {var};")
             self._row_stores.add(key)
-        self._row_values[key] = (value, compute_ctype(value.dtype))
+        self._row_values[key] = value
         self._row_records.append(LoadRecord(key, opened.identity, can_store,
                                             costly(block.lines[first:]),
                                             tuple(self._lazy_chain)))
@@ -310,10 +309,7 @@ class KernelBuilder:
 
     def plan_row_caches(self):
         """The row caches a second emission of this kernel should use (row_cache.py)."""
-        values = {key: value for key, (value, _) in self._row_values.items()}
-        ctypes = {key: ctype for key, (_, ctype) in self._row_values.items()}
-        sizes = {key: int(sympy.prod([hi - lo for lo, hi in key[2]])) for key in values}
-        return plan_row_caches(self._row_records, self._phase_order, values, ctypes, sizes)
+        return plan_row_caches(self._row_records, self._phase_order, self._row_values)
 
     def row_caches_hold(self):
         """Whether this emission stores every row cache it has, in a phase before each phase

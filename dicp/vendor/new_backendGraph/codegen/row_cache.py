@@ -20,6 +20,10 @@ finds something to cache, emitted again with the plan.
 import re
 from dataclasses import dataclass
 
+import sympy
+
+from .ctypes_map import compute_ctype
+
 ROW_CACHE_BYTES = 64 * 1024   # per kernel: the arrays live on each thread's stack
 _CTYPE_BYTES = {"bool": 1, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4,
                 "float": 4}   # anything else: 8
@@ -43,7 +47,7 @@ class LoadRecord:
     code), whether its code was costly, and the row keys of the lazy values of the same phase
     being computed around it (a cached one makes this load vanish)."""
     key: tuple
-    phase: int
+    phase: tuple
     can_store: bool
     costly: bool
     chain: tuple
@@ -59,10 +63,9 @@ class RowCache:
     value: object       # the IR value, held so that its id stays its own while the plan lives
 
 
-def plan_row_caches(records, order, values, ctypes, sizes) -> dict:
+def plan_row_caches(records, order, values) -> dict:
     """{row key: RowCache} for the recorded loads. `order`: each phase's identity -> its
-    position in the kernel; `values`, `ctypes`, `sizes`: per row key, the IR value, its C++
-    type and the array's element count."""
+    position in the kernel; `values`: each row key's IR value."""
     by_key = {}
     for record in records:
         by_key.setdefault(record.key, []).append(record)
@@ -79,9 +82,11 @@ def plan_row_caches(records, order, values, ctypes, sizes) -> dict:
     for key in sorted(candidates, key=lambda k: min(len(r.chain) for r in candidates[k][1])):
         storer, later = candidates[key]
         readers = frozenset(r.phase for r in later if not set(r.chain) & plan.keys())
-        cost = sizes[key] * _CTYPE_BYTES.get(ctypes[key], 8)
+        ctype = compute_ctype(values[key].dtype)
+        size = int(sympy.prod([hi - lo for lo, hi in key[2]]))  # the key's loop bounds
+        cost = size * _CTYPE_BYTES.get(ctype, 8)
         if readers and cost <= budget:
             budget -= cost
-            plan[key] = RowCache(f"row_cache{len(plan)}", ctypes[key], sizes[key], storer,
-                                 readers, values[key])
+            plan[key] = RowCache(f"row_cache{len(plan)}", ctype, size, storer, readers,
+                                 values[key])
     return plan

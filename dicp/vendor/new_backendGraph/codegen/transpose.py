@@ -38,12 +38,12 @@ def transposed_dims(value, out_strides):
     if probe.computed:
         return None
     store_var = variables[store_dims[0]]
-    for access in probe.accesses:
-        if abs(_coefficient(access.address, store_var) or 0) <= 1:
+    for address in (access.address for access in probe.accesses):  # a property: expands
+        if abs(_coefficient(address, store_var) or 0) <= 1:
             continue
         for d, var in enumerate(variables):
             if d != store_dims[0] and _static_at_least(sizes[d]) and \
-                    _coefficient(access.address, var) == 1:
+                    _coefficient(address, var) == 1:
                 return d, store_dims[0]
     return None
 
@@ -54,9 +54,8 @@ def _static_at_least(size):
 
 
 def _coefficient(address, var):
-    """The integer a when `address` is a * var + (terms free of var), else None (var inside a
-    division or modulo, or a symbolic a)."""
-    address = sympy.expand(address)
+    """The integer a when `address` (expanded) is a * var + (terms free of var), else None
+    (var inside a division or modulo, or a symbolic a)."""
     a = address.coeff(var)
     if not sympy.sympify(a).is_Integer or var in sympy.expand(address - a * var).free_symbols:
         return None
