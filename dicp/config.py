@@ -445,7 +445,8 @@ declare("debug", Flag(), False, "dump each graph's ATen graph, vendor graph, wra
 declare("cache_dir", Location(), _default_cache_dir, "the compile cache (kernels under "
         "`kernels/`)", default_doc="`$XDG_CACHE_HOME/dicp` or `~/.cache/dicp`")
 declare("graph_cache", Flag(), True, "reuse the conversion and codegen of an identical ATen "
-        "graph (same code, input layouts, knobs, tables, dicp and torch versions) from "
+        "graph (same code, input layouts, knobs but the reporting ones, tables, dicp and torch "
+        "versions) from "
         "`graphs/` in the cache; off under `DICP_DEBUG` and `DICP_RECORD_OPS`")
 declare("fallback_ops", Patterns(), (), "comma-separated patterns (`aten.mm.*,aten.gelu.default`)"
         " of ATen ops forced to run as eager fallback")

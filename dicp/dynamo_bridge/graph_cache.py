@@ -123,9 +123,16 @@ def backend_fingerprint(backend) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
+# Knobs that change no generated code: where the cache lives, what is reported about compiles,
+# and what the test harness runs. A warm start profiled with DICP_PROFILE=1 must be the warm
+# start it profiles. Every other knob is in the key, whether or not it changes the output.
+OUTPUT_NEUTRAL_KNOBS = ("cache_dir", "profile", "recompile_warn_limit", "test_backend",
+                        "test_dynamic")
+
+
 def _knob_fingerprint() -> str:
-    # every knob but where the cache lives, which changes no output
-    return repr([(k.env, value) for k, value, _ in config.effective() if k.name != "cache_dir"])
+    return repr([(k.env, value) for k, value, _ in config.effective()
+                 if k.name not in OUTPUT_NEUTRAL_KNOBS])
 
 
 def _table_fingerprint(table) -> str:

@@ -66,6 +66,13 @@ def test_warm_process_reuses_codegen_and_builds_nothing(cold_cache, train):
                     "builds": 0}
 
 
+@pytest.mark.parametrize("knob", ["DICP_PROFILE", "DICP_RECOMPILE_WARN_LIMIT"])
+def test_a_reporting_knob_still_hits(cold_cache, knob):
+    assert run(cold_cache)["stores"] == 1
+    warm = run(cold_cache, **{knob: "1" if knob == "DICP_PROFILE" else "9"})
+    assert warm["hits"] == 1 and warm["misses"] == 0 and warm["builds"] == 0, warm
+
+
 # (first run's env, its expected correctness) -> the second run must be right and miss.
 SCENARIOS = {
     "knob": (FAULT, {}),
