@@ -22,6 +22,13 @@ def layer_norm(x, weight):
     return F.layer_norm(x, x.shape[-1:], weight, weight * 0.5)
 
 
+def causal_softmax(x, weight):
+    """Attention-score softmax under a causal mask built from positions (eager attention)."""
+    rows, width = x.shape[-2:]
+    future = torch.arange(width)[None, :] > torch.arange(rows)[:, None]
+    return torch.softmax((x * weight / 8.0).masked_fill(future, float("-inf")), -1)
+
+
 # name -> (function of (x, weight), kernels it builds as)
 ONE_ROW_KERNEL = {
     "softmax": (lambda x, w: torch.softmax(x, -1), 1),
@@ -31,6 +38,7 @@ ONE_ROW_KERNEL = {
     "row sum epilogue": (lambda x, w: x.sum(-1) * 2 + 1, 1),
     "centered": (lambda x, w: x - x.mean(-1, keepdim=True), 1),
     "variance chain": (lambda x, w: (x - x.mean(-1, keepdim=True)).pow(2).sum(-1), 1),
+    "causal softmax": (causal_softmax, 1),
 }
 
 
@@ -59,7 +67,8 @@ def test_fused_rows_match_eager_in_every_float_type_and_dynamic_shape(case, dtyp
         assert_close(compiled_fn(x, weight), fn(x, weight))
 
 
-@pytest.mark.parametrize("case", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
+@pytest.mark.parametrize("case", ["softmax", "log_softmax", "layer_norm", "rms_norm",
+                                  "causal softmax"])
 def test_fused_rows_backward_matches_eager(case):
     fn = ONE_ROW_KERNEL[case][0]
     x, weight = torch.randn(6, 33, requires_grad=True), torch.randn(33, requires_grad=True)
@@ -112,7 +121,7 @@ def test_reduction_still_lazy_when_its_input_is_overwritten_in_place(cold_cache)
     torch.testing.assert_close(got_input, want_input)
 
 
-@pytest.mark.parametrize("case", ["softmax", "layer_norm", "variance chain"])
+@pytest.mark.parametrize("case", ["softmax", "layer_norm", "variance chain", "causal softmax"])
 def test_fused_rows_pass_bounds_checks(cold_cache, monkeypatch, case):
     monkeypatch.setenv("DICP_BOUNDS_CHECK", "1")
     fn = ONE_ROW_KERNEL[case][0]

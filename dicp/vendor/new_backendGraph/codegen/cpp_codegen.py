@@ -72,20 +72,29 @@ def _fuses(user):
 
 
 # Statements a lazy value may take and still be recomputed by each of its consumers rather
-# than written to memory once and read back.
+# than written to memory once and read back. Loop-index arithmetic is not counted: a causal
+# mask (six index statements) on attention scores would otherwise write the masked scores to
+# memory for softmax to read back twice.
 RECOMPUTE_LIMIT = 8
 
 
-def _probe(value):
-    """The statements of one element of `value`, emitted into a scratch kernel."""
+def _emit_probe(value):
+    """A scratch kernel holding the statements of one element of `value`."""
     probe = KernelBuilder("probe", loop_index(len(value.sizes)))
     value.load(probe, loop_index(len(value.sizes)))
-    return [line for block in probe.blocks for line in block.lines]
+    return probe
+
+
+def _probe(value):
+    """The statements of one element of `value`."""
+    return [line for block in _emit_probe(value).blocks for line in block.lines]
 
 
 def _cheap(value):
-    """Whether `value` costs at most RECOMPUTE_LIMIT statements."""
-    return len(_probe(value)) <= RECOMPUTE_LIMIT
+    """Whether `value` costs at most RECOMPUTE_LIMIT statements besides index arithmetic."""
+    probe = _emit_probe(value)
+    lines = sum(len(block.lines) for block in probe.blocks)
+    return lines - probe.index_statements <= RECOMPUTE_LIMIT
 
 
 # Ops whose lazy result reads its input through div/mod index arithmetic, repeating the

@@ -66,6 +66,12 @@ class _OpenPhase:
     part: str = "pre"
 
 
+# Statements of these types that neither read memory nor divide are loop-index arithmetic
+# (positions, masks such as a causal attention's i <= j): a few vector integer ops each, which
+# cost next to nothing to recompute.
+INDEX_CTYPES = ("int64_t", "int32_t", "bool")
+
+
 class KernelBuilder:
     """Statements are emitted into the innermost open block; CSE is scoped to blocks."""
 
@@ -98,6 +104,7 @@ class KernelBuilder:
         self.accesses: list[Access] = []
         self.blocks = [Block()]
         self._next = 0
+        self.index_statements = 0  # emitted integer or boolean arithmetic on loop indices
 
     # ---- parameters ----
     def pointer(self, base, dtype, writable=False) -> str:
@@ -174,6 +181,8 @@ class KernelBuilder:
         var = self._fresh()
         self.blocks[-1].lines.append(f"const {ctype} {var} = {expr};")
         self.blocks[-1].cse[expr] = var
+        if ctype in INDEX_CTYPES and not any(c in expr for c in "[/%"):
+            self.index_statements += 1
         return var
 
     def line(self, text: str):
