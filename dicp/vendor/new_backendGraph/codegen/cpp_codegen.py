@@ -72,10 +72,11 @@ def _fuses(user):
 
 
 # Statements a lazy value may take and still be recomputed by each of its consumers rather
-# than written to memory once and read back. Loop-index arithmetic is not counted: a causal
-# mask (six index statements) on attention scores would otherwise write the masked scores to
-# memory for softmax to read back twice.
+# than written to memory once and read back. Loop-index arithmetic counts a quarter: a causal
+# mask's six index statements on attention scores made them look costly (written to memory
+# for softmax to read back twice), while a long index computation still counts.
 RECOMPUTE_LIMIT = 8
+INDEX_STATEMENTS_PER_STATEMENT = 4
 
 
 def _emit_probe(value):
@@ -91,10 +92,12 @@ def _probe(value):
 
 
 def _cheap(value):
-    """Whether `value` costs at most RECOMPUTE_LIMIT statements besides index arithmetic."""
+    """Whether `value` costs at most RECOMPUTE_LIMIT statements, index arithmetic weighed
+    lighter."""
     probe = _emit_probe(value)
     lines = sum(len(block.lines) for block in probe.blocks)
-    return lines - probe.index_statements <= RECOMPUTE_LIMIT
+    index = probe.index_statements
+    return lines - index + index // INDEX_STATEMENTS_PER_STATEMENT <= RECOMPUTE_LIMIT
 
 
 # Ops whose lazy result reads its input through div/mod index arithmetic, repeating the
