@@ -297,6 +297,23 @@ def argmax(ctx, x, dim=None, keepdim=False):
     return ctx.op(vendor_op, x, dim, keepdim)
 
 
+@conversion([aten.max.dim, aten.min.dim])
+def max_dim(ctx, x, dim, keepdim=False):
+    """(values, indices) of torch.max(x, dim): the reduction and the index of its first
+    occurrence (a NaN counts as the extreme), as eager's kernel pairs them."""
+    is_max = ctx.node.target is aten.max.dim
+    values = ctx.op(ops.ReduceMax if is_max else ops.ReduceMin, x, _dims(ctx, x, [dim]),
+                    keepdim)
+    ranked = _cast(ctx, x, torch.uint8) if ctx.val(x).dtype == torch.bool else x  # no bool argmax
+    return values, ctx.op(ops.ArgMax if is_max else ops.ArgMin, ranked, dim, keepdim)
+
+
+@conversion([aten.max.default, aten.min.default])
+def max_all(ctx, x):
+    vendor_op = ops.ReduceMax if ctx.node.target is aten.max.default else ops.ReduceMin
+    return ctx.op(vendor_op, x, _dims(ctx, x, None), False)
+
+
 @conversion([aten.mean.dim, aten.mean.default])
 def mean(ctx, x, dims=None, keepdim=False, dtype=None):
     dims = _dims(ctx, x, dims)
