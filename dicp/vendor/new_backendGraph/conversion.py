@@ -151,6 +151,12 @@ def clamp_bound(ctx, x, bound):
     return ctx.op(ops.Maximum if is_min else ops.Minimum, x, _full_like_scalar(ctx, x, bound))
 
 
+@conversion([aten.clamp_min.Tensor, aten.clamp_max.Tensor])
+def clamp_bound_tensor(ctx, x, bound):
+    is_min = ctx.node.target is aten.clamp_min.Tensor
+    return _cast(ctx, ctx.op(ops.Maximum if is_min else ops.Minimum, x, bound), ctx.out.dtype)
+
+
 def _full_like_scalar(ctx, x, value):
     """A 0-d tensor of x's dtype, so maximum/minimum keep x's dtype as clamp does."""
     return ctx.op(ops.Full, [], value, ctx.val(x).dtype)
