@@ -52,3 +52,35 @@ def test_bias_gradients_match_eager(cold_cache):
     got, want = compiled_and_eager_grads(model, torch.randn(37, 20), lambda y: y.pow(2).sum())
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
+def kernel_count(cache):
+    return sum(p.read_text().count('extern "C" void kernel_') for p in cache.glob("kernels/*/*.cpp"))
+
+
+# A keepdim reduction and a view of it: (function, kernels it builds as). The view that only
+# drops the kept dims is the reduction without keepdim, written where it belongs; the others
+# (another layout, a second use of the keepdim result) keep the reduction as it is.
+KEPT_DIMS_VIEWS = {
+    "bias gradient": (lambda x: (x * 2).sum(0, keepdim=True).view(-1), 1),
+    "max over the middle dim": (lambda x: x.view(3, 4, 5).amax(1, keepdim=True).view(3, 5), 1),
+    "whole tensor": (lambda x: x.sum((0, 1), keepdim=True).reshape(()), 1),
+    "transposing view": (lambda x: x.view(3, 4, 5).sum(1, keepdim=True).view(5, 3), 2),
+    "second use": (lambda x: (lambda s: (s.view(-1), s + 1))(x.sum(0, keepdim=True)), 2),
+}
+
+
+@pytest.mark.parametrize("case", KEPT_DIMS_VIEWS)
+def test_a_view_dropping_kept_dims_builds_the_reduction_once(cold_cache, case):
+    fn, kernels = KEPT_DIMS_VIEWS[case]
+    x = torch.randn(12, 5)
+    torch.testing.assert_close(compiled(fn)(x), fn(x))
+    assert kernel_count(cold_cache) == kernels
+
+
+def test_a_view_dropping_kept_dims_under_dynamic_shapes_matches_eager(cold_cache):
+    fn = lambda x: (x * 2).sum(0, keepdim=True).view(-1)  # noqa: E731
+    compiled_fn = compiled(fn, dynamic=True)
+    for rows, columns in [(3, 10), (17, 64), (1, 1), (5, 131)]:
+        x = torch.randn(rows, columns)
+        torch.testing.assert_close(compiled_fn(x), fn(x))

@@ -376,7 +376,30 @@ def cumsum(ctx, x, dim, dtype=None):
 
 @conversion([aten.view.default, aten._unsafe_view.default, aten.reshape.default])
 def view(ctx, x, shape):
+    squeezed = _reduction_without_kept_dims(ctx, x)
+    if squeezed is not None:
+        return squeezed
     return ctx.op(ops.Reshape, x, list(ctx.out.shape))
+
+
+_KEEPDIM_REDUCTIONS = (ops.ReduceSum, ops.ReduceProd, ops.ReduceMax, ops.ReduceMin)
+
+
+def _reduction_without_kept_dims(ctx, x):
+    """A view that only drops the size-1 dims a keepdim reduction kept, of that reduction's
+    only use, is the reduction without keepdim. A Linear's bias gradient is
+    sum(0, keepdim=True).view(-1): the column sums are then written where they belong, not
+    into a (1, n) buffer that a second kernel copies. Sizes compare as expressions, so a
+    symbolic size adds no guard."""
+    if getattr(x, "target", None) not in _KEEPDIM_REDUCTIONS or x.args[2] is not True:
+        return None
+    if len(ctx.node.args[0].users) != 1:
+        return None
+    dims = x.args[1]
+    dropped = [size for i, size in enumerate(ctx.val(x).shape) if i not in dims]
+    if list(map(str, dropped)) != list(map(str, ctx.out.shape)):
+        return None
+    return ctx.op(x.target, x.args[0], dims, False, *x.args[3:])
 
 
 @conversion([aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default])
