@@ -39,6 +39,7 @@ EXTRA_DECOMPOSITIONS = [
     aten.elu_backward, aten.hardtanh, aten.hardtanh_backward, aten.logsumexp, aten.lerp,
     aten.glu, aten.new_empty_strided, aten.empty_like, aten.zero, aten.fill,
     aten.linalg_vector_norm,  # in torch's core table from 2.15 only
+    aten._native_batch_norm_legit.no_stats,  # instance norm, batch norm without running stats
 ]
 # Ops the conversion table handles better than the generic decomposition.
 KEEP = [aten.clamp_min, aten.clamp_max, aten.hann_window, aten.slice_scatter]
