@@ -475,6 +475,17 @@ def as_strided(ctx, x, size, stride, storage_offset=None):
                   storage_offset or 0, *layout)
 
 
+@conversion(aten.flip.default)
+def flip(ctx, x, dims):
+    """Each flipped dim read through the indices -1, -2, ..., -n, which wrap to n-1, ..., 0 as
+    eager indexing does: no size arithmetic, so one build serves every size."""
+    rank = ctx.val(x).dim()
+    for dim in sorted({d % max(rank, 1) for d in dims}) if rank else ():
+        reversed_positions = ctx.op(ops.Iota, ctx.val(x).shape[dim], -1, -1, torch.int64)
+        x = ctx.op(ops.IndexTensor, x, [None] * dim + [reversed_positions])
+    return x if rank else ctx.op(ops.Copy, x)
+
+
 @conversion(aten.index_select.default)
 def index_select(ctx, x, dim, index):
     if ctx.val(x).dim() == 0:  # eager takes a 0-d input as one element along dim 0 or -1
