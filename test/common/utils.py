@@ -102,3 +102,14 @@ def update_dynamo_config(dynamic=False):
 from .accuracy import float64_run  # noqa: E402,F401
 from .tolerance import (MODEL_TOLERANCES, TOLERANCES, assert_close,  # noqa: E402,F401
                         assert_close_or_as_accurate)
+
+
+def assert_grads_close(outputs, dicp_outputs, inputs):
+    """The gradients of the compiled outputs match eager's: both weighted by the same random
+    weights (every element gets its own gradient) and differentiated w.r.t. `inputs`."""
+    weights = [torch.randn(out.shape).to(out.dtype) for out in outputs]
+    grads = torch.autograd.grad(sum((o * w).sum() for o, w in zip(outputs, weights)), inputs)
+    dicp_grads = torch.autograd.grad(
+        sum((o * w).sum() for o, w in zip(dicp_outputs, weights)), inputs)
+    for dicp_grad, grad in zip(dicp_grads, grads, strict=True):
+        assert_close(dicp_grad, grad)
