@@ -42,3 +42,15 @@ def test_scalar_second_operand(op, kind, dtype):
 @pytest.mark.parametrize("op", SCALAR_FIRST)
 def test_number_first_operand(op, dtype):
     _check(lambda x: OPS[op](1.1237, x), dtype)
+
+
+# An integer tensor clamped to a float number is float, with the number itself as the bound.
+CLAMPS = {"clamp": lambda x: torch.clamp(x, min=-1.5, max=2.5),
+          "clamp_min": lambda x: torch.clamp_min(x, 1.5),
+          "clamp_max": lambda x: torch.clamp_max(x, -0.5)}
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+@pytest.mark.parametrize("op", list(CLAMPS))
+def test_an_integer_tensor_clamped_to_a_float_number(op, dtype):
+    _check(CLAMPS[op], dtype)

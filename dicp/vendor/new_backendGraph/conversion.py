@@ -133,6 +133,7 @@ def div(ctx, a, b, rounding_mode=None):
 
 @conversion([aten.clamp.default, aten.clamp.Tensor])
 def clamp(ctx, x, min=None, max=None):
+    x = _cast(ctx, x, ctx.out.dtype)  # in the result type: an integer x clamped to 1.5 is float
     if min is not None:
         x = ctx.op(ops.Maximum, x, _bound(ctx, x, min))
     if max is not None:
@@ -145,16 +146,12 @@ def _bound(ctx, x, bound):
     return bound if _is_tensor(ctx, bound) else _full_like_scalar(ctx, x, bound)
 
 
-@conversion([aten.clamp_min.default, aten.clamp_max.default])
+@conversion([aten.clamp_min.default, aten.clamp_min.Tensor, aten.clamp_max.default,
+             aten.clamp_max.Tensor])
 def clamp_bound(ctx, x, bound):
-    is_min = ctx.node.target is aten.clamp_min.default
-    return ctx.op(ops.Maximum if is_min else ops.Minimum, x, _full_like_scalar(ctx, x, bound))
-
-
-@conversion([aten.clamp_min.Tensor, aten.clamp_max.Tensor])
-def clamp_bound_tensor(ctx, x, bound):
-    is_min = ctx.node.target is aten.clamp_min.Tensor
-    return _cast(ctx, ctx.op(ops.Maximum if is_min else ops.Minimum, x, bound), ctx.out.dtype)
+    if ctx.node.target in (aten.clamp_min.default, aten.clamp_min.Tensor):
+        return clamp(ctx, x, min=bound)
+    return clamp(ctx, x, max=bound)
 
 
 def _full_like_scalar(ctx, x, value):
