@@ -9,9 +9,10 @@ class OpModule(torch.nn.Module):
         res_first = torch.ops.aten.flip.default(a, [0])
         res_last = torch.ops.aten.flip.default(a, [-1])
         res_all = torch.ops.aten.flip.default(a, list(range(a.dim())))
+        res_none = torch.ops.aten.flip.default(a, [])  # a copy, not `a` itself
         # cumsum's gradient flips, cumsums and flips back
         res_cumsum = torch.cumsum(a, 0) if a.dtype.is_floating_point else a
-        return res_first, res_last, res_all, res_cumsum
+        return res_first, res_last, res_all, res_none, res_cumsum
 
 
 model = OpModule()
@@ -41,5 +42,6 @@ class TestFlip:
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)
+        assert dicp_output[3].data_ptr() != input1.data_ptr()  # eager's flip never aliases
         if dtype.is_floating_point:
             assert_grads_close(output, dicp_output, input1)

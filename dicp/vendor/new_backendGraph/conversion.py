@@ -475,12 +475,13 @@ def as_strided(ctx, x, size, stride, storage_offset=None):
 @conversion(aten.flip.default)
 def flip(ctx, x, dims):
     """Each flipped dim read through the indices -1, -2, ..., -n, which wrap to n-1, ..., 0 as
-    eager indexing does: no size arithmetic, so one build serves every size."""
-    rank = ctx.val(x).dim()
-    for dim in sorted({d % max(rank, 1) for d in dims}) if rank else ():
+    eager indexing does: no size arithmetic, so one build serves every size. Flipping no dim
+    (dims empty, or a 0-d x) still gives a new tensor, as eager's does."""
+    dims = _dims(ctx, x, dims) if dims else []  # _dims reads no dims as every dim
+    for dim in dims:
         reversed_positions = ctx.op(ops.Iota, ctx.val(x).shape[dim], -1, -1, torch.int64)
         x = ctx.op(ops.IndexTensor, x, [None] * dim + [reversed_positions])
-    return x if rank else ctx.op(ops.Copy, x)
+    return x if dims else ctx.op(ops.Copy, x)
 
 
 @conversion(aten.index_select.default)
