@@ -59,6 +59,11 @@ def kernel_sources(cache):
     return "".join(path.read_text() for path in sorted(cache.glob("kernels/*/*.cpp")))
 
 
+def kernel_count(cache):
+    """How many kernels were built into the dicp cache directory `cache`."""
+    return kernel_sources(cache).count('extern "C" void kernel_')
+
+
 def compiled_and_eager_grads(model, x, loss):
     """The gradients of `loss(model(x))` for `model`'s parameters: compiled by
     new_backendgraph, then eager."""

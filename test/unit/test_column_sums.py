@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from ..common.tolerance import assert_close
-from .helpers import cold_cache, compiled, compiled_and_eager_grads  # noqa: F401  (fixture)
+from .helpers import cold_cache, compiled, compiled_and_eager_grads, kernel_count  # noqa: F401
 
 # (shape, dims): 1, odd and even column counts around the block of 64, leading and middle dims
 CASES = [((7, 1), 0), ((5, 63), 0), ((5, 64), 0), ((9, 65), 0), ((3, 129), 0),
@@ -52,10 +52,6 @@ def test_bias_gradients_match_eager(cold_cache):
     got, want = compiled_and_eager_grads(model, torch.randn(37, 20), lambda y: y.pow(2).sum())
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
-
-
-def kernel_count(cache):
-    return sum(p.read_text().count('extern "C" void kernel_') for p in cache.glob("kernels/*/*.cpp"))
 
 
 # A keepdim reduction and a view of it: (function, kernels it builds as). The view that only

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ..common.tolerance import assert_close
-from .helpers import cold_cache, compiled  # noqa: F401  (fixture)
+from .helpers import cold_cache, compiled, kernel_count  # noqa: F401  (fixture)
 
 
 def rms_norm(x, weight):
@@ -40,11 +40,6 @@ ONE_ROW_KERNEL = {
     "variance chain": (lambda x, w: (x - x.mean(-1, keepdim=True)).pow(2).sum(-1), 1),
     "causal softmax": (causal_softmax, 1),
 }
-
-
-def kernel_count(cache):
-    sources = sorted(cache.glob("kernels/*/*.cpp"))
-    return sum(path.read_text().count('extern "C" void kernel_') for path in sources)
 
 
 @pytest.mark.parametrize("rows,width", [(1, 1), (3, 7), (4, 64), (5, 33)])

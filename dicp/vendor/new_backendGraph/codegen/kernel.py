@@ -93,7 +93,9 @@ class KernelBuilder:
         self._own_phases = 0                # phases of the kernel's own started so far
         self._row_stores = set()            # row keys whose caches this emission stores
         self.row_caches = row_caches or {}  # row key -> RowCache (row_cache.py)
-        self._row_records, self._row_values, self._lazy_chain = [], {}, []  # row key -> value
+        self._row_records = []              # a LoadRecord per lazy load with a row key
+        self._row_values = {}               # row key -> its IR value
+        self._lazy_chain = []               # row keys of the lazy values being computed
         self.size_params = {} if size_params is None else size_params  # expression -> symbol
         self._hoisted = {}
         self.bounds_check = bounds_check  # every access checked against its storage
