@@ -333,8 +333,15 @@ def _count(ctx, x, dims):
 
 def _moments(ctx, x, dims, keepdim):
     """Two-pass statistics over `dims`: the mean (dims kept), x - mean, and the sum of squared
-    deviations. Two passes, because E[x^2] - E[x]^2 cancels badly for a mean far from 0."""
-    mean = ctx.op(ops.Div, ctx.op(ops.ReduceSum, x, dims, True), _count(ctx, x, dims))
+    deviations. Two passes, because E[x^2] - E[x]^2 cancels badly for a mean far from 0. The
+    sum is divided in double before the mean is rounded to x's type: a row of one repeated
+    value then has exactly that mean and a variance of exactly 0, as eager's Welford gives
+    (rounding the sum first left a deviation of an ulp, and std's gradient, masked only where
+    std is exactly 0, came out as 1.2 instead of 0)."""
+    dtype = ctx.val(x).dtype
+    wide = torch.float64 if dtype.is_floating_point else dtype
+    total = ctx.op(ops.ReduceSum, x, dims, True, wide)
+    mean = _cast(ctx, ctx.op(ops.Div, total, _count(ctx, x, dims)), dtype)
     centered = ctx.op(ops.Sub, x, mean)
     squares = ctx.op(ops.ReduceSum, ctx.op(ops.Mul, centered, centered), dims, keepdim)
     return mean, centered, squares
