@@ -2,7 +2,9 @@
 index_put_(accumulate=True), index_add with alpha != 1 or into 1 dim and the backward of
 indexing round every add in index order; scatter_add and index_add with alpha 1 into 2 or more
 dims add in float32 and round once.
-Indices repeat (151 adds onto 2 rows), so any other rounding order shows."""
+Indices repeat (151 adds onto 2 rows), so any other rounding order shows.
+A scatter into a half-typed value the graph computes leaves its untouched elements equal to
+that value as the graph's other readers of it see it."""
 import pytest
 import torch
 
@@ -58,3 +60,37 @@ def test_indexing_backward_rounds_as_eager(dtype, dynamic):
     got, = torch.autograd.grad(out, weight, grad)
     want, = torch.autograd.grad(weight[rows] * 1.0, weight, grad)
     assert torch.equal(got, want), f"max difference {(got - want).abs().max().item()}"
+
+
+def _scatters_into_computed(dtype):
+    g = torch.Generator().manual_seed(2)
+    rows = torch.tensor([0, 2, 2])  # rows 1 and 3 untouched
+    source = _randn(g, 3, 5, dtype=dtype)
+    return {
+        "scatter_add": lambda v: v.scatter_add(0, rows[:, None].expand(-1, 5), source),
+        "scatter": lambda v: v.scatter(0, rows[:1, None].expand(-1, 5), source[:1]),
+        "index_put_accumulate": lambda v: torch.index_put(v, (rows,), source, True),
+        "index_put": lambda v: torch.index_put(v, (rows[:2],), source[:2]),
+        "index_add_alpha_2": lambda v: v.index_add(0, rows, source, alpha=2),
+    }
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("dtype", HALF_TYPES)
+@pytest.mark.parametrize("case", list(_scatters_into_computed(torch.float16)))
+def test_untouched_elements_equal_the_scattered_value(case, dtype, dynamic):
+    """(scatter(v) - v) / 0 is NaN where the scatter left v as it was: a copy of v rounded
+    to the half type while v itself was read unrounded made it +-inf there."""
+    scatter = _scatters_into_computed(dtype)[case]
+
+    def fn(x, zeros):
+        v = torch.log1p(x)
+        return (scatter(v) - v) / zeros
+
+    x = torch.rand(4, 5, generator=torch.Generator().manual_seed(3)).to(dtype)
+    zeros = torch.zeros(4, 5, dtype=dtype)
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="new_backendgraph", dynamic=dynamic)(x, zeros)
+    want = fn(x, zeros)
+    assert want[1].isnan().all() and want[3].isnan().all()
+    torch.testing.assert_close(got, want, equal_nan=True)

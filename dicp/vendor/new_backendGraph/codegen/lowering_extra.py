@@ -415,16 +415,20 @@ def index_tensor(g, node, x, indices):
                      lambda k, idx: x.load(k, _index_source(k, x, indices, idx, rank)))
 
 
+# A scatter copies x into a float32 buffer when x is a half type, unrounded: a half type
+# computes in float, and x may also be read inline elsewhere, where it is not rounded either.
+# A copy rounded to the half type made `(v2 - v1) / 0`, with v2 a scatter_add into v1 that
+# left an element untouched, -inf where eager gives NaN (found by the fuzzer). The result reads
+# the buffer as the half type, unrounded like any half-typed value; a store rounds it.
 # How each scatter rounds when it accumulates into a half type, as eager does: ScatterAdd adds
-# in a float32 copy and rounds once at the end, as eager's scatter_add (rounding every add to
-# bfloat16 gave 3-4x eager's error with 17 adds per element: found by the fuzzer, gather's
-# backward); IndexPut adds in the half type, rounding every add in index order, as eager's
-# index_put_(accumulate=True) and index_add with alpha != 1 do (a float32 copy differed from
+# in float and rounds once at the end, as eager's scatter_add (rounding every add to bfloat16
+# gave 3-4x eager's error with 17 adds per element: found by the fuzzer, gather's backward);
+# IndexPut with accumulate rounds every add to the half type in index order, as eager's
+# index_put_(accumulate=True) and index_add with alpha != 1 do (adding in float differed from
 # eager by up to 3.5 in bfloat16: found by the fuzzer, index_add(alpha=2)).
-def _scatter_target(g, x, fake, in_float32):
-    """A fresh contiguous copy of x to scatter into, in float32 if `in_float32` and x is a
-    half type."""
-    dtype = torch.float32 if in_float32 and fake.dtype in HALF_TYPES else fake.dtype
+def _scatter_target(g, x, fake):
+    """A fresh contiguous copy of x to scatter into, in float32 if x is a half type."""
+    dtype = torch.float32 if fake.dtype in HALF_TYPES else fake.dtype
     out = _new_buffer(g, fake, dtype=dtype)
     g.pointwise_kernel(out.sizes, lambda k, idx: out.store(
         k, idx, cast_value(k, x.load(k, idx), x.dtype, dtype)))
@@ -432,18 +436,19 @@ def _scatter_target(g, x, fake, in_float32):
 
 
 def _scatter_result(out, fake):
-    """The scattered buffer as the node's value, rounded to its dtype if it accumulated in
-    float32 (lazily: the rounding fuses into whatever reads it)."""
+    """The scattered buffer as the node's value: a half type read from its float32 buffer."""
     if out.dtype == fake.dtype:
         return out
-    return Pointwise(fake.dtype, list(out.sizes), lambda k, idx: cast_value(
-        k, out.load(k, idx), out.dtype, fake.dtype))
+    return Pointwise(fake.dtype, list(out.sizes), lambda k, idx: out.load(k, idx))
 
 
-def _scatter_store(k, out, index, value, accumulate):
-    T = compute_ctype(out.dtype)
+def _scatter_store(k, out, index, value, accumulate, round_to=None):
+    """Store `value` at `index`, or add it to what is there, rounding the sum to the half
+    type `round_to` if given."""
     if accumulate:
-        value = k.emit(f"({out.load(k, index)} + {value})", T)
+        value = k.emit(f"({out.load(k, index)} + {value})", compute_ctype(out.dtype))
+        if round_to is not None:
+            value = cast_value(k, value, out.dtype, round_to)
         k.forget_values()  # the read above must not be reused after the write
     out.store(k, index, value)
 
@@ -452,7 +457,7 @@ def _scatter_store(k, out, index, value, accumulate):
 def scatter(g, node, x, dim, index, src):
     x, index_value, src = g.value(x), g.value(index), g.value(src)
     accumulate = node.target.name == "ScatterAdd"
-    out = _scatter_target(g, x, node.meta["val"], in_float32=accumulate)
+    out = _scatter_target(g, x, node.meta["val"])
     dim, size = _indexed_dim(out.sizes, dim)
 
     def body(k, idx):
@@ -468,7 +473,8 @@ def scatter(g, node, x, dim, index, src):
 def index_put(g, node, x, indices, values, accumulate=False):
     x, values = g.value(x), g.value(values)
     indices = [None if t is None else g.value(t) for t in indices]
-    out = _scatter_target(g, x, node.meta["val"], in_float32=False)
+    out = _scatter_target(g, x, node.meta["val"])
+    round_to = node.meta["val"].dtype if out.dtype != node.meta["val"].dtype else None
     with g.ctx.fake_mode:
         fake_indices = [None if t is None else t.meta["val"] for t in node.args[1]]
         indexed = torch.ops.aten.index.Tensor(node.args[0].meta["val"], fake_indices)
@@ -476,7 +482,8 @@ def index_put(g, node, x, indices, values, accumulate=False):
 
     def body(k, idx):
         value = load_broadcast(k, values, idx, out.dtype)
-        _scatter_store(k, out, _index_source(k, out, indices, idx, rank), value, accumulate)
+        _scatter_store(k, out, _index_source(k, out, indices, idx, rank), value, accumulate,
+                       round_to)
     g.pointwise_kernel(shape_of(indexed), body)
     return _scatter_result(out, node.meta["val"])
 
