@@ -201,9 +201,10 @@ inline float exp_of_negative(float z) {
 // Max error 1.9 ulp against double erf (eager's, Sleef's: 0.54), 0.5 ulp for |x| >= 1.5.
 // |x| < 1: x + x P(x^2), one rounding of x. |x| >= 1: 1 - e^-x^2 / |x| g(1 / |x|), signed,
 // so 1 + erf(x) keeps eager's relative accuracy where it cancels: GELU's negative tail.
-// P and g are weighted least-squares fits to erf(x)/x - 1 and |x| e^x^2 erfc(|x|) on [1, 4]
-// (relative error 1.2e-9 and 5.6e-8). The former rational approximation, about 5 ulp near
-// +-1, gave GELU 8x eager's relative error for x in [-5.5, -5) (fuzzer: gelu(x) // gelu(x).T).
+// P and g are weighted least-squares fits (tools/fit_erf.py) to erf(x)/x - 1 and
+// |x| e^x^2 erfc(|x|) on [1, 4], relative error 1.2e-9 and 5.6e-8. The former rational
+// approximation, about 5 ulp near +-1, gave GELU 8x eager's relative error for x in
+// [-5.5, -5) (fuzzer: gelu(x) // gelu(x).T).
 // Both branches are computed and one selected, so the loop stays branch-free; 1.6x the cost
 // of the rational one. NaN propagates through the tail's 1 / |x|. Double keeps std::erf.
 template <typename T> inline T erf(T v) {
