@@ -77,7 +77,7 @@ def cast_value(k, var, from_dtype, to_dtype):
         # where the value stays in a register: x.half().float() - x is not 0
         # (through float from any type, as c10's conversions go)
         half = storage_ctype(to_dtype)
-        var = k.emit(f"dicp::cast<float>(dicp::cast<{half}>(static_cast<float>({var})))", target)
+        var = k.emit(f"dicp::cast<float>(dicp::cast<{half}>(dicp::cast<float>({var})))", target)
         source = target
     if source == target:
         return var
@@ -85,7 +85,7 @@ def cast_value(k, var, from_dtype, to_dtype):
         return k.emit(f"({var} != 0)", "bool")
     if source in ("float", "double") and target not in ("float", "double"):
         return k.emit(f"dicp::float_to_int<{target}>({var})", target)
-    return k.emit(f"static_cast<{target}>({var})", target)
+    return k.emit(f"dicp::cast<{target}>({var})", target)  # an integer 0 is +0, not trunc's -0
 
 
 def load_broadcast(k, value, index, dtype):
