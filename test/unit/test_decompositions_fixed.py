@@ -53,3 +53,30 @@ def test_pow_of_bool_by_bool_stays_bool(dynamic):
     for g, want in zip(got, fn(flags, ints), strict=True):
         assert g.dtype == want.dtype
         assert torch.equal(g, want)
+
+
+def _tanh_backward_error(fn, dtype):
+    """The largest error of tanh's gradient through `fn(grad, y)` for |x| in [0, 9], relative
+    to float64, where y = tanh(x) is rounded to `dtype`."""
+    x = torch.linspace(-9.0, 9.0, 40001, dtype=torch.float64)
+    y = x.tanh().to(dtype)
+    exact = 1 - y.double() ** 2
+    got = fn(torch.ones_like(y), y).double()
+    nonzero = exact != 0  # y rounded to +-1
+    return ((got - exact)[nonzero].abs() / exact[nonzero]).max().item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_tanh_backward_is_as_accurate_as_eager_where_tanh_saturates(dtype):
+    fixed = _tanh_backward_error(FIXED[aten.tanh_backward.default], dtype)
+    eager = _tanh_backward_error(aten.tanh_backward.default, dtype)
+    assert fixed <= max(eager, 1e-6), (fixed, eager)
+
+
+def test_tanh_backward_compiled_matches_eager_at_large_x():
+    """The fuzzer's case: the gradient of log1p(tanh(x)) at x = -4.4 was 4e-5 off."""
+    x = torch.linspace(-9.0, 9.0, 2001, requires_grad=True)
+    fn = torch.compile(lambda t: t.tanh().log1p(), backend="new_backendgraph")
+    got, = torch.autograd.grad(fn(x).sum(), x)
+    want, = torch.autograd.grad(x.tanh().log1p().sum(), x)
+    torch.testing.assert_close(got, want, equal_nan=True)
