@@ -2,10 +2,11 @@
 from dicp import config, profile
 from dicp.vendor import get_backend
 
+from . import aot_cache
 from .dynamo_context import current_frame, inside_dicp, install
 from .graph import GraphTransformer
 from .graph_cache import backend_fingerprint
-from .precompile import keyed_autograd_cache, output_code, serializable
+from .precompile import keyed_autograd_cache, output_code, serializable, serializable_results
 from .recompiles import note_compile
 from .torch_compat import aot_autograd
 
@@ -53,5 +54,17 @@ def compile_fx(gm, example_inputs, backend_name: str):
                 inference_compiler=_graph_compiler(backend, "inference"),
                 decompositions=_decompositions(backend),
             )
+        entry_key = None
+        if aot_cache.enabled():
+            with profile.stage("load"):
+                entry_key = aot_cache.key(gm, example_inputs, backend)
+                cached = aot_cache.lookup(entry_key) if entry_key else None
+            if cached is not None:
+                return cached
         with profile.stage("aot_autograd"), keyed_autograd_cache(backend_fingerprint(backend)):
-            return serializable(compiler(gm, example_inputs))
+            if entry_key is None:
+                return serializable(compiler(gm, example_inputs))
+            with serializable_results():
+                compiled = serializable(compiler(gm, example_inputs))
+        aot_cache.store(entry_key, compiled)
+        return compiled

@@ -134,12 +134,19 @@ class GraphTransformer:
                     for taken in cached.fallbacks:  # observers see them as if converted now
                         record_fallback(taken)
                     self.sources = cached.generated
-                    return self.compile()
+                    return self._with_fallbacks(self.compile(), cached.fallbacks)
         with observe_fallbacks() as fallbacks:
             compiled = self._convert_and_build()
+        compiled = self._with_fallbacks(compiled, fallbacks)
         if key and self.compiled_graph is not None:
-            self.compiled_graph.fallbacks = tuple(fallbacks)
             graph_cache.store(key, self.compiled_graph)
+        return compiled
+
+    def _with_fallbacks(self, compiled, fallbacks):
+        """`compiled`, its CompiledGraph recording the fallbacks conversion took (a cache
+        replays them on a hit)."""
+        if self.compiled_graph is not None:
+            self.compiled_graph.fallbacks = tuple(fallbacks)
         return compiled
 
     def _convert_and_build(self):

@@ -59,8 +59,8 @@ def graph_key(gm: fx.GraphModule, kind: str, backend, fake_mode) -> str | None:
         for name, module in gm.named_modules():
             if isinstance(module, fx.GraphModule):
                 parts += [name, module.code, *map(_node_fingerprint, module.graph.nodes)]
-                parts += _constant_fingerprints(module)
-    except _Unhashable as error:
+                parts += constant_fingerprints(module)
+    except Unhashable as error:
         log.info("dicp: graph cache skips a graph holding %s", error)
         return None
     parts.append(_shape_env_fingerprint(fake_mode))
@@ -203,8 +203,8 @@ def _source_fingerprint(directory: Path) -> str:
 
 # ---- the graph's part of the key ----
 
-class _Unhashable(Exception):
-    pass
+class Unhashable(Exception):
+    """A graph holds a constant the key cannot describe: it is not cached."""
 
 
 def _node_fingerprint(node: fx.Node) -> str:
@@ -220,7 +220,8 @@ def _value_text(val) -> str:
     return f"{type(val).__name__}:{val}"
 
 
-def _constant_fingerprints(gm: fx.GraphModule) -> list:
+def constant_fingerprints(gm: fx.GraphModule) -> list:
+    """A fingerprint of each constant `gm` reads (get_attr), submodules excepted."""
     texts = []
     for node in gm.graph.find_nodes(op="get_attr"):
         value = getattr(gm, node.target)
@@ -232,7 +233,7 @@ def _constant_fingerprints(gm: fx.GraphModule) -> list:
         try:
             texts.append(hashlib.sha256(pickle.dumps(value)).hexdigest())
         except Exception:
-            raise _Unhashable(f"constant {node.target} ({type(value).__name__})") from None
+            raise Unhashable(f"constant {node.target} ({type(value).__name__})") from None
     return texts
 
 
@@ -240,7 +241,7 @@ def _tensor_fingerprint(name, tensor) -> str:
     """Layout and storage bytes, read without a torch op (the compile runs under a fake
     mode, which would intercept one)."""
     if tensor.device.type != "cpu" or isinstance(tensor, FakeTensor):
-        raise _Unhashable(f"constant {name} on {tensor.device}")
+        raise Unhashable(f"constant {name} on {tensor.device}")
     storage = tensor.untyped_storage()
     data = ctypes.string_at(storage.data_ptr(), storage.nbytes()) if storage.nbytes() else b""
     return (f"{tensor.dtype}{tuple(tensor.shape)}{tensor.stride()}{tensor.storage_offset()}"

@@ -22,6 +22,8 @@ delegates to the inner one, and loading gives back a single wrapper.
 `OutputCode` has the same four methods on torch 2.11, 2.13 and 2.15. On a torch without it,
 dicp returns plain callables and saving a precompiled function raises `PrecompileUnsupported`.
 """
+import contextlib
+import contextvars
 import dataclasses
 from typing import Any, Callable
 
@@ -39,6 +41,56 @@ class PrecompileUnsupported(RuntimeError):
     pass
 
 
+# Whether a serialized DicpOutputCode carries its built libraries (precompile: it loads where
+# there is no cache and no compiler) or refers to them in the build cache (the AOT cache).
+_CARRY_ARTIFACTS = contextvars.ContextVar("dicp_carry_artifacts", default=True)
+
+
+@contextlib.contextmanager
+def artifacts_by_reference():
+    """Serialize compiled graphs without their libraries' bytes."""
+    token = _CARRY_ARTIFACTS.set(False)
+    try:
+        yield
+    finally:
+        _CARRY_ARTIFACTS.reset(token)
+
+
+@contextlib.contextmanager
+def serializable_results():
+    """AOTAutograd's results made serializable (`serialize_result`) as they are compiled:
+    bundled, through torch's AOTAutogradCache (which only then makes them), a training
+    graph's backward compiled with its forward so that the result is whole, and compiled
+    graphs referring to their libraries in the build cache rather than carrying them."""
+    with torch._functorch.config.patch(bundled_autograd_cache=True, force_autograd_cache=True,
+                                       force_non_lazy_backward_lowering=True), \
+            artifacts_by_reference():
+        yield
+
+
+def serialize_result(compiled_fn) -> bytes:
+    """A result compiled under `serializable_results()` as bytes (raises if it cannot be)."""
+    from torch._dynamo.aot_compile_types import BundledAOTAutogradSerializableCallable
+    with artifacts_by_reference():
+        return BundledAOTAutogradSerializableCallable.serialize_compile_artifacts(compiled_fn)
+
+
+def load_result(data: bytes):
+    """The callable `serialize_result` saved."""
+    from torch._dynamo.aot_compile_types import BundledAOTAutogradSerializableCallable
+    return BundledAOTAutogradSerializableCallable.deserialize_compile_artifacts(data)
+
+
+def bundling() -> bool:
+    """Whether AOTAutograd bundles results now (inside aot_compile, or serializable_results)."""
+    return getattr(torch._functorch.config, "bundled_autograd_cache", False)
+
+
+def autograd_config_text() -> str:
+    """functorch's config, which decides what AOTAutograd makes of a graph."""
+    return repr(sorted(torch._functorch.config.save_config_portable().items()))
+
+
 def keyed_autograd_cache(fingerprint: str):
     """A context in which torch's AOTAutogradCache keys include dicp's `fingerprint`."""
     tag = torch.compiler.config.cache_key_tag
@@ -47,8 +99,7 @@ def keyed_autograd_cache(fingerprint: str):
 
 def serializable(compiled_fn: Callable) -> Callable:
     """AOTAutograd's result, made a SerializableCallable when aot_compile bundles it."""
-    bundling = getattr(torch._functorch.config, "bundled_autograd_cache", False)
-    if not bundling or getattr(compiled_fn, "serialize", None) is None:
+    if not bundling() or getattr(compiled_fn, "serialize", None) is None:
         return compiled_fn
     from torch._dynamo.aot_compile_types import BundledAOTAutogradSerializableCallable
     return BundledAOTAutogradSerializableCallable(compiled_fn)
@@ -56,12 +107,20 @@ def serializable(compiled_fn: Callable) -> Callable:
 
 def output_code(compiled: CompiledGraph, fn: Callable) -> Callable:
     """`fn` (boxed) as something torch can bundle into a precompiled function."""
-    bundling = getattr(torch._functorch.config, "bundled_autograd_cache", False)
     if OutputCode is None or compiled is None:
-        if bundling:
+        if bundling() and _CARRY_ARTIFACTS.get():  # aot_compile: it cannot be saved
             raise PrecompileUnsupported(_why_not(compiled))
+        if bundling() and OutputCode is not None:  # the AOT cache: not stored, no error
+            return _unsaved_output_code(fn)
         return fn
     code = DicpOutputCode(compiled=compiled, fn=fn)
+    code._boxed_call = True
+    return code
+
+
+def _unsaved_output_code(fn: Callable) -> Callable:
+    """`fn` as an OutputCode (AOTAutograd asserts one while bundling) that is never saved."""
+    code = DicpOutputCode(compiled=None, fn=fn)
     code._boxed_call = True
     return code
 
@@ -87,15 +146,23 @@ if OutputCode is not None:
 
         def prepare_for_serialization(self) -> None:
             # torch calls this on a shallow copy: the live callable stays with the original
-            self.serialized = self.compiled.dumps(with_artifacts=True)
+            if self.compiled is None:  # torch skips saving it, quietly
+                from torch._functorch._aot_autograd.autograd_cache import (
+                    BypassAOTAutogradCache)
+                raise BypassAOTAutogradCache("a dicp graph whose codegen returned no "
+                                             "GeneratedGraph cannot be saved")
+            self.serialized = self.compiled.dumps(with_artifacts=_CARRY_ARTIFACTS.get())
             self.compiled = self.fn = None
 
         def post_compile(self, example_inputs, constants, graph_kwargs) -> None:
             if self.fn is None:
                 from .compile_fx import boxed
+                from .fallback import record_fallback
                 from .graph import CompileContext
                 from dicp.vendor import get_backend
                 compiled = CompiledGraph.loads(self.serialized)
+                for taken in compiled.fallbacks:  # observers see them as if converted now
+                    record_fallback(taken)
                 ctx = CompileContext(get_backend(compiled.backend), compiled.kind, None)
                 self.fn = boxed(compiled.callable(ctx))
                 self.compiled, self.serialized = compiled, None

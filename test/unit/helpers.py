@@ -26,6 +26,8 @@ def _isolate(monkeypatch, path):
     for knob in KNOBS:
         monkeypatch.delenv(knob, raising=False)
     monkeypatch.setenv("DICP_CACHE_DIR", str(path))
+    # torch's caches too: a miss in dicp's AOT cache consults and fills torch's AOTAutogradCache
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(path / "torch"))
     torch._dynamo.reset()
     return path
 
@@ -92,7 +94,9 @@ def cause_of(error, kind):
 def run_fresh(code, cache_dir, **env):
     """Run `code` in a fresh interpreter (cwd = repo root) with DICP_CACHE_DIR = cache_dir."""
     full_env = {k: v for k, v in os.environ.items() if k not in KNOBS}
-    full_env.update(DICP_CACHE_DIR=str(cache_dir), **env)
+    full_env.update(DICP_CACHE_DIR=str(cache_dir),
+                    TORCHINDUCTOR_CACHE_DIR=str(Path(cache_dir) / "torch"))
+    full_env.update(env)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO,
                           env=full_env, capture_output=True, text=True, timeout=300)
 

@@ -30,8 +30,11 @@ def fn(x, y):
 
 
 x, y = torch.randn(6, 8), torch.randn(6, 8)
-# torch fills some tables lazily during its first compile: warm up without dicp.
+# torch fills some tables lazily during its first compile: warm up without dicp. Importing
+# Inductor's lowerings registers torch's quantized decompositions; dicp's AOT cache imports them
+# on a miss, through torch's cache key.
 torch.compile(fn, backend="aot_eager")(x, y)
+import torch._inductor.lowering  # noqa: E402,F401
 torch._dynamo.reset()
 table_before, core_before = snapshot()
 out = torch.compile(fn, backend="new_backendgraph")(x, y)

@@ -1,0 +1,140 @@
+"""The AOT cache: a warm process takes AOTAutograd's whole result from the cache, compiling no
+graph and building nothing; anything that changes the result misses. Each run is a fresh
+interpreter sharing one DICP_CACHE_DIR (and one torch cache directory); the scenarios try to
+get a false hit and fail on one.
+"""
+import json
+
+import pytest
+import torch
+
+from .helpers import check_fresh, cold_cache, compiled  # noqa: F401  (fixture)
+
+# A test backend: new_backendgraph under another name, whose table converts aten.mul to Add
+# when WRONG_MUL is set (a changed conversion-table entry).
+SCRIPT = """
+import dataclasses, json, os, torch
+import dicp, dicp.vendor.new_backendGraph as nb
+from dicp.vendor import register_backend
+from dicp.dynamo_bridge.aot_cache import aot_cache_stats
+from dicp.dynamo_bridge.compile import cache_stats
+from dicp.dynamo_bridge.compile_fx import compile_fx
+from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+
+table = dict(nb.BACKEND.conversions)
+if os.environ.get("WRONG_MUL"):
+    table[torch.ops.aten.mul.Tensor] = table[torch.ops.aten.add.Tensor]
+register_backend(dataclasses.replace(nb.BACKEND, name="aot_cache_test", conversions=table))
+
+def backend(gm, example_inputs):
+    return compile_fx(gm, example_inputs, "aot_cache_test")
+
+def f(x, y):
+    return ((x * y).sin() + y.sum(dim=1, keepdim=True)).sum(dim=0)
+
+def inputs():
+    torch.manual_seed(0)
+    dtype = getattr(torch, os.environ.get("DTYPE", "float32"))
+    rows = int(os.environ.get("ROWS", "6"))
+    base = torch.randn(2, rows, 5, dtype=dtype)
+    x = base[0]
+    if os.environ.get("ALIAS"):
+        y = base[1]  # x and y share a storage
+    elif os.environ.get("TRANSPOSED"):
+        y = torch.randn(5, rows, dtype=dtype).t()
+    else:
+        y = base[1].clone()
+    return x, y.requires_grad_(bool(os.environ.get("TRAIN")))
+
+grad_mode = torch.no_grad() if os.environ.get("NO_GRAD") else torch.enable_grad()
+dynamic = True if os.environ.get("DYNAMIC") else None
+with grad_mode:
+    x, y = inputs()
+    got = torch.compile(f, backend=backend, dynamic=dynamic)(x, y)
+    x2, y2 = inputs()
+    want = f(x2, y2)
+ok = torch.allclose(got, want, atol=1e-5)
+if y.requires_grad and got.requires_grad:
+    (g_got,), (g_want,) = torch.autograd.grad(got.sum(), [y]), torch.autograd.grad(want.sum(), [y2])
+    ok = ok and torch.allclose(g_got, g_want, atol=1e-5)
+print(json.dumps({"ok": ok, "aot": aot_cache_stats(), "graphs": graph_cache_stats(),
+                  "builds": cache_stats()["builds"]}))
+"""
+
+FAULT = {"DICP_INJECT_BUG_TESTING_ONLY": "aten.mul.Tensor:accuracy"}
+
+
+def run(cache, **env):
+    return json.loads(check_fresh(SCRIPT, cache, **env))
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_warm_process_compiles_no_graph_and_builds_nothing(cold_cache, train):
+    env = {"TRAIN": "1"} if train else {}
+    cold = run(cold_cache, **env)
+    assert cold["ok"] and cold["aot"] == {"hits": 0, "misses": 1, "stores": 1, "rejected": 0}
+    graphs = 2 if train else 1  # forward and backward (compiled with it), or inference
+    assert cold["graphs"]["misses"] == graphs and cold["builds"] >= 1, cold
+    warm = run(cold_cache, **env)
+    assert warm == {"ok": True, "aot": {"hits": 1, "misses": 0, "stores": 0, "rejected": 0},
+                    "graphs": {"hits": 0, "misses": 0, "stores": 0, "rejected": 0},
+                    "builds": 0}
+
+
+def test_dynamic_graphs_are_left_to_the_graph_cache(cold_cache):
+    cold = run(cold_cache, DYNAMIC="1", TRAIN="1")
+    assert cold["ok"] and cold["aot"]["stores"] == 0 and cold["graphs"]["stores"] == 2, cold
+    warm = run(cold_cache, DYNAMIC="1", TRAIN="1")
+    assert warm["ok"] and warm["aot"]["hits"] == 0 and warm["graphs"]["hits"] == 2, warm
+
+
+# (first run's env, second run's env): the second run must miss, and both be right unless
+# their env is WRONG (a fault or a wrong conversion, which must show).
+SCENARIOS = {
+    "knob": (FAULT, {}),
+    "knob, other order": ({}, FAULT),
+    "conversion table": ({"WRONG_MUL": "1"}, {}),
+    "dtype": ({}, {"DTYPE": "float64"}),
+    "shape": ({}, {"ROWS": "7"}),
+    "strides": ({}, {"TRANSPOSED": "1"}),
+    "inputs sharing a storage": ({}, {"ALIAS": "1"}),
+    "requires_grad": ({}, {"TRAIN": "1"}),
+    "grad mode": ({"TRAIN": "1"}, {"TRAIN": "1", "NO_GRAD": "1"}),
+}
+WRONG = ({"WRONG_MUL": "1"}, FAULT)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_a_change_that_affects_the_result_misses(cold_cache, scenario):
+    first, second = SCENARIOS[scenario]
+    results = [run(cold_cache, **env) for env in (first, second)]
+    for env, result in zip((first, second), results):
+        assert result["ok"] == (env not in WRONG), (env, result)  # faults show, rest is right
+    assert results[0]["aot"]["stores"] == 1
+    assert results[1]["aot"]["hits"] == 0 and results[1]["aot"]["misses"] == 1, results[1]
+
+
+@pytest.mark.parametrize("damage", ["bytes", "bytes with a matching digest", "no digest"])
+def test_corrupt_entry_is_compiled_again(cold_cache, damage):
+    import hashlib
+    assert run(cold_cache)["aot"]["stores"] == 1
+    (entry,) = (cold_cache / "aot").rglob("*.pkl")
+    digest = entry.with_suffix(".sha256")
+    if damage == "no digest":
+        digest.unlink()
+    else:
+        entry.write_bytes(entry.read_bytes()[:40] + b"garbage")
+        if damage == "bytes with a matching digest":
+            digest.write_text(hashlib.sha256(entry.read_bytes()).hexdigest())
+    again = run(cold_cache)
+    assert again["ok"] and again["aot"]["hits"] == 0 and again["aot"]["stores"] == 1, again
+    assert again["aot"]["rejected"] == 1
+
+
+def test_two_graphs_in_one_process_never_share_an_entry(cold_cache):
+    """Same input layouts, different code: each graph gets its own result (a key that did
+    not depend on the graph, such as one drawn from Python's random state, which dynamo
+    restores around each compile, handed the second graph the first one's)."""
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    for fn in (lambda a, b: a * b + 1, lambda a, b: a - b * 2, lambda a, b: (a + b).exp()):
+        torch.testing.assert_close(compiled(fn)(x, y), fn(x, y))
