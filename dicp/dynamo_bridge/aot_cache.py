@@ -55,10 +55,12 @@ def aot_cache_stats() -> dict:
 
 
 def enabled() -> bool:
-    """On with the graph cache, except under the tools that wrap each compiled graph, and
-    inside torch's precompile (aot_compile), which bundles results itself."""
+    """On with the graph cache, except under the tools that wrap each compiled graph, inside
+    torch's precompile (aot_compile), which bundles results itself, and where torch's caches
+    are turned off (`torch.compiler.config.force_disable_caches`: a miss goes through them)."""
     return (config.aot_cache and graph_cache.enabled() and config.autocompare == "off"
-            and not config.dump_op_args and not bundling())
+            and not config.dump_op_args and not bundling()
+            and not torch.compiler.config.force_disable_caches)
 
 
 def key(gm: fx.GraphModule, example_inputs, backend) -> str | None:

@@ -138,3 +138,12 @@ def test_two_graphs_in_one_process_never_share_an_entry(cold_cache):
     x, y = torch.randn(4, 3), torch.randn(4, 3)
     for fn in (lambda a, b: a * b + 1, lambda a, b: a - b * 2, lambda a, b: (a + b).exp()):
         torch.testing.assert_close(compiled(fn)(x, y), fn(x, y))
+
+
+def test_off_where_torch_caches_are_off(cold_cache):
+    from dicp.dynamo_bridge.aot_cache import aot_cache_stats
+    before = aot_cache_stats()
+    with torch.compiler.config.patch(force_disable_caches=True):
+        x = torch.randn(4, 3)
+        torch.testing.assert_close(compiled(lambda a: a * 3 + 1)(x), x * 3 + 1)
+    assert aot_cache_stats() == before
