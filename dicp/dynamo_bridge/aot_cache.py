@@ -34,24 +34,23 @@ are in precompile.py (`serializable_results`, `serialize_result`, `load_result`)
   without torch.no_grad()) compiles it anyway, once; DICP_AOT_CACHE=0 turns this cache off.
 """
 import hashlib
-from pathlib import Path
 
 import torch
 import torch.fx as fx
 
-from dicp import config, profile
+from dicp import config
 
 from . import graph_cache
-from .compile import atomic_write
+from .entry_store import EntryStore
 from .precompile import autograd_config_text, bundling, load_result, serialize_result
 from .utils import log
 
-_STATS = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}
+_STORE = EntryStore("aot", "AOT cache")
 
 
 def aot_cache_stats() -> dict:
     """This process's counters: hits, misses, stores, rejected (corrupt) entries."""
-    return dict(_STATS)
+    return dict(_STORE.stats)
 
 
 def enabled() -> bool:
@@ -84,22 +83,7 @@ def key(gm: fx.GraphModule, example_inputs, backend) -> str | None:
 def lookup(entry_key: str):
     """The compiled function stored under `entry_key`, or None (missing, corrupt, or not
     loadable)."""
-    path = _entry(entry_key)
-    if not path.exists():
-        _STATS["misses"] += 1
-        return None
-    try:
-        data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() != path.with_suffix(".sha256").read_text().strip():
-            raise OSError("digest mismatch")
-        compiled = load_result(data)
-    except Exception as error:  # whatever a damaged entry raises: compile again
-        log.warning("dicp: AOT cache entry %s is corrupt (%s); compiling again", path, error)
-        _STATS["rejected"] += 1
-        return None
-    _STATS["hits"] += 1
-    profile.count("AOT cache hits")
-    return compiled
+    return _STORE.read(entry_key, load_result)
 
 
 def store(entry_key: str, compiled) -> None:
@@ -110,14 +94,7 @@ def store(entry_key: str, compiled) -> None:
     except Exception as error:  # a result torch did not make serializable, or pickle refused
         log.info("dicp: AOT cache does not store a graph: %s", error)
         return
-    path = _entry(entry_key)
-    atomic_write(path, data)  # the digest goes last: an entry without it is a miss
-    atomic_write(path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())
-    _STATS["stores"] += 1
-
-
-def _entry(entry_key: str) -> Path:
-    return config.cache_dir / "aot" / entry_key[:2] / f"{entry_key}.pkl"
+    _STORE.write(entry_key, data)
 
 
 class _NotCacheable(Exception):

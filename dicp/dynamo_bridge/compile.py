@@ -24,6 +24,7 @@ import os
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from dicp import config, profile
 from .utils import log
 
 _STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0}
+_STATS_LOCK = threading.Lock()  # builds run in worker threads (load_artifacts)
 _LOADED: dict = {}
 _SCOPE = threading.local()  # .recorded: list of ArtifactRef; .prebuilt: {(digest, suffix): ref}
 
@@ -85,7 +87,7 @@ class ArtifactRef:
 
     @property
     def directory(self) -> Path:
-        return config.cache_dir / "kernels" / self.key[:2]
+        return _kernel_dir(self.key)
 
     @property
     def artifact_path(self) -> Path:
@@ -179,6 +181,21 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def write_with_digest(path: Path, data: bytes) -> None:
+    """`data` at `path`, then its sha256 at `path` with suffix .sha256 (both atomic): an entry
+    whose digest is missing is not there yet."""
+    atomic_write(path, data)
+    atomic_write(path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())
+
+
+def read_with_digest(path: Path) -> bytes:
+    """The bytes at `path`, checked against their .sha256 (OSError if missing or different)."""
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != path.with_suffix(".sha256").read_text().strip():
+        raise OSError("digest mismatch")
+    return data
+
+
 def load_artifact(spec: BuildSpec):
     """The loaded artifact for `spec`: from memory, from the disk cache, or built now."""
     ref = _prebuilt_ref(spec)
@@ -190,7 +207,7 @@ def load_artifact(spec: BuildSpec):
         _STATS["memory_hits"] += 1
         profile.count("cache hits (memory)")
         return _LOADED[key]
-    directory = config.cache_dir / "kernels" / key[:2]
+    directory = _kernel_dir(key)
     artifact = _load_cached(spec.toolchain.load, directory, key, spec.toolchain.artifact_suffix)
     if artifact is None:
         profile.count("cache misses")
@@ -198,6 +215,32 @@ def load_artifact(spec: BuildSpec):
             artifact = _build(spec, directory, key)
     _LOADED[key] = artifact
     return artifact
+
+
+def load_artifacts(specs: list) -> list:
+    """`load_artifact` of each spec, the missing ones built at once first, one compiler
+    process per CPU."""
+    missing = list({spec.key(): spec for spec in specs if _must_build(spec)}.values())
+    if len(missing) > 1:
+        workers = min(len(missing), os.cpu_count() or 1)
+        with profile.stage("build"), ThreadPoolExecutor(workers) as pool:
+            list(pool.map(_build_into_cache, missing))  # raises the first CompileError
+    return [load_artifact(spec) for spec in specs]
+
+
+def _must_build(spec: BuildSpec) -> bool:
+    if _prebuilt_ref(spec) is not None:
+        return False
+    key = spec.key()
+    artifact = _kernel_dir(key) / f"{key}{spec.toolchain.artifact_suffix}"
+    return key not in _LOADED and not artifact.exists()
+
+
+def _build_into_cache(spec: BuildSpec) -> None:
+    """Build `spec` into the disk cache without loading it (in a worker thread: the
+    recording and profile scopes are the caller's)."""
+    key = spec.key()
+    _compile(spec, _kernel_dir(key), key)
 
 
 def _load_prebuilt(ref: ArtifactRef):
@@ -212,17 +255,19 @@ def _load_prebuilt(ref: ArtifactRef):
 def source_path(spec: BuildSpec) -> Path:
     """Where the cache keeps `spec`'s source (written when it is built)."""
     key = spec.key()
-    return config.cache_dir / "kernels" / key[:2] / f"{key}{spec.toolchain.source_suffix}"
+    return _kernel_dir(key) / f"{key}{spec.toolchain.source_suffix}"
+
+
+def _kernel_dir(key: str) -> Path:
+    return config.cache_dir / "kernels" / key[:2]
 
 
 def _load_cached(load: Callable, directory: Path, key: str, artifact_suffix: str):
     artifact = directory / f"{key}{artifact_suffix}"
-    digest = directory / f"{key}.sha256"
     if not artifact.exists():
         return None
     try:
-        if digest.read_text().strip() != hashlib.sha256(artifact.read_bytes()).hexdigest():
-            raise OSError("digest mismatch")
+        read_with_digest(artifact)
         loaded = load(str(artifact))
     except Exception as error:  # a corrupt entry is rebuilt, whatever the loader raised
         log.warning("dicp: cache entry %s is corrupt (%s); rebuilding", artifact, error)
@@ -234,6 +279,13 @@ def _load_cached(load: Callable, directory: Path, key: str, artifact_suffix: str
 
 
 def _build(spec: BuildSpec, directory: Path, key: str):
+    _compile(spec, directory, key)
+    return spec.toolchain.load(str(directory / f"{key}{spec.toolchain.artifact_suffix}"))
+
+
+def _compile(spec: BuildSpec, directory: Path, key: str) -> None:
+    """Run the toolchain on `spec`'s source; the artifact and its digest go into `directory`
+    (the source too, next to it, for error messages and debugging)."""
     toolchain = spec.toolchain
     source = directory / f"{key}{toolchain.source_suffix}"
     atomic_write(source, spec.source.encode())
@@ -251,11 +303,11 @@ def _build(spec: BuildSpec, directory: Path, key: str):
         if result.returncode != 0:
             raise CompileError(f"{command[0]} failed to build generated source {source}:\n"
                                f"{result.stderr.strip()}\ncommand: {' '.join(command)}")
-        _STATS["builds"] += 1
-        profile.count("cache builds")
+        with _STATS_LOCK:
+            _STATS["builds"] += 1
+            profile.count("cache builds")
         data = Path(tmp).read_bytes()
         atomic_write(directory / f"{key}.sha256", hashlib.sha256(data).hexdigest().encode())
         os.replace(tmp, artifact)
     finally:
         Path(tmp).unlink(missing_ok=True)
-    return toolchain.load(str(artifact))

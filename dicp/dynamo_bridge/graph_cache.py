@@ -30,21 +30,21 @@ import torch
 import torch.fx as fx
 
 import dicp
-from dicp import config, profile
+from dicp import config
 
 from .artifact import CompiledGraph, NotSerializable
-from .compile import atomic_write
+from .entry_store import EntryStore
 from .torch_compat import TORCH_VERSION, FakeTensor
 from .utils import log
 
 _FILE_KINDS = (".py", ".j2", ".h", ".txt", ".ini")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_STATS = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}
+_STORE = EntryStore("graphs", "graph cache")
 
 
 def graph_cache_stats() -> dict:
     """This process's counters: hits, misses, stores, rejected (corrupt) entries."""
-    return dict(_STATS)
+    return dict(_STORE.stats)
 
 
 def enabled() -> bool:
@@ -69,22 +69,7 @@ def graph_key(gm: fx.GraphModule, kind: str, backend, fake_mode) -> str | None:
 
 def lookup(key: str):
     """The CompiledGraph stored under `key`, or None (missing, corrupt, or not loadable)."""
-    path = _entry(key)
-    if not path.exists():
-        _STATS["misses"] += 1
-        return None
-    try:
-        data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() != path.with_suffix(".sha256").read_text().strip():
-            raise OSError("digest mismatch")
-        compiled = CompiledGraph.loads(data)
-    except Exception as error:  # whatever a damaged entry raises: rebuild it
-        log.warning("dicp: graph cache entry %s is corrupt (%s); rebuilding", path, error)
-        _STATS["rejected"] += 1
-        return None
-    _STATS["hits"] += 1
-    profile.count("graph cache hits")
-    return compiled
+    return _STORE.read(key, CompiledGraph.loads)
 
 
 def store(key: str, compiled: CompiledGraph) -> None:
@@ -93,14 +78,7 @@ def store(key: str, compiled: CompiledGraph) -> None:
     except NotSerializable as error:
         log.info("dicp: graph cache does not store %s", error)
         return
-    path = _entry(key)
-    atomic_write(path, data)  # the digest goes last: an entry without it is a miss
-    atomic_write(path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())
-    _STATS["stores"] += 1
-
-
-def _entry(key: str) -> Path:
-    return config.cache_dir / "graphs" / key[:2] / f"{key}.pkl"
+    _STORE.write(key, data)
 
 
 # ---- the backend's part of the key ----

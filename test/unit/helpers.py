@@ -108,3 +108,26 @@ def check_fresh(code, cache_dir, **env):
                                     f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}")
     lines = result.stdout.strip().splitlines()
     return lines[-1] if lines else ""
+
+
+# The start of a fresh-interpreter script testing a cache: `backend`, new_backendgraph
+# registered as "cache_test", whose table converts aten.mul to Add when WRONG_MUL is set (a
+# changed conversion-table entry), and a dicp version FAKE_DICP_VERSION can change.
+CACHE_TEST_BACKEND = """
+import dataclasses, json, os, torch
+import dicp, dicp.vendor.new_backendGraph as nb
+from dicp.vendor import register_backend
+from dicp.dynamo_bridge.aot_cache import aot_cache_stats
+from dicp.dynamo_bridge.compile import cache_stats
+from dicp.dynamo_bridge.compile_fx import compile_fx
+from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+
+dicp.__version__ = os.environ.get("FAKE_DICP_VERSION", dicp.__version__)
+table = dict(nb.BACKEND.conversions)
+if os.environ.get("WRONG_MUL"):
+    table[torch.ops.aten.mul.Tensor] = table[torch.ops.aten.add.Tensor]
+register_backend(dataclasses.replace(nb.BACKEND, name="cache_test", conversions=table))
+
+def backend(gm, example_inputs):
+    return compile_fx(gm, example_inputs, "cache_test")
+"""

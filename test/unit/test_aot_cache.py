@@ -8,27 +8,9 @@ import json
 import pytest
 import torch
 
-from .helpers import check_fresh, cold_cache, compiled  # noqa: F401  (fixture)
+from .helpers import CACHE_TEST_BACKEND, check_fresh, cold_cache, compiled  # noqa: F401
 
-# A test backend: new_backendgraph under another name, whose table converts aten.mul to Add
-# when WRONG_MUL is set (a changed conversion-table entry).
-SCRIPT = """
-import dataclasses, json, os, torch
-import dicp, dicp.vendor.new_backendGraph as nb
-from dicp.vendor import register_backend
-from dicp.dynamo_bridge.aot_cache import aot_cache_stats
-from dicp.dynamo_bridge.compile import cache_stats
-from dicp.dynamo_bridge.compile_fx import compile_fx
-from dicp.dynamo_bridge.graph_cache import graph_cache_stats
-
-table = dict(nb.BACKEND.conversions)
-if os.environ.get("WRONG_MUL"):
-    table[torch.ops.aten.mul.Tensor] = table[torch.ops.aten.add.Tensor]
-register_backend(dataclasses.replace(nb.BACKEND, name="aot_cache_test", conversions=table))
-
-def backend(gm, example_inputs):
-    return compile_fx(gm, example_inputs, "aot_cache_test")
-
+SCRIPT = CACHE_TEST_BACKEND + """
 def f(x, y):
     return ((x * y).sin() + y.sum(dim=1, keepdim=True)).sum(dim=0)
 

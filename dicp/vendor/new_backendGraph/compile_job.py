@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dicp import config as dicp_config
 from dicp import profile
-from dicp.dynamo_bridge.compile import BuildSpec, Toolchain, atomic_write, load_artifact
+from dicp.dynamo_bridge.compile import BuildSpec, Toolchain, atomic_write, load_artifacts
 from dicp.dynamo_bridge.graph_codegen import load_wrapper
 
 from . import bounds, config
@@ -104,25 +104,36 @@ def _runs(command) -> bool:
 
 
 class KernelTable:
-    """Attribute access to a built library's kernels with their ctypes signatures."""
+    """Attribute access to the kernels of a graph's built libraries, with their ctypes
+    signatures."""
 
-    def __init__(self, library, signatures, graph_name):
-        reader = bounds.error_reader(library)
-        for name, (pointers, symbols) in signatures.items():
-            fn = getattr(library, name)
-            fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int64] * symbols
-            fn.restype = None
-            setattr(self, name, fn if reader is None else
-                    bounds.checked(fn, f"{graph_name} {name}", reader))
+    def __init__(self, libraries, signatures, graph_name):
+        for library in libraries:
+            reader = bounds.error_reader(library)
+            for name, (pointers, symbols) in signatures.items():
+                fn = getattr(library, name, None)
+                if fn is None:  # in another of the graph's libraries
+                    continue
+                fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int64] * symbols
+                fn.restype = None
+                setattr(self, name, fn if reader is None else
+                        bounds.checked(fn, f"{graph_name} {name}", reader))
+
+
+def _source_order(item):
+    name = item[0]  # kernels.cpp, kernels_1.cpp, kernels_2.cpp, ...
+    return int(name[len("kernels_"):-len(".cpp")]) if name.startswith("kernels_") else 0
 
 
 def compile_job(generated, ctx):
     """Build the graph's C++ (if any), then load its wrapper; returns `call(args)`."""
     signatures = generated.metadata.get("kernels", {})
     profile.count("kernels", len(signatures))
+    sources = [text for name, text in sorted(generated.files.items(), key=_source_order)
+               if name.startswith("kernels") and name.endswith(".cpp")]
     kernels = None
-    if "kernels.cpp" in generated.files:
-        library = load_artifact(build_spec(generated.files["kernels.cpp"]))
-        kernels = KernelTable(library, signatures, generated.name)
+    if sources:
+        libraries = load_artifacts([build_spec(text) for text in sources])
+        kernels = KernelTable(libraries, signatures, generated.name)
     namespace = {"kernels": kernels, "storage_extent": bounds.storage_extent}
     return load_wrapper(generated, namespace, ctx.source_path("wrapper.py"))

@@ -114,6 +114,20 @@ def _index_too_long(value):
         max(map(len, _probe(value)), default=0) > INDEX_TEXT_LIMIT
 
 
+
+# A graph's kernels go into sources of at most this many kernels, which compile_job builds at
+# once, one compiler per CPU: ResNet-50's backward (about 480 kernels) took most of its cold
+# compile as one source. Fixed, not per machine: the sources are the cache key.
+KERNELS_PER_SOURCE = 64
+
+
+def kernel_sources(kernels):
+    """(file name, kernels) of each source: kernels.cpp, kernels_1.cpp, ..."""
+    chunks = [kernels[i:i + KERNELS_PER_SOURCE] for i in range(0, len(kernels),
+                                                                KERNELS_PER_SOURCE)]
+    return [("kernels.cpp" if i == 0 else f"kernels_{i}.cpp", chunk)
+            for i, chunk in enumerate(chunks)]
+
 class UnsupportedLowering(NotImplementedError):
     pass
 
@@ -333,9 +347,8 @@ class CppCodegen(GraphCodegenBase):
 
     def finish(self):
         files = {}
-        if self.kernels:
-            files["kernels.cpp"] = render("module.cpp.j2", kernels=self.kernels,
-                                          bounds_check=self.bounds_check)
+        for name, kernels in kernel_sources(self.kernels):
+            files[name] = render("module.cpp.j2", kernels=kernels, bounds_check=self.bounds_check)
         return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(), files,
                               dict(self.vendor_ops), self.wrapper.constants,
                               {"kernels": dict(self.signatures)})
