@@ -131,3 +131,27 @@ register_backend(dataclasses.replace(nb.BACKEND, name="cache_test", conversions=
 def backend(gm, example_inputs):
     return compile_fx(gm, example_inputs, "cache_test")
 """
+
+
+DAMAGES = ["bytes", "bytes with a matching digest", "no digest"]
+
+
+def damage_entry(entry: Path, damage: str) -> None:
+    """Damage a checked cache entry (entry_store) one of the DAMAGES ways."""
+    import hashlib
+    digest = entry.with_suffix(".sha256")
+    if damage == "no digest":
+        digest.unlink()
+        return
+    entry.write_bytes(entry.read_bytes()[:40] + b"garbage")
+    if damage == "bytes with a matching digest":
+        digest.write_text(hashlib.sha256(entry.read_bytes()).hexdigest())
+
+
+def scenario_runs(run, cache, first_env, second_env, wrong_envs):
+    """Two fresh runs sharing `cache`; each is right unless its env is one of `wrong_envs`
+    (a fault or a wrong conversion, which must show). Returns both results."""
+    results = [run(cache, **env) for env in (first_env, second_env)]
+    for env, result in zip((first_env, second_env), results):
+        assert result["ok"] == (env not in wrong_envs), (env, result)
+    return results

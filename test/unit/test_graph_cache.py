@@ -9,7 +9,8 @@ import torch
 
 from dicp import config as dicp_config
 
-from .helpers import CACHE_TEST_BACKEND, check_fresh, cold_cache, compiled  # noqa: F401
+from .helpers import (CACHE_TEST_BACKEND, DAMAGES, check_fresh, cold_cache,  # noqa: F401
+                      compiled, damage_entry, scenario_runs)
 
 SCRIPT = CACHE_TEST_BACKEND + """
 def f(x, y):
@@ -71,25 +72,16 @@ WRONG = ({"WRONG_MUL": "1"}, FAULT)
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_a_change_that_affects_output_misses(cold_cache, scenario):
     first, second = SCENARIOS[scenario]
-    results = [run(cold_cache, **env) for env in (first, second)]
-    for env, result in zip((first, second), results):
-        assert result["ok"] == (env not in WRONG), (env, result)  # faults show, rest is right
+    results = scenario_runs(run, cold_cache, first, second, WRONG)
     assert results[0]["stores"] == 1
     assert results[1]["hits"] == 0 and results[1]["misses"] == 1, results[1]
 
 
-@pytest.mark.parametrize("damage", ["bytes", "bytes with a matching digest", "no digest"])
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_corrupt_entry_is_rebuilt(cold_cache, damage):
-    import hashlib
     assert run(cold_cache)["stores"] == 1
     (entry,) = (cold_cache / "graphs").rglob("*.pkl")
-    digest = entry.with_suffix(".sha256")
-    if damage == "no digest":
-        digest.unlink()
-    else:
-        entry.write_bytes(entry.read_bytes()[:40] + b"garbage")
-        if damage == "bytes with a matching digest":
-            digest.write_text(hashlib.sha256(entry.read_bytes()).hexdigest())
+    damage_entry(entry, damage)
     again = run(cold_cache)
     assert again["ok"] and again["hits"] == 0 and again["stores"] == 1, again
     assert again["rejected"] == 1
