@@ -72,8 +72,8 @@ def key(gm: fx.GraphModule, example_inputs, backend) -> str | None:
         for name, module in gm.named_modules():
             if isinstance(module, fx.GraphModule):
                 parts += [name, module.code, *graph_cache.constant_fingerprints(module)]
-            elif module is not gm and not isinstance(module, torch.nn.Module):
-                return None
+            elif module is not gm:  # its parameters and state are not in the key
+                raise _NotCacheable(f"submodule {name} ({type(module).__name__})")
     except (_NotCacheable, graph_cache.Unhashable) as error:
         log.info("dicp: AOT cache skips a graph: %s", error)
         return None

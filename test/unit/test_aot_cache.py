@@ -121,3 +121,12 @@ def test_off_where_torch_caches_are_off(cold_cache):
         x = torch.randn(4, 3)
         torch.testing.assert_close(compiled(lambda a: a * 3 + 1)(x), x * 3 + 1)
     assert aot_cache_stats() == before
+
+
+def test_a_graph_calling_a_module_gets_no_key():
+    """A submodule's parameters and state are not in the key: such a graph is not cached."""
+    from dicp.dynamo_bridge import aot_cache
+    from dicp.vendor import get_backend
+    gm = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(3, 2)))
+    assert any(node.op == "call_module" for node in gm.graph.nodes)
+    assert aot_cache.key(gm, [torch.randn(4, 3)], get_backend("new_backendgraph")) is None
