@@ -118,18 +118,16 @@ class KernelTable:
                 fn.restype = None
                 setattr(self, name, fn if reader is None else
                         bounds.checked(fn, f"{graph_name} {name}", reader))
-
-
-def _source_order(item):
-    name = item[0]  # kernels.cpp, kernels_1.cpp, kernels_2.cpp, ...
-    return int(name[len("kernels_"):-len(".cpp")]) if name.startswith("kernels_") else 0
+        missing = [name for name in signatures if not hasattr(self, name)]
+        if missing:
+            raise AttributeError(f"{graph_name}: kernels {missing} are in none of its libraries")
 
 
 def compile_job(generated, ctx):
     """Build the graph's C++ (if any), then load its wrapper; returns `call(args)`."""
     signatures = generated.metadata.get("kernels", {})
     profile.count("kernels", len(signatures))
-    sources = [text for name, text in sorted(generated.files.items(), key=_source_order)
+    sources = [text for name, text in sorted(generated.files.items())  # kernels*.cpp
                if name.startswith("kernels") and name.endswith(".cpp")]
     kernels = None
     if sources:

@@ -114,7 +114,6 @@ def _index_too_long(value):
         max(map(len, _probe(value)), default=0) > INDEX_TEXT_LIMIT
 
 
-
 # A graph's kernels go into sources of at most this many kernels, which compile_job builds at
 # once, one compiler per CPU: ResNet-50's backward (about 480 kernels) took most of its cold
 # compile as one source. Fixed, not per machine: the sources are the cache key.
@@ -127,6 +126,7 @@ def kernel_sources(kernels):
                                                                 KERNELS_PER_SOURCE)]
     return [("kernels.cpp" if i == 0 else f"kernels_{i}.cpp", chunk)
             for i, chunk in enumerate(chunks)]
+
 
 class UnsupportedLowering(NotImplementedError):
     pass
