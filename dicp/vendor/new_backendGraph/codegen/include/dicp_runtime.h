@@ -175,19 +175,23 @@ inline float pow2_int(int32_t n) {  // 2^n for -126 <= n <= 127
   std::memcpy(&value, &bits, sizeof value);
   return value;
 }
+// e^(x - n ln2), n the integer nearest x / ln2: the reduced exponent's degree-6 polynomial.
+inline float exp_of_remainder(float x, float n) {
+  const float r = madd(n, 2.12194440e-4f, madd(n, -0.693359375f, x));  // two-part ln2
+  float p = 1.9875691500e-4f;
+  p = madd(p, r, 1.3981999507e-3f);
+  p = madd(p, r, 8.3334519073e-3f);
+  p = madd(p, r, 4.1665795894e-2f);
+  p = madd(p, r, 1.6666665459e-1f);
+  p = madd(p, r, 5.0000001201e-1f);
+  return madd(p * r, r, r) + 1.0f;
+}
 template <typename T> inline T exp(T v) {
   if constexpr (std::is_same_v<T, float>) {
     const float hi = 89.f, lo = -104.f;  // e^89 overflows, e^-104 is below half a denormal
     const float x = v > hi ? hi : (v < lo ? lo : v);
     const float n = std::floor(x * 1.44269504088896341f + 0.5f);
-    const float r = madd(n, 2.12194440e-4f, madd(n, -0.693359375f, x));  // two-part ln2
-    float p = 1.9875691500e-4f;
-    p = madd(p, r, 1.3981999507e-3f);
-    p = madd(p, r, 8.3334519073e-3f);
-    p = madd(p, r, 4.1665795894e-2f);
-    p = madd(p, r, 1.6666665459e-1f);
-    p = madd(p, r, 5.0000001201e-1f);
-    p = madd(p * r, r, r) + 1.0f;
+    const float p = exp_of_remainder(x, n);
     const int32_t k = static_cast<int32_t>(n), half = k / 2;
     float y = p * pow2_int(half) * pow2_int(k - half);
     y = v > hi ? INFINITY : y;
@@ -202,15 +206,7 @@ template <typename T> inline T exp(T v) {
 inline float exp_of_negative(float z) {
   const float x = -(z < 87.f ? z : 87.f);
   const float n = std::floor(x * 1.44269504088896341f + 0.5f);
-  const float r = madd(n, 2.12194440e-4f, madd(n, -0.693359375f, x));  // two-part ln2
-  float p = 1.9875691500e-4f;
-  p = madd(p, r, 1.3981999507e-3f);
-  p = madd(p, r, 8.3334519073e-3f);
-  p = madd(p, r, 4.1665795894e-2f);
-  p = madd(p, r, 1.6666665459e-1f);
-  p = madd(p, r, 5.0000001201e-1f);
-  p = madd(p * r, r, r) + 1.0f;
-  return p * pow2_int(static_cast<int32_t>(n));
+  return exp_of_remainder(x, n) * pow2_int(static_cast<int32_t>(n));
 }
 // erf without a libm call, so loops using it vectorize (GELU spends most of its time here).
 // Max error 1.9 ulp against double erf (eager's, Sleef's: 0.54), 0.5 ulp for |x| >= 1.5.
