@@ -8,6 +8,7 @@ against the other backends of the same run; the last rows are geometric means.
 
     python bench/bench_compile.py                          # every workload of bench_models.py
     python bench/bench_compile.py --models bert,llama --backends new_backendgraph,inductor
+    python bench/bench_compile.py --suite workloads        # the six of bench_workloads.py
 """
 import argparse
 import json
@@ -22,33 +23,40 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.bench_models import MODELS, parse_list  # noqa: E402
+from bench.bench_workloads import WORKLOADS  # noqa: E402
+
+# suite name -> (module the child process imports it from, the table of cases)
+SUITES = {"models": ("bench.bench_models", "MODELS", MODELS),
+          "workloads": ("bench.bench_workloads", "WORKLOADS", WORKLOADS)}
 
 BACKENDS = ("new_backendgraph", "inductor", "aot_eager")
 CHILD = """
 import json, sys, time, torch
 sys.path.insert(0, {repo!r})
-from bench.bench_models import MODELS
+from {module} import {table} as CASES
 torch.set_num_threads({threads})
-case = MODELS[{model!r}]()
+case = CASES[{model!r}]()
 start = time.perf_counter()
 case.step(torch.compile(case.model, backend={backend!r}))
 print(json.dumps({{"seconds": time.perf_counter() - start}}))
 """
 
 
-def first_call_s(model, backend, cache_dir, threads):
+def first_call_s(suite, model, backend, cache_dir, threads):
     env = {**os.environ, "DICP_CACHE_DIR": cache_dir, "TORCHINDUCTOR_CACHE_DIR": cache_dir}
-    code = CHILD.format(repo=str(REPO), model=model, backend=backend, threads=threads)
+    module, table, _ = SUITES[suite]
+    code = CHILD.format(repo=str(REPO), module=module, table=table, model=model,
+                        backend=backend, threads=threads)
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"bench_compile: {model} / {backend} failed:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])["seconds"]
 
 
-def cold_and_warm(model, backend, threads):
+def cold_and_warm(suite, model, backend, threads):
     with tempfile.TemporaryDirectory(prefix="bench-compile-") as cache_dir:
-        cold = first_call_s(model, backend, cache_dir, threads)
-        warm = first_call_s(model, backend, cache_dir, threads)
+        cold = first_call_s(suite, model, backend, cache_dir, threads)
+        warm = first_call_s(suite, model, backend, cache_dir, threads)
     return {"cold": cold, "warm": warm}
 
 
@@ -78,16 +86,25 @@ def print_table(times, models, backends):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=lambda s: parse_list(s, MODELS), default=list(MODELS))
+    parser.add_argument("--suite", choices=SUITES, default="models",
+                        help="models: bench_models.py's; workloads: bench_workloads.py's")
+    parser.add_argument("--models", type=parse_list, default=None,
+                        help="comma-separated subset of the suite (default: all)")
     parser.add_argument("--backends", type=parse_list, default=list(BACKENDS),
                         help="comma-separated; the first is compared with the others")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
+    cases = SUITES[args.suite][2]
+    args.models = args.models or list(cases)
+    unknown = [m for m in args.models if m not in cases]
+    if unknown:
+        parser.error(f"unknown {unknown}; choose from {', '.join(cases)}")
     load, cpus = os.getloadavg()[0], os.cpu_count()
     print(f"# {args.threads} thread(s), {cpus} CPUs, load {load:.1f}", flush=True)
     times = {}
     for model in args.models:
-        times[model] = {b: cold_and_warm(model, b, args.threads) for b in args.backends}
+        times[model] = {b: cold_and_warm(args.suite, model, b, args.threads)
+                        for b in args.backends}
         print(f"# {model}: {json.dumps(times[model])}", file=sys.stderr, flush=True)
     print_table(times, args.models, args.backends)
 

@@ -8,8 +8,9 @@ An entry is keyed by
 
     sha256(the dynamo graph's code (and its submodules') + its constant tensors + each example
            input's type, dtype, device, shape, strides, offset, requires_grad, leaf and view
-           flags and which earlier input shares its storage + grad mode, autocast and
-           deterministic-algorithm state + functorch's config + backend fingerprint)
+           flags and which earlier input shares its storage + grad, inference and autocast
+           modes, deterministic-algorithm state, default dtype and device + functorch's
+           config + backend fingerprint)
 
 (graph_cache.backend_fingerprint: the backend's tables, every knob but the reporting ones,
 the dicp, torch and Python versions and dicp's sources). Static graphs only: AOTAutograd adds
@@ -126,7 +127,11 @@ def _input_text(value, storages: dict) -> str:
 
 
 def _global_state_text() -> str:
+    """What AOTAutograd's trace reads beside the graph: grad and autocast modes, and the
+    default dtype and device, which a factory call without them (torch.ones(5)) takes when
+    traced; a float64 default once got a float32 graph's result."""
     autocast = [(device, torch.get_autocast_dtype(device))
                 for device in ("cpu", "cuda") if torch.is_autocast_enabled(device)]
-    return repr((torch.is_grad_enabled(), autocast,
-                 torch.are_deterministic_algorithms_enabled(), autograd_config_text()))
+    return repr((torch.is_grad_enabled(), torch.is_inference_mode_enabled(), autocast,
+                 torch.are_deterministic_algorithms_enabled(), torch.get_default_dtype(),
+                 str(torch.get_default_device()), autograd_config_text()))

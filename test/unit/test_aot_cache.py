@@ -12,8 +12,11 @@ from .helpers import (CACHE_TEST_BACKEND, DAMAGES, check_fresh, cold_cache,  # n
                       compiled, damage_entry, scenario_runs)
 
 SCRIPT = CACHE_TEST_BACKEND + """
-def f(x, y):
-    return ((x * y).sin() + y.sum(dim=1, keepdim=True)).sum(dim=0)
+if os.environ.get("DEFAULT_DTYPE"):
+    torch.set_default_dtype(getattr(torch, os.environ["DEFAULT_DTYPE"]))
+
+def f(x, y):  # torch.ones takes the default dtype when AOTAutograd traces it
+    return ((x * y).sin() + y.sum(dim=1, keepdim=True)).sum(dim=0) + torch.ones(5)
 
 def inputs():
     torch.manual_seed(0)
@@ -36,7 +39,7 @@ with grad_mode:
     got = torch.compile(f, backend=backend, dynamic=dynamic)(x, y)
     x2, y2 = inputs()
     want = f(x2, y2)
-ok = torch.allclose(got, want, atol=1e-5)
+ok = got.dtype == want.dtype and torch.allclose(got, want, atol=1e-5)
 if y.requires_grad and got.requires_grad:
     (g_got,), (g_want,) = torch.autograd.grad(got.sum(), [y]), torch.autograd.grad(want.sum(), [y2])
     ok = ok and torch.allclose(g_got, g_want, atol=1e-5)
@@ -83,6 +86,7 @@ SCENARIOS = {
     "inputs sharing a storage": ({}, {"ALIAS": "1"}),
     "requires_grad": ({}, {"TRAIN": "1"}),
     "grad mode": ({"TRAIN": "1"}, {"TRAIN": "1", "NO_GRAD": "1"}),
+    "default dtype": ({}, {"DEFAULT_DTYPE": "float64"}),
 }
 WRONG = ({"WRONG_MUL": "1"}, FAULT)
 
