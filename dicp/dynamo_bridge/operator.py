@@ -14,6 +14,9 @@ class Operator:
     """
     name = "Operator"
     mutates = False  # writes into an argument: never dead code, even without users
+    # The op's kernel on real tensors where it is not `impl` (a faster library with other
+    # rounding): compiled graphs call the op, shape inference calls `impl`.
+    kernel = None
 
     def __init__(self):
         self.__name__ = self.name
@@ -33,7 +36,7 @@ class Operator:
         proxy = next((a for a in args if isinstance(a, torch.fx.Proxy)), None)
         if proxy is not None:  # traced inside a rewrite pattern: record the op itself
             return proxy.tracer.create_proxy("call_function", self, args, kwargs)
-        return self.impl(*args, **kwargs)
+        return (self.kernel or self.impl)(*args, **kwargs)
 
     def __repr__(self):
         return self.name

@@ -8,13 +8,16 @@ import torch
 
 from dicp.dynamo_bridge.operator import Operator
 
+from . import gemm
+
 OPS: dict[str, Operator] = {}
 
 
-def _define(family, name, impl):
+def _define(family, name, impl, kernel=None):
     op_class = type(name, (Operator,), {"name": name, "family": family,
                                         "mutates": family == "inplace",
-                                        "impl": staticmethod(impl)})
+                                        "impl": staticmethod(impl),
+                                        "kernel": kernel and staticmethod(kernel)})
     OPS[name] = op_class()
     return OPS[name]
 
@@ -131,6 +134,10 @@ LIBRARY = {
         torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
 }
 
+# Library kernels that run other code than their `impl` on real tensors: the faster of two
+# libraries' products (gemm.py).
+LIBRARY_KERNELS = {"Mm": gemm.mm, "Addmm": gemm.addmm}
+
 # Writes into an existing buffer (graph-input mutation that AOTAutograd leaves in place).
 INPLACE = {
     "CopyInto": lambda dst, src: dst.copy_(src),
@@ -159,7 +166,7 @@ FAMILIES = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE, "layout": LAYOUT
             "indexing": INDEXING, "pool": POOL, "library": LIBRARY, "inplace": INPLACE}
 for _family, _table in FAMILIES.items():
     for _name, _impl in _table.items():
-        _define(_family, _name, _impl)
+        _define(_family, _name, _impl, LIBRARY_KERNELS.get(_name))
 
 
 class _Namespace:

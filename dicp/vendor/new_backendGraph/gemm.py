@@ -1,0 +1,164 @@
+"""Matrix products from the faster of two kernel libraries, measured per shape.
+
+ATen's `mm`/`addmm` (MKL in the registry's builds) and oneDNN's inner product compute the same
+float32 product, rounded differently. Neither wins everywhere: on an AMD EPYC (Zen 4, two
+threads) oneDNN took 0.60-0.97x MKL's time for a Linear's forward shapes and 1.1x for its
+weight gradient (g.t() @ x). So the first product of each shape times both on its own operands
+and keeps the faster, as Inductor's max-autotune does; the choices are kept on disk per CPU,
+torch build and thread count (`<cache>/gemm/`), so a warm process measures nothing.
+
+oneDNN is reached through `torch.ops.mkldnn._linear_pointwise`, the operator Inductor calls for
+the same purpose: torch has no public entry to oneDNN's product. It is used only here.
+DICP_GEMM_LIBRARY=aten keeps ATen's product everywhere (eager's rounding).
+"""
+import hashlib
+import json
+import statistics
+import time
+from functools import lru_cache
+
+import torch
+
+from dicp import config as dicp_config
+from dicp.dynamo_bridge.compile import atomic_write
+from dicp.dynamo_bridge.utils import log
+
+LIBRARIES = ("auto", "aten", "onednn")
+dicp_config.declare("gemm_library", dicp_config.Choice(*LIBRARIES), "auto",
+                    "float32 `mm`/`addmm`: `auto` times ATen's and oneDNN's product once per "
+                    "shape and keeps the faster (remembered under `<cache>/gemm/`); `aten` or "
+                    "`onednn` always", owner="new_backendgraph")
+
+# Products smaller than this (M * N * K) take ATen's: timing them costs more than it saves.
+AUTOTUNE_MIN_WORK = 64 ** 3
+TIMED_RUNS = 5
+
+
+def mm(a, b):
+    return _product(None, a, b)
+
+
+def addmm(bias, a, b, beta=1, alpha=1):
+    if beta != 1 or alpha != 1 or bias.shape != (b.shape[1],) or bias.stride() != (1,):
+        return torch.ops.aten.addmm.default(bias, a, b, beta=beta, alpha=alpha)
+    return _product(bias, a, b)
+
+
+def _product(bias, a, b):
+    library = _library(bias, a, b)
+    if library == "onednn":
+        return _onednn(bias, a, b)
+    return _aten(bias, a, b)
+
+
+def _aten(bias, a, b):
+    if bias is None:
+        return torch.ops.aten.mm.default(a, b)
+    return torch.ops.aten.addmm.default(bias, a, b)
+
+
+def _onednn(bias, a, b):
+    """a @ b (+ bias) as oneDNN's inner product, whose weight is b transposed ([N, K])."""
+    return torch.ops.mkldnn._linear_pointwise(a, b.t(), bias, "none", [], "")
+
+
+def _library(bias, a, b):
+    choice = dicp_config.gemm_library
+    if choice == "aten" or not _onednn_applies(bias, a, b):
+        return "aten"
+    if choice == "onednn":
+        return choice
+    key = _shape_key(bias, a, b)
+    if key is None:
+        return "aten"
+    if key not in _decided:
+        _decided[key] = _stored_choices().get(key) or _measured(key, bias, a, b)
+    return _decided[key]
+
+
+def _onednn_applies(bias, a, b):
+    """float32 CPU matrices, each row-major or transposed, none empty."""
+    return (a.dtype == b.dtype == torch.float32 and a.device.type == b.device.type == "cpu"
+            and (bias is None or bias.dtype == torch.float32) and a.numel() and b.numel()
+            and _layout(a) and _layout(b) and _has_onednn())
+
+
+@lru_cache(maxsize=None)
+def _has_onednn():
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+def _layout(t):
+    """'n' for a row-major matrix, 't' for a transposed one, None for any other layout."""
+    (rows, cols), (row_stride, col_stride) = t.shape, t.stride()
+    if (col_stride == 1 or cols == 1) and (row_stride == cols or rows == 1):
+        return "n"
+    if (row_stride == 1 or rows == 1) and (col_stride == rows or cols == 1):
+        return "t"
+    return None  # expanded (a stride 0), sliced, or any other: ATen's
+
+
+def _shape_key(bias, a, b):
+    """The choice's key, or None for products too small to be worth timing."""
+    (m, k), n = a.shape, b.shape[1]
+    if m * n * k < AUTOTUNE_MIN_WORK:
+        return None
+    return f"{m}x{k}x{n}:{_layout(a)}{_layout(b)}:{'bias' if bias is not None else 'mm'}:" \
+           f"{torch.get_num_threads()}"
+
+
+def _measure(bias, a, b):
+    """The faster library on these operands: runs interleaved, median of TIMED_RUNS each."""
+    candidates = {"aten": lambda: _aten(bias, a, b), "onednn": lambda: _onednn(bias, a, b)}
+    times = {name: [] for name in candidates}
+    for fn in candidates.values():
+        fn()  # first runs set up (oneDNN creates its primitive)
+    for _ in range(TIMED_RUNS):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return min(times, key=lambda name: statistics.median(times[name]))
+
+
+# ---- choices: in memory for this process, on disk for the next ----
+
+_decided = {}  # shape key -> library, whatever the cache directory: a fact about this machine
+
+
+def _measured(key, bias, a, b):
+    library = _measure(bias, a, b)
+    _remember(key, library)
+    return library
+
+
+@lru_cache(maxsize=None)
+def _build_id():
+    from .compile_job import _host_cpu
+    build = repr((torch.__version__, torch.__config__.show(), _host_cpu()))
+    return hashlib.sha256(build.encode()).hexdigest()[:16]
+
+
+def _choices_file():
+    """One JSON file per CPU and torch build (its MKL and oneDNN versions)."""
+    return dicp_config.cache_dir / "gemm" / f"{_build_id()}.json"
+
+
+def _stored_choices():
+    """The choices stored on disk; a missing or damaged file counts as none."""
+    try:
+        stored = json.loads(_choices_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(stored, dict):
+        return {}
+    return {k: v for k, v in stored.items() if isinstance(k, str) and v in ("aten", "onednn")}
+
+
+def _remember(key, library):
+    path = _choices_file()
+    choices = {**_stored_choices(), key: library}
+    try:
+        atomic_write(path, json.dumps(choices, indent=0, sort_keys=True).encode())
+    except OSError as error:  # a read-only cache still computes right, it only measures again
+        log.info("dicp: cannot store GEMM choices in %s: %s", path, error)

@@ -1,0 +1,113 @@
+"""Matrix products from the faster library (gemm.py): oneDNN's product is right for every
+layout it takes, other layouts stay with ATen, and `auto` measures a shape once, keeping the
+choice on disk (a damaged file is measured again, not trusted)."""
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dicp.vendor.new_backendGraph import gemm
+
+from .helpers import cold_cache, compiled  # noqa: F401  (fixture)
+
+
+def linear_stack(x, w1, b1, w2):
+    return F.linear(F.gelu(F.linear(x, w1, b1)), w2) @ w1.t()[:, :3]
+
+
+def _values_and_grads(fn, inputs, weights):
+    inputs = [t.detach().requires_grad_() for t in inputs]
+    out = fn(*inputs)
+    return [out.detach(), *torch.autograd.grad((out * weights).sum(), inputs)]
+
+
+def assert_as_accurate_as_eager(got, eager, exact):
+    """Products rounded in another order differ from eager's by more than a tolerance in a
+    chain of three of them (values up to 200): compare errors against float64 instead."""
+    for g, e, x in zip(got, eager, exact, strict=True):
+        got_error, eager_error = (g.double() - x).abs().max(), (e.double() - x).abs().max()
+        assert got_error <= 2 * eager_error + 1e-6 * x.abs().max(), (got_error, eager_error)
+
+
+@pytest.mark.parametrize("library", ["onednn", "aten", "auto"])
+@pytest.mark.parametrize("rows", [1, 7, 64])
+def test_linear_layers_and_their_gradients_match_eager(cold_cache, monkeypatch, library, rows):
+    monkeypatch.setenv("DICP_GEMM_LIBRARY", library)
+    torch.manual_seed(rows)
+    inputs = [torch.randn(rows, 65), torch.randn(96, 65), torch.randn(96), torch.randn(65, 96)]
+    weights = torch.randn(rows, 3)  # every element its own gradient
+    got = _values_and_grads(compiled(linear_stack), inputs, weights)
+    eager = _values_and_grads(linear_stack, inputs, weights)
+    exact = _values_and_grads(linear_stack, [t.double() for t in inputs], weights.double())
+    assert_as_accurate_as_eager(got, eager, exact)
+
+
+def _matrix(kind, rows, cols):
+    """A rows x cols matrix laid out as `kind`."""
+    if kind == "n":
+        return torch.randn(rows, cols)
+    if kind == "t":
+        return torch.randn(cols, rows).t()
+    if kind == "expanded":
+        return torch.randn(rows, 1).expand(rows, cols)
+    return torch.randn(rows, 2 * cols)[:, ::2]  # sliced: every other column
+
+
+LAYOUTS = ["n", "t", "expanded", "sliced"]
+
+
+@pytest.mark.parametrize("a_kind", LAYOUTS)
+@pytest.mark.parametrize("b_kind", LAYOUTS)
+@pytest.mark.parametrize("shape", [(1, 5, 3), (5, 1, 4), (6, 4, 1), (9, 7, 6)])
+def test_every_layout_computes_the_product(monkeypatch, a_kind, b_kind, shape):
+    monkeypatch.setenv("DICP_GEMM_LIBRARY", "onednn")
+    m, k, n = shape
+    a, b, bias = _matrix(a_kind, m, k), _matrix(b_kind, k, n), torch.randn(n)
+    torch.testing.assert_close(gemm.mm(a, b), a @ b)
+    torch.testing.assert_close(gemm.addmm(bias, a, b), torch.addmm(bias, a, b))
+    dense = {"n", "t"}
+    expected = "onednn" if {gemm._layout(a), gemm._layout(b)} <= dense else "aten"
+    assert gemm._library(None, a, b) == expected
+    if a_kind in dense and b_kind in dense:
+        assert expected == "onednn", (gemm._layout(a), gemm._layout(b))
+
+
+def test_a_bias_other_than_one_per_column_stays_with_aten(monkeypatch):
+    monkeypatch.setenv("DICP_GEMM_LIBRARY", "onednn")
+    a, b = torch.randn(4, 3), torch.randn(3, 5)
+    for bias in (torch.randn(1), torch.randn(4, 5), torch.randn(1, 5), torch.randn(1).expand(5)):
+        torch.testing.assert_close(gemm.addmm(bias, a, b), torch.addmm(bias, a, b))
+    bias = torch.randn(5)
+    torch.testing.assert_close(gemm.addmm(bias, a, b, beta=0.5, alpha=2),
+                               torch.addmm(bias, a, b, beta=0.5, alpha=2))
+
+
+def test_aten_library_gives_eager_bits(monkeypatch):
+    monkeypatch.setenv("DICP_GEMM_LIBRARY", "aten")
+    a, b = torch.randn(128, 256), torch.randn(256, 64)
+    assert torch.equal(gemm.mm(a, b), torch.mm(a, b))
+
+
+def test_a_shape_is_measured_once_and_remembered_on_disk(cold_cache, monkeypatch):
+    monkeypatch.setattr(gemm, "_decided", {})
+    measured = []
+    monkeypatch.setattr(gemm, "_measure", lambda *args: measured.append(1) or "onednn")
+    a, b = torch.randn(96, 80), torch.randn(80, 64)
+    path = gemm._choices_file()
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")  # damaged: measured again, then rewritten
+    for _ in range(3):
+        torch.testing.assert_close(gemm.mm(a, b), a @ b)
+    assert measured == [1]
+    key = gemm._shape_key(None, a, b)
+    assert json.loads(path.read_text()) == {key: "onednn"}
+    monkeypatch.setattr(gemm, "_decided", {})  # a new process: reads the file, measures nothing
+    torch.testing.assert_close(gemm.mm(a, b), a @ b)
+    assert measured == [1]
+
+
+def test_small_products_are_not_measured(monkeypatch):
+    monkeypatch.setattr(gemm, "_measure", lambda *args: pytest.fail("measured a small product"))
+    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    assert gemm._library(None, a, b) == "aten"
