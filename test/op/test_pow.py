@@ -1,7 +1,7 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (Size, assert_close, assert_grads_close, compile_model, dynamo,
+                            get_device, parse_args, torch, update_dynamo_config)
 
 
 class OpModule(torch.nn.Module):
@@ -38,3 +38,62 @@ class TestPow:
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)
+
+
+class PowByNumber(torch.nn.Module):
+    def __init__(self, exponent):
+        super().__init__()
+        self.exponent = exponent
+
+    def forward(self, a):
+        return torch.pow(a, self.exponent)
+
+
+# Eager special-cases these exponents (x * x, sqrt, 1 / sqrt, ...): other rounding than pow's
+# and other values at -0 and -inf. Products and quotients are correctly rounded in both, so
+# their bits must be eager's; sqrt and pow must be within a rounding (eager's float sqrt is
+# MKL's, one ulp off in places), with eager's zeros (signs too), infinities and NaNs.
+EDGES = [-0.0, 0.0, float("inf"), -float("inf"), float("nan"), 1e-20, 3.0000002, 7.1234567,
+         -2.5, 1.5e19]
+EXACT = (2, 3, -2, -1, 2.0)
+
+
+def _same_specials(got, want):
+    """Zeros (with their signs), infinities and NaNs where eager has them."""
+    special = ~torch.isfinite(want) | (want == 0)
+    return (got.dtype == want.dtype and torch.equal(got.isnan(), want.isnan())
+            and torch.equal(got[special].nan_to_num(), want[special].nan_to_num())
+            and torch.equal(torch.signbit(got[special & ~want.isnan()]),
+                            torch.signbit(want[special & ~want.isnan()])))
+
+
+@pytest.mark.parametrize("exponent", [2, 3, -2, 0.5, -0.5, -1, 2.0, 1.5])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize("length", [1, 7, 10])
+def test_pow_by_number_is_eagers(exponent, dtype, length):
+    model = PowByNumber(exponent)
+    a = (torch.tensor(EDGES) if length == 10 else torch.randn(length) * 3).to(dtype)
+    for compiled in compile_model(model, args.backend, args.dynamic):
+        dynamo.reset()
+        update_dynamo_config(compiled.dynamic)
+        got, want = compiled.model(a.to(get_device())).cpu(), model(a)
+        assert _same_specials(got, want), (got, want)
+        finite = torch.isfinite(want) & (want != 0)
+        if exponent in EXACT:
+            assert torch.equal(got[finite], want[finite]), (got, want)
+        else:
+            assert_close(got[finite], want[finite])
+
+
+@pytest.mark.parametrize("exponent", [2, 3, -2, 0.5, -0.5, -1])
+@pytest.mark.parametrize("length", [1, 7, 10])
+def test_pow_by_number_gradient(exponent, length):
+    model = PowByNumber(exponent)
+    a = torch.rand(length) * 3 + 0.25
+    for compiled in compile_model(model, args.backend, args.dynamic):
+        dynamo.reset()
+        update_dynamo_config(compiled.dynamic)
+        x = a.clone().requires_grad_()
+        output, dicp_output = model(x), compiled.model(x)
+        assert_close(dicp_output, output)
+        assert_grads_close([output], [dicp_output], [x])

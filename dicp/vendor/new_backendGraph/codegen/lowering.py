@@ -130,8 +130,36 @@ def binary(g, node, a, b):
         a=v[0], b=v[1]))
 
 
+# Eager's pow by a number special-cases these exponents for float, double and bfloat16
+# (ATen's PowKernel.cpp), which rounds otherwise than std::pow (x ** 3 is (x * x) * x) and
+# differs at -0 and -inf: x ** 0.5 is sqrt(x), -0 at -0 and NaN at -inf, where std::pow gives
+# +0 and +inf. bfloat16 rounds x * x to bfloat16 before using it again. float16 goes to pow.
+POW_BY_NUMBER_DTYPES = (torch.float32, torch.float64, torch.bfloat16)
+POW_BY_NUMBER = (0.5, -0.5, -1.0, 2.0, 3.0, -2.0)
+
+
+def _pow_by_number(k, x, exponent, dtype):
+    T = compute_ctype(dtype)
+    if exponent == 0.5:
+        return k.emit(f"std::sqrt({x})", T)
+    if exponent == -0.5:
+        return k.emit(f"({T}(1) / std::sqrt({x}))", T)
+    if exponent == -1:
+        return k.emit(f"({T}(1) / {x})", T)
+    square = cast_value(k, k.emit(f"({x} * {x})", T), torch.float32, dtype)  # rounded if bf16
+    if exponent == 2:
+        return square
+    return k.emit(f"({square} * {x})" if exponent == 3 else f"({T}(1) / {square})", T)
+
+
 @lowering("Pow")
 def pow_(g, node, a, b):
+    dtype = node.meta["val"].dtype
+    number = isinstance(b, (int, float)) and not isinstance(b, bool)
+    if number and dtype in POW_BY_NUMBER_DTYPES and float(b) in POW_BY_NUMBER:
+        x = g.value(a)
+        return Pointwise(dtype, shape_of(node.meta["val"]), lambda k, index: _pow_by_number(
+            k, load_operand(k, x, index, dtype), float(b), dtype))
     if node.meta["val"].is_floating_point():
         return _pointwise(g, node, lambda T, v: f"std::pow({v[0]}, {v[1]})")
     return _pointwise(g, node, lambda T, v: f"dicp::ipow<{T}>({v[0]}, {v[1]})")
