@@ -337,11 +337,17 @@ def _moments(ctx, x, dims, keepdim):
     sum is divided in double before the mean is rounded to x's type: a row of one repeated
     value then has exactly that mean and a variance of exactly 0, as eager's Welford gives
     (rounding the sum first left a deviation of an ulp, and std's gradient, masked only where
-    std is exactly 0, came out as 1.2 instead of 0)."""
+    std is exactly 0, came out as 1.2 instead of 0). A double x has no wider type: its mean
+    takes one step of refinement instead, mean + sum(x - mean) / n, which for a repeated
+    value lands on it exactly (x - mean is exact there, and the step's own error is far
+    below half an ulp of x)."""
     dtype = ctx.val(x).dtype
     wide = torch.float64 if dtype.is_floating_point else dtype
     total = ctx.op(ops.ReduceSum, x, dims, True, wide)
     mean = _cast(ctx, ctx.op(ops.Div, total, _count(ctx, x, dims)), dtype)
+    if dtype == torch.float64:
+        residual = ctx.op(ops.ReduceSum, ctx.op(ops.Sub, x, mean), dims, True)
+        mean = ctx.op(ops.Add, mean, ctx.op(ops.Div, residual, _count(ctx, x, dims)))
     centered = ctx.op(ops.Sub, x, mean)
     squares = ctx.op(ops.ReduceSum, ctx.op(ops.Mul, centered, centered), dims, keepdim)
     return mean, centered, squares
