@@ -25,9 +25,14 @@ from torch.multiprocessing.reductions import StorageWeakRef
 # The release, for cache keys.
 TORCH_VERSION = torch.__version__
 
-__all__ = ["TORCH_VERSION", "FakeTensor", "FakeTensorMode", "OpOverload", "OpOverloadPacket", "aot_autograd",
+__all__ = ["TORCH_VERSION", "build_config", "FakeTensor", "FakeTensorMode", "OpOverload", "OpOverloadPacket", "aot_autograd",
            "core_aten_decompositions", "detect_fake_mode", "get_decompositions", "pytree",
            "same_storage", "unset_fake_temporarily"]
+
+
+def build_config() -> str:
+    """The build's libraries and flags (its MKL and oneDNN versions among them)."""
+    return torch.__config__.show()
 
 
 def core_aten_decompositions():

@@ -21,6 +21,7 @@ import torch
 
 from dicp import config as dicp_config
 from dicp.dynamo_bridge.compile import atomic_write
+from dicp.dynamo_bridge.torch_compat import TORCH_VERSION, build_config
 from dicp.dynamo_bridge.utils import log
 
 LIBRARIES = ("auto", "aten", "onednn")
@@ -142,7 +143,7 @@ def _measured(key, bias, a, b):
 @lru_cache(maxsize=None)
 def _build_id():
     from .compile_job import _host_cpu
-    build = repr((torch.__version__, torch.__config__.show(), _host_cpu()))
+    build = repr((TORCH_VERSION, build_config(), _host_cpu()))
     return hashlib.sha256(build.encode()).hexdigest()[:16]
 
 
