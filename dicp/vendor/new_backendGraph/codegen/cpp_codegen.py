@@ -1,4 +1,7 @@
-"""C++ target: lowers vendor ops to fused loop nests rendered from Jinja templates."""
+"""C++ target: lowers vendor ops to fused loop nests (loop IR), printed by the C++ renderer
+into Jinja templates."""
+from dataclasses import dataclass
+
 import sympy
 import torch
 import torch.fx as fx
@@ -9,9 +12,11 @@ from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 
 from .. import config
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
+from .cpp_render import CppRenderer
 from .faults import KERNEL_FAULTS
 from .ir import Buffer, LazyReduction, Pointwise
 from .kernel import KernelBuilder
+from .loop_ir import walk
 from .loops import KernelLoops, PhaseLoops, plan_loops
 from .lowering import LOWERINGS
 from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
@@ -86,18 +91,13 @@ def _emit_probe(value):
     return probe
 
 
-def _probe(value):
-    """The statements of one element of `value`."""
-    return [line for block in _emit_probe(value).blocks for line in block.lines]
-
-
 def _cheap(value):
     """Whether `value` costs at most RECOMPUTE_LIMIT statements, index arithmetic weighed
     lighter."""
     probe = _emit_probe(value)
-    lines = sum(len(block.lines) for block in probe.blocks)
+    statements = sum(1 for _ in walk(probe.statements()))
     index = probe.index_statements
-    return lines - index + index // INDEX_STATEMENTS_PER_STATEMENT <= RECOMPUTE_LIMIT
+    return statements - index + index // INDEX_STATEMENTS_PER_STATEMENT <= RECOMPUTE_LIMIT
 
 
 # Ops whose lazy result reads its input through div/mod index arithmetic, repeating the
@@ -110,8 +110,11 @@ INDEX_TEXT_LIMIT = 2000
 
 
 def _index_too_long(value):
-    return isinstance(value, Pointwise) and \
-        max(map(len, _probe(value)), default=0) > INDEX_TEXT_LIMIT
+    """Whether a line of C++ computing an element of `value` is over INDEX_TEXT_LIMIT."""
+    if not isinstance(value, Pointwise):
+        return False
+    lines = CppRenderer().lines(_emit_probe(value).statements())
+    return max(map(len, lines), default=0) > INDEX_TEXT_LIMIT
 
 
 # A graph's kernels go into sources of at most this many kernels, which compile_job builds at
@@ -126,6 +129,16 @@ def kernel_sources(kernels):
                                                                 KERNELS_PER_SOURCE)]
     return [("kernels.cpp" if i == 0 else f"kernels_{i}.cpp", chunk)
             for i, chunk in enumerate(chunks)]
+
+
+@dataclass
+class RenderedPhase:
+    """A kernel.Phase as the template prints it: (variable, lo, hi) of each inner loop and
+    the C++ lines of its parts."""
+    bounds: list
+    pre: list
+    body: list
+    post: list
 
 
 class UnsupportedLowering(NotImplementedError):
@@ -327,15 +340,26 @@ class CppCodegen(GraphCodegenBase):
             [(lo, hi) for _, lo, hi in p.inner], list(nest.extents))) for p in k.phases))
         loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
         signature, params, symbols = k.signature(self.wrapper.private)
-        self.kernels.append(render(
-            "kernel.cpp.j2", name=k.name, signature=signature, outer=loops,
-            locals=k.row_cache_declarations(), phases=list(zip(k.phases, plan.simd_phases)),
-            plan=plan, work=work, threshold=PARALLEL_THRESHOLD))
+        self.kernels.append(self._render(k, (signature, params, symbols), loops, plan, work))
         extents = [f"*storage_extent({p.base})" for p in params if self.bounds_check]
         self.signatures[k.name] = (len(params), len(symbols) + 2 * len(extents))
         self.define_size_params(symbols)
         arguments = [f"{p.base}.data_ptr()" for p in params] + [s.name for s in symbols] + extents
         self.wrapper.lines.append(f"kernels.{k.name}({', '.join(arguments)})")
+
+    def _render(self, k, signature, loops, plan, work):
+        """The kernel's C++: its loop IR printed by the C++ renderer into kernel.cpp.j2."""
+        signature = signature[0]
+        printer = CppRenderer(self.bounds_check)
+        phases = [RenderedPhase([(v, printer.expr(lo), printer.expr(hi)) for v, lo, hi in
+                                 phase.bounds], printer.lines(phase.pre),
+                                printer.lines(phase.body), printer.lines(phase.post))
+                  for phase in k.phases]
+        return render("kernel.cpp.j2", name=k.name, signature=signature,
+                      outer=[(v, printer.expr(size)) for v, size in loops],
+                      locals=printer.lines(k.row_cache_declarations()),
+                      phases=list(zip(phases, plan.simd_phases)), plan=plan,
+                      work=printer.expr(work), threshold=PARALLEL_THRESHOLD)
 
     def define_size_params(self, symbols):
         """Wrapper lines computing the hoisted size parameters a kernel call passes."""
@@ -361,3 +385,4 @@ class CppCodegen(GraphCodegenBase):
 
     def is_tensor_value(self, value):
         return isinstance(value, (Buffer, Pointwise))
+

@@ -9,22 +9,26 @@ import torch
 
 from .ctypes_map import compute_ctype
 from .ir import Pointwise
+from .loop_ir import Const
 
 
-def _cpp_value(expression):
-    def fault(value):
-        ctype = compute_ctype(value.dtype)
-        return Pointwise(value.dtype, list(value.sizes), lambda k, index: k.emit(
-            expression(value.load(k, index), ctype, value.dtype), ctype))
-    return fault
+def _accuracy(value):
+    """Every element moved by 1 + |x| (bool: negated)."""
+    ctype = compute_ctype(value.dtype)
+
+    def load(k, index):
+        x = value.load(k, index)
+        if value.dtype == torch.bool:
+            return k.op("LogicalNot", "bool", x)
+        return k.op("Add", ctype, k.op("Add", ctype, x, Const(1, ctype)), k.op("Abs", ctype, x))
+    return Pointwise(value.dtype, list(value.sizes), load)
 
 
-def _cpp_wrong(x, ctype, dtype):
-    return f"(!{x})" if dtype == torch.bool else f"({x} + {ctype}(1) + std::abs({x}))"
+def _compile_error(value):
+    """A call of a function no header declares."""
+    ctype = compute_ctype(value.dtype)
+    return Pointwise(value.dtype, list(value.sizes), lambda k, index: k.op(
+        "InjectedCompileError", ctype, value.load(k, index)))
 
 
-KERNEL_FAULTS = {
-    "accuracy": _cpp_value(_cpp_wrong),
-    "compile_error": _cpp_value(lambda x, ctype, dtype:
-                                f"dicp_injected_compile_error_TESTING_ONLY({x})"),
-}
+KERNEL_FAULTS = {"accuracy": _accuracy, "compile_error": _compile_error}

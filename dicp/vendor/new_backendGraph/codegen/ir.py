@@ -1,6 +1,6 @@
 """Kernel IR values: realized `Buffer`s (memory + strides) and lazy `Pointwise` values.
 
-A lazy value is a function from an output index to a C++ expression; consumers inline it,
+A lazy value is a function from an output index to a loop IR value; consumers inline it,
 which is how pointwise chains and reductions with their producers fuse into one loop nest.
 Views of buffers are new strides and offsets, never copies.
 """
@@ -11,7 +11,8 @@ import sympy
 
 from dicp.dynamo_bridge.wrapper import TensorView
 
-from .ctypes_map import compute_ctype, literal, storage_ctype
+from .ctypes_map import compute_ctype, storage_ctype
+from .loop_ir import Const
 from .sym import (IDiv, IMod, contiguous_strides, flat_index, product, same_layout,
                   unflatten)
 
@@ -35,7 +36,7 @@ class Buffer(TensorView):
 class Pointwise:
     dtype: object
     sizes: list
-    fn: Callable  # fn(kernel, index) -> C++ variable of compute_ctype(dtype)
+    fn: Callable  # fn(kernel, index) -> IR atom (loop_ir) of compute_ctype(dtype)
 
     def load(self, k, index):
         return k.lazy(self, index, lambda: self.fn(k, list(index)))
@@ -49,7 +50,7 @@ class LazyReduction(Pointwise):
     consumer, on data still in cache, and never go to memory. Read any other way it is first
     realized (`realized`: its buffer) by a kernel of its own.
 
-    `emit_phase(k, kept_index)` emits the phase and returns the C++ variable of the result, in
+    `emit_phase(k, kept_index)` emits the phase and returns the IR variable of the result, in
     the compute type of `dtype`, rounded as if it had been stored; `kept` are the positions of
     `sizes` that index the kept dims (keepdim's size-1 dims are the others). A reduction with
     an `emit_kernel(g, out)` is never computed in another kernel: that emits its own kernel
@@ -71,25 +72,26 @@ class LazyReduction(Pointwise):
 
 
 def cast_value(k, var, from_dtype, to_dtype):
+    """IR atom `var` of `from_dtype` as a value of `to_dtype`'s compute type."""
     source, target = compute_ctype(from_dtype), compute_ctype(to_dtype)
     if to_dtype != from_dtype and storage_ctype(to_dtype) != target:
         # a half type computes in float, but converting to it rounds, as eager does, even
         # where the value stays in a register: x.half().float() - x is not 0
         # (through float from any type, as c10's conversions go)
-        half = storage_ctype(to_dtype)
-        var = k.emit(f"dicp::cast<float>(dicp::cast<{half}>(dicp::cast<float>({var})))", target)
+        var = k.op("RoundTo", target, var, param=storage_ctype(to_dtype))
         source = target
     if source == target:
         return var
     if target == "bool":
-        return k.emit(f"({var} != 0)", "bool")
+        return k.op("ToBool", "bool", var)
     if source in ("float", "double") and target not in ("float", "double"):
-        return k.emit(f"dicp::float_to_int<{target}>({var})", target)
-    return k.emit(f"dicp::cast<{target}>({var})", target)  # an integer 0 is +0, not trunc's -0
+        return k.op("FloatToInt", target, var)
+    return k.op("Cast", target, var)  # an integer 0 is +0, not trunc's -0
 
 
 def load_broadcast(k, value, index, dtype):
-    """`value` (IR value, Python number or sympy size) at `index`, broadcast and cast."""
+    """`value` (IR value, Python number or sympy size) at `index`, broadcast and cast: an IR
+    atom of `dtype`'s compute type."""
     ctype = compute_ctype(dtype)
     if isinstance(value, (Buffer, Pointwise)):
         rank = len(value.sizes)
@@ -97,8 +99,8 @@ def load_broadcast(k, value, index, dtype):
         local = [0 if size == 1 else i for size, i in zip(value.sizes, tail)]
         return cast_value(k, value.load(k, local), value.dtype, dtype)
     if isinstance(value, sympy.Basic):
-        return k.emit(f"static_cast<{ctype}>({k.index(value)})", ctype)
-    return literal(value, ctype)
+        return k.op("StaticCast", ctype, k.index(value))
+    return Const(value, ctype)
 
 
 # ---- views -------------------------------------------------------------------------------

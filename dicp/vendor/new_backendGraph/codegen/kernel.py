@@ -1,12 +1,13 @@
-"""KernelBuilder: collects one C++ kernel's parameters, body and memory accesses, with CSE and
-masked scopes."""
+"""KernelBuilder: builds one kernel's loop IR (loop_ir.py): its parameters, statements and
+memory accesses, with structural CSE and masked scopes."""
 from dataclasses import dataclass, field
 
 import sympy
 
+from . import loop_ir as L
 from .ctypes_map import compute_ctype, storage_ctype
 from .row_cache import LoadRecord, costly, plan_row_caches
-from .sym import cpp_expr, flat_index, loop_index
+from .sym import flat_index, loop_index
 
 
 @dataclass
@@ -36,16 +37,16 @@ class Access:
 
 @dataclass
 class Block:
-    lines: list = field(default_factory=list)
-    cse: dict = field(default_factory=dict)
+    statements: list = field(default_factory=list)
+    cse: dict = field(default_factory=dict)  # expression -> the Var holding it
 
 
 @dataclass
 class Phase:
     """Code run once per outer iteration of a kernel: `pre`, then the inner loops `inner`
-    ((variable, lo, hi) each, sympy; `bounds`: the same as C++) around `body`, then `post`;
-    the accesses of each part, and the `omp simd` reduction clauses its last inner loop may
-    take (None: no `omp simd`)."""
+    ((variable, lo, hi) each, sympy; `bounds`: the same with sizes hoisted, as Index) around
+    `body`, then `post` (loop IR statements); the accesses of each part, and the `omp simd`
+    reduction clauses its last inner loop may take (None: no `omp simd`)."""
     inner: list
     bounds: list
     pre: list
@@ -117,11 +118,11 @@ class KernelBuilder:
         param.writable = param.writable or writable
         return param.name
 
-    def index(self, expr) -> str:
-        """C++ text of an index/size expression, recording the size symbols it needs."""
+    def index(self, expr) -> L.Index:
+        """An index/size expression as IR, recording the size symbols it needs."""
         expr = self._hoist(sympy.sympify(expr))
         self.symbols |= expr.free_symbols - self.loop_vars - self.computed
-        return cpp_expr(expr)
+        return L.Index(expr)
 
     def _hoist(self, expr):
         """`expr` with each function of sizes alone (FloorDiv(s0, 4), Max(1, ...)) replaced by
@@ -140,77 +141,95 @@ class KernelBuilder:
                 self._hoisted[expr] = expr.func(*(self._hoist(a) for a in expr.args))
         return self._hoisted[expr]
 
-    def computed_index(self, value: str, size, what: str):
-        """A data-dependent index (C++ `value`, negatives counting from the end of a dim of
+    def computed_index(self, value, size, what: str):
+        """A data-dependent index (IR `value`, negatives counting from the end of a dim of
         `size`) as an index symbol. Stores through it may collide across iterations (see
         loops.plan_loops); with bounds checks an index outside the dim is reported as `what`."""
         if self.bounds_check:
-            wrapped = f'dicp::checked_index<int64_t>({value}, {self.index(size)}, "{what} is")'
+            wrapped = L.Op("CheckedIndex", "int64_t", (value, self.index(size)), f"{what} is")
         else:
-            wrapped = f"dicp::wrap_index<int64_t>({value}, {self.index(size)})"
-        symbol = sympy.Symbol(self.emit(wrapped, "int64_t"), integer=True)
+            wrapped = L.Op("WrapIndex", "int64_t", (value, self.index(size)))
+        symbol = sympy.Symbol(self.emit(wrapped).name, integer=True)
         self.computed.add(symbol)
         return symbol
 
     # ---- memory ----
-    def load(self, buffer, index) -> str:
+    def load(self, buffer, index) -> L.Var:
         """The element of `buffer` (an ir.Buffer) at per-dim `index`, in its compute type."""
-        ctype = compute_ctype(buffer.dtype)
-        element = self._access(buffer, index, is_store=False)
-        return self.emit(f"dicp::cast<{ctype}>({element})", ctype)
+        pointer, position, site = self._access(buffer, index, is_store=False)
+        return self.emit(L.Load(pointer, position, storage_ctype(buffer.dtype),
+                                compute_ctype(buffer.dtype), site))
 
-    def store(self, buffer, index, value: str):
-        element = self._access(buffer, index, is_store=True)
-        self.line(f"{element} = dicp::cast<{self.params[buffer.base].ctype}>({value});")
+    def store(self, buffer, index, value):
+        pointer, position, site = self._access(buffer, index, is_store=True)
+        self.add(L.Store(pointer, position, self.params[buffer.base].ctype, value, site))
 
     def _access(self, buffer, index, is_store):
-        """Records the access; returns the C++ lvalue of the element."""
+        """Records the access; returns (pointer parameter, hoisted flat position, the access's
+        name for bounds checks)."""
         ptr = self.pointer(buffer.base, buffer.dtype, writable=is_store)
         access = Access(buffer.base, tuple(sympy.sympify(i) for i in index),
                         tuple(buffer.strides), buffer.offset, is_store)
         self.accesses.append(access)
-        position = self.index(access.address)
-        if not self.bounds_check:
-            return f"{ptr}[{position}]"
-        site = f"{'store to' if is_store else 'load of'} buffer {buffer.base} at element"
-        return f'(*dicp::checked({ptr}, {position}, {ptr}_lo, {ptr}_hi, "{site}"))'
+        site = f"{'store to' if is_store else 'load of'} buffer {buffer.base} at element" \
+            if self.bounds_check else ""
+        return ptr, self.index(access.address).expr, site
 
     # ---- statements ----
-    def emit(self, expr: str, ctype: str) -> str:
+    def emit(self, expr) -> L.Var:
+        """A Var holding IR expression `expr`: the one an enclosing block already has for an
+        equal expression, else a new statement."""
         for block in reversed(self.blocks):
             if expr in block.cse:
                 return block.cse[expr]
-        var = self._fresh()
-        self.blocks[-1].lines.append(f"const {ctype} {var} = {expr};")
+        var = L.Var(self._fresh(), expr.type)
+        self.blocks[-1].statements.append(L.Let(var, expr))
         self.blocks[-1].cse[expr] = var
-        if ctype in INDEX_CTYPES and not any(c in expr for c in "[/%"):
+        if expr.type in INDEX_CTYPES and _index_arithmetic(expr):
             self.index_statements += 1
         return var
 
-    def line(self, text: str):
-        self.blocks[-1].lines.append(text)
+    def op(self, name, type_, *args, param=""):
+        """`emit` of op `name` (a row of the renderer's table) on `args`."""
+        return self.emit(L.Op(name, type_, tuple(args), param))
 
-    def masked(self, condition: str, body, other: str, ctype: str) -> str:
-        """`body()` evaluated only where `condition` holds, else `other` (no stray loads)."""
-        var = self._fresh()
-        self.line(f"{ctype} {var} = {other};")
-        self.line(f"if ({condition}) {{")
-        self.line(f"  {var} = {self.conditional(body)};")
-        self.line("}")
+    def add(self, statement):
+        self.blocks[-1].statements.append(statement)
+
+    def new_var(self, type_, prefix="acc", dims=()) -> L.Var:
+        """A fresh name for a mutable local (an accumulator; an array when `dims` are given),
+        for a Declare statement."""
+        return L.Var(self._fresh(prefix), type_, tuple(dims))
+
+    def declare(self, type_, init=None, prefix="acc", dims=(), aligned=False) -> L.Var:
+        """A mutable local declared here."""
+        var = self.new_var(type_, prefix, dims)
+        self.add(L.Declare(var, init, aligned))
         return var
 
-    def select_first(self, cases, ctype: str) -> str:
-        """The value of the first (condition, body) case that holds; each body runs only there."""
-        var = self._fresh()
-        self.line(f"{ctype} {var};")
-        for i, (condition, body) in enumerate(cases):
-            self.line(f"{'if' if i == 0 else '} else if'} ({condition}) {{")
-            self.line(f"  {var} = {self.conditional(body)};")
-        self.line("}")
+    def masked(self, condition, body, other, type_) -> L.Var:
+        """`body()` evaluated only where `condition` holds, else `other` (no stray loads)."""
+        var = L.Var(self._fresh(), type_)
+        self.add(L.Declare(var, other))
+        value, statements = self.conditional(body)
+        self.add(L.If(condition, (*statements, L.Assign(var, value))))
+        return var
+
+    def select_first(self, cases, type_) -> L.Var:
+        """The value of the first (condition, body) case that holds (a condition of None
+        always holds); each body runs only there."""
+        var = L.Var(self._fresh(), type_)
+        self.add(L.Declare(var))
+        chain = ()
+        for condition, body in reversed(cases):
+            value, statements = self.conditional(body)
+            branch = (*statements, L.Assign(var, value))
+            chain = branch if condition is None else (L.If(condition, branch, chain),)
+        self.blocks[-1].statements.extend(chain)
         return var
 
     def conditional(self, body):
-        """`body()` scoped, for code that runs only where a condition holds."""
+        """(`body()`, its statements): code that runs only where a condition holds."""
         self._masks += 1
         try:
             return self.scoped(body)
@@ -221,22 +240,18 @@ class KernelBuilder:
         """After a store, earlier loads may be stale: stop reusing them."""
         self.blocks[-1].cse.clear()
 
-    def scoped(self, body, indent="  "):
-        """`body()` emitted into a block of its own (its values are not reused after it),
-        indented by `indent`, for lines the caller opens and closes around it."""
+    def scoped(self, body):
+        """(`body()`, the statements it emitted into a block of its own, whose values are not
+        reused after it), for the caller to nest in an If or a For."""
         self.blocks.append(Block())
         value = body()
         inner = self.blocks.pop()
-        self.blocks[-1].lines.extend(indent + line for line in inner.lines)
-        return value
+        return value, tuple(inner.statements)
 
     def _fresh(self, prefix="t"):
         var = f"{prefix}{self._next}"
         self._next += 1
         return var
-
-    def fresh_name(self, prefix):
-        return self._fresh(prefix)
 
     # ---- phases ----
     def phase(self, inner, pre=None, body=None, post=None, simd=None):
@@ -259,7 +274,7 @@ class KernelBuilder:
                 opened.part = part
                 if callback is not None:
                     result = callback(self, *args)
-                parts.append(self.take_lines())
+                parts.append(self.take_statements())
                 accesses.append(tuple(self.take_accesses()))
         finally:
             self._open.pop()
@@ -271,16 +286,16 @@ class KernelBuilder:
 
     # ---- row caches (row_cache.py) ----
     def lazy(self, value, index, compute):
-        """The C++ variable of lazy `value` at `index`: `compute()`, or its element of a row
+        """The IR variable of lazy `value` at `index`: `compute()`, or its element of a row
         cache in a phase that reads one; the phase that fills the cache also stores it."""
         key = self._row_key(value, index)
         if key is None:
             return compute()
         opened, cache = self._open[-1], self.row_caches.get(key)
         if cache is not None and opened.identity in cache.readers:
-            return self.emit(f"{cache.name}[{self._row_position(opened)}]", cache.ctype)
+            return self.emit(L.Element(cache.array, (self._row_position(opened),)))
         block = self.blocks[-1]
-        first = len(block.lines)
+        first = len(block.statements)
         self._lazy_chain.append(key)
         try:
             var = compute()
@@ -288,11 +303,11 @@ class KernelBuilder:
             self._lazy_chain.pop()
         can_store = opened.part == "body" and not self._masks and len(self.blocks) == 1
         if cache is not None and opened.identity == cache.storer and can_store:
-            self.line(f"{cache.name}[{self._row_position(opened)}] = {var};")
+            self.add(L.Assign(L.Element(cache.array, (self._row_position(opened),)), var))
             self._row_stores.add(key)
         self._row_values[key] = value
         self._row_records.append(LoadRecord(key, opened.identity, can_store,
-                                            costly(block.lines[first:]),
+                                            costly(block.statements[first:]),
                                             tuple(self._lazy_chain)))
         return var
 
@@ -331,8 +346,7 @@ class KernelBuilder:
                    for key, cache in self.row_caches.items())
 
     def row_cache_declarations(self):
-        return [f"alignas(64) {cache.ctype} {cache.name}[{cache.size}];"
-                for cache in self.row_caches.values()]
+        return [L.Declare(cache.array, aligned=True) for cache in self.row_caches.values()]
 
     def fused_reduction(self, reduction, kept_index):
         """The value of lazy `reduction` at `kept_index`, computed by a phase of this kernel
@@ -348,11 +362,11 @@ class KernelBuilder:
         used = set().union(*(i.free_symbols for i in kept_index)) & (self.loop_vars | self.computed)
         if self.reduction_uses is not None:  # a probe asking which loops reductions need
             self.reduction_uses.append(used)
-            return "0"
+            return L.Const(0, compute_ctype(reduction.dtype))
         if self._masks or used - self.unit_loops != set(self.outer) - self.unit_loops \
                 or reduction.computed_in_kernel or reduction.emit_kernel is not None:
             self.unfused.append(reduction)
-            return "0"
+            return L.Const(0, compute_ctype(reduction.dtype))
         saved = self.blocks, self.accesses
         self.blocks, self.accesses = [Block()], []
         self._pending_identity = ("reduction",) + key
@@ -363,10 +377,14 @@ class KernelBuilder:
             self.blocks, self.accesses = saved
         return self.fused[key]
 
-    def take_lines(self):
-        lines = self.blocks[0].lines
+    def take_statements(self):
+        statements = self.blocks[0].statements
         self.blocks = [Block()]
-        return lines
+        return statements
+
+    def statements(self):
+        """Every statement emitted so far into the open blocks (a probe's element)."""
+        return [s for block in self.blocks for s in block.statements]
 
     def take_accesses(self):
         accesses, self.accesses = self.accesses, []
@@ -389,3 +407,23 @@ class KernelBuilder:
         extents = [f"int64_t {p.name}_{end}" for p in params for end in ("lo", "hi")
                    if self.bounds_check]
         return pointers + [f"int64_t {s}" for s in symbols] + extents, params, symbols
+
+
+# Integer arithmetic that divides (a division's cost is not an index statement's)
+_DIVIDING_OPS = {"Div", "FloorDiv", "TruncDiv", "Remainder", "IMod", "Fmod", "Reciprocal"}
+_DIVIDING_FUNCTIONS = {"IDiv", "IMod", "FloorDiv", "ModularIndexing", "CleanDiv", "CeilDiv",
+                       "PythonMod", "Mod", "IntTrueDiv", "FloatTrueDiv"}
+
+
+def _index_arithmetic(expr):
+    """Whether integer/bool `expr` is loop-index arithmetic: no memory read, no division."""
+    if isinstance(expr, (L.Load, L.Element)):
+        return False
+    if isinstance(expr, L.Op) and expr.name in _DIVIDING_OPS:
+        return False
+    return not any(_divides(a.expr) for a in L.operands(expr) if isinstance(a, L.Index))
+
+
+def _divides(expr):
+    return any(type(e).__name__ in _DIVIDING_FUNCTIONS or (e.is_Rational and not e.is_Integer)
+               for e in sympy.preorder_traversal(expr))

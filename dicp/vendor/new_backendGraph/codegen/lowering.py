@@ -1,4 +1,5 @@
-"""Vendor op -> kernel IR, one row per op name. The C++ meaning of the vocabulary.
+"""Vendor op -> kernel IR, one row per op name: the loop-IR meaning of the vocabulary (its
+C++ is cpp_render's, its Python py_render's).
 
 A lowering gets the codegen context `g`, the vendor node and its arguments as IR values
 (Buffer / Pointwise), Python scalars, sympy sizes or lists of those.
@@ -33,35 +34,17 @@ def promoted_dtype(node):
     return torch.result_type(*vals) if len(vals) > 1 else vals[0].dtype
 
 
-# Unary: C++ expression of the loaded operand `x` (in the compute type `T`).
-UNARY_CPP = {
-    "Abs": "std::abs({x})", "Neg": "-{x}", "Exp": "dicp::exp<T>({x})",
-    "Log": "dicp::log<T>({x})",
-    "Sqrt": "std::sqrt({x})", "Rsqrt": "(T(1) / std::sqrt({x}))", "Sin": "std::sin({x})",
-    "Cos": "std::cos({x})", "Tan": "std::tan({x})", "Tanh": "dicp::tanh<T>({x})",
-    "Sigmoid": "(T(1) / (T(1) + dicp::exp<T>(-{x})))", "Relu": "dicp::maximum<T>({x}, T(0))",
-    "Erf": "dicp::erf<T>({x})", "Reciprocal": "(T(1) / {x})", "Floor": "std::floor({x})",
-    "Ceil": "std::ceil({x})", "Round": "std::nearbyint({x})", "Trunc": "std::trunc({x})",
-    "Sign": "dicp::sign<T>({x})", "Log1p": "dicp::log1p<T>({x})",
-    "Expm1": "dicp::expm1<T>({x})",
-    "Log2": "std::log2({x})", "Exp2": "std::exp2({x})", "Atan": "std::atan({x})",
-    "Asin": "std::asin({x})", "Acos": "std::acos({x})", "Sinh": "std::sinh({x})",
-    "Cosh": "std::cosh({x})", "LogicalNot": "!{x}", "IsNan": "dicp::is_nan({x})",
-    "IsInf": "(std::abs(double({x})) == std::numeric_limits<double>::infinity())",
-}
+# Pointwise vendor ops that are one loop IR op of the same name (cpp_render.UNARY, BINARY).
+UNARY = ("Abs", "Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Sin", "Cos", "Tan", "Tanh", "Sigmoid",
+         "Relu", "Erf", "Reciprocal", "Floor", "Ceil", "Round", "Trunc", "Sign", "Log1p",
+         "Expm1", "Log2", "Exp2", "Atan", "Asin", "Acos", "Sinh", "Cosh", "LogicalNot",
+         "IsNan", "IsInf")
 # Integer-valued ops that are identities on integers (std:: versions return double).
 INTEGER_IDENTITY = {"Floor", "Ceil", "Round", "Trunc"}
 
-BINARY_CPP = {
-    "Add": "({a} + {b})", "Sub": "({a} - {b})", "Mul": "({a} * {b})", "Div": "({a} / {b})",
-    "FloorDiv": "dicp::floordiv<T>({a}, {b})", "TruncDiv": "dicp::truncdiv<T>({a}, {b})",
-    "Maximum": "dicp::maximum<T>({a}, {b})", "Minimum": "dicp::minimum<T>({a}, {b})",
-    "Remainder": "dicp::pymod<T>({a}, {b})", "Atan2": "std::atan2({a}, {b})",
-    "BitwiseAnd": "({a} & {b})", "BitwiseOr": "({a} | {b})", "BitwiseXor": "({a} ^ {b})",
-    "LogicalAnd": "(({a} != 0) && ({b} != 0))", "LogicalOr": "(({a} != 0) || ({b} != 0))",
-    "LogicalXor": "(({a} != 0) != ({b} != 0))", "Eq": "({a} == {b})", "Ne": "({a} != {b})",
-    "Lt": "({a} < {b})", "Le": "({a} <= {b})", "Gt": "({a} > {b})", "Ge": "({a} >= {b})",
-}
+BINARY = ("Add", "Sub", "Mul", "Div", "FloorDiv", "TruncDiv", "Maximum", "Minimum",
+          "Remainder", "Atan2", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "LogicalAnd",
+          "LogicalOr", "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt", "Ge")
 # These compute in the promoted input type; the rest compute in the output type.
 COMPUTE_IN_INPUT_TYPE = {"LogicalNot", "IsNan", "IsInf", "LogicalAnd", "LogicalOr",
                          "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt", "Ge"}
@@ -90,44 +73,41 @@ def load_operand(k, value, index, dtype, second_of=None):
     return load_broadcast(k, value, index, dtype)
 
 
-def _pointwise(g, node, expression):
-    """A lazy value computing `expression(k, T, operands)` from broadcast operands."""
+def _pointwise(g, node, op):
+    """A lazy value computing loop IR op `op` on broadcast operands, or `op(k, T, operands)`
+    when `op` is a function (T: the compute type of the op's dtype)."""
     out_dtype = node.meta["val"].dtype
     name = node.target.name
     dtype = promoted_dtype(node) if name in COMPUTE_IN_INPUT_TYPE else out_dtype
-    ctype = compute_ctype(dtype)
     operands = node.args
+    result_type = compute_ctype(out_dtype)
 
     def fn(k, index):
         loaded = [load_operand(k, g.value(a), index, dtype, name if position == 1 else None)
                   for position, a in enumerate(operands)]
-        result = k.emit(expression(ctype, loaded), ctype if dtype == out_dtype else
-                        compute_ctype(out_dtype))
-        return cast_value(k, result, dtype, out_dtype) if dtype == out_dtype else result
+        if callable(op):
+            return op(k, compute_ctype(dtype), loaded)
+        return k.op(op, result_type, *loaded)
     return Pointwise(out_dtype, shape_of(node.meta["val"]), fn)
 
 
-@lowering(*UNARY_CPP)
+@lowering(*UNARY)
 def unary(g, node, x):
     name = node.target.name
-    template = UNARY_CPP[name]
     if name in INTEGER_IDENTITY and not node.meta["val"].is_floating_point():
-        template = "{x}"
-    return _pointwise(g, node, lambda T, v: template.replace("T(", f"{T}(").replace(
-        "<T>", f"<{T}>").format(x=v[0]))
+        return _pointwise(g, node, lambda k, T, v: v[0])
+    return _pointwise(g, node, name)
 
 
 @lowering("BitwiseNot")
 def bitwise_not(g, node, x):
-    op = "!" if node.meta["val"].dtype == torch.bool else "~"
-    return _pointwise(g, node, lambda T, v: f"{op}{v[0]}")
+    return _pointwise(g, node, "LogicalNot" if node.meta["val"].dtype == torch.bool
+                      else "BitwiseNot")
 
 
-@lowering(*BINARY_CPP)
+@lowering(*BINARY)
 def binary(g, node, a, b):
-    template = BINARY_CPP[node.target.name]
-    return _pointwise(g, node, lambda T, v: template.replace("<T>", f"<{T}>").format(
-        a=v[0], b=v[1]))
+    return _pointwise(g, node, node.target.name)
 
 
 # Eager's pow by a number special-cases these exponents for float, double and bfloat16
@@ -140,16 +120,12 @@ POW_BY_NUMBER = (0.5, -0.5, -1.0, 2.0, 3.0, -2.0)
 
 def _pow_by_number(k, x, exponent, dtype):
     T = compute_ctype(dtype)
-    if exponent == 0.5:
-        return k.emit(f"std::sqrt({x})", T)
-    if exponent == -0.5:
-        return k.emit(f"({T}(1) / std::sqrt({x}))", T)
-    if exponent == -1:
-        return k.emit(f"({T}(1) / {x})", T)
-    square = cast_value(k, k.emit(f"({x} * {x})", T), torch.float32, dtype)  # rounded if bf16
+    if exponent in (0.5, -0.5, -1):
+        return k.op({0.5: "Sqrt", -0.5: "Rsqrt", -1: "Reciprocal"}[exponent], T, x)
+    square = cast_value(k, k.op("Mul", T, x, x), torch.float32, dtype)  # rounded if bf16
     if exponent == 2:
         return square
-    return k.emit(f"({square} * {x})" if exponent == 3 else f"({T}(1) / {square})", T)
+    return k.op("Mul", T, square, x) if exponent == 3 else k.op("Reciprocal", T, square)
 
 
 @lowering("Pow")
@@ -160,16 +136,12 @@ def pow_(g, node, a, b):
         x = g.value(a)
         return Pointwise(dtype, shape_of(node.meta["val"]), lambda k, index: _pow_by_number(
             k, load_operand(k, x, index, dtype), float(b), dtype))
-    if node.meta["val"].is_floating_point():
-        return _pointwise(g, node, lambda T, v: f"std::pow({v[0]}, {v[1]})")
-    return _pointwise(g, node, lambda T, v: f"dicp::ipow<{T}>({v[0]}, {v[1]})")
+    return _pointwise(g, node, "Pow" if node.meta["val"].is_floating_point() else "IPow")
 
 
 @lowering("Fmod")
 def fmod(g, node, a, b):
-    if node.meta["val"].is_floating_point():
-        return _pointwise(g, node, lambda T, v: f"std::fmod({v[0]}, {v[1]})")
-    return _pointwise(g, node, lambda T, v: f"({v[0]} % {v[1]})")
+    return _pointwise(g, node, "Fmod" if node.meta["val"].is_floating_point() else "IMod")
 
 
 @lowering("Where")
@@ -181,7 +153,7 @@ def where(g, node, cond, a, b):
         c = load_broadcast(k, cond, index, torch.bool)
         x = load_broadcast(k, a, index, out_dtype)
         y = load_broadcast(k, b, index, out_dtype)
-        return k.emit(f"({c} ? {x} : {y})", compute_ctype(out_dtype))
+        return k.op("Where", compute_ctype(out_dtype), c, x, y)
     return Pointwise(out_dtype, shape_of(node.meta["val"]), fn)
 
 
@@ -211,18 +183,17 @@ def iota(g, node, length, start, step, dtype):
     def fn(k, index):
         first = load_broadcast(k, start, index, dtype)
         stride = load_broadcast(k, step, index, dtype)
-        return k.emit(f"({first} + static_cast<{ctype}>({k.index(index[0])}) * {stride})", ctype)
+        return k.op("Iota", ctype, first, k.index(index[0]), stride)
     return Pointwise(dtype, shape_of(node.meta["val"]), fn)
 
 
 @lowering("Tril", "Triu")
 def triangle(g, node, x, diagonal=0):
     x = g.value(x)
-    keep = "<=" if node.target.name == "Tril" else ">="
     ctype = compute_ctype(x.dtype)
 
     def fn(k, index):
-        row, col = k.index(index[-2]), k.index(index[-1])
         value = x.load(k, index)
-        return k.emit(f"(({col} - {row}) {keep} {diagonal} ? {value} : {ctype}(0))", ctype)
+        return k.op(node.target.name, ctype, k.index(index[-2]), k.index(index[-1]),
+                    k.index(diagonal), value)
     return Pointwise(x.dtype, list(x.sizes), fn)

@@ -5,23 +5,21 @@ import torch
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
 
 from . import ir
-from .ctypes_map import compute_ctype, infinity_or_limit, literal, storage_ctype
+from .ctypes_map import compute_ctype, storage_ctype
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
+from .loop_ir import Assign, Const, Declare, Element, For, If, Op, Var
 from .lowering import HALF_TYPES, lowering
-from .sym import (IDiv, clamp_bound, contiguous_strides, flat_index, is_dense, loop_index,
-                  same_layout, wrap_index)
+from .sym import (IDiv, IMod, clamp_bound, contiguous_strides, flat_index, is_dense,
+                  loop_index, same_layout, wrap_index)
 
 # ---- reductions ----------------------------------------------------------------------
 
-# name -> (accumulator init, update of the accumulator {acc} by the loaded value {v}; {T} is
-# the accumulator's type)
+# name -> (the accumulator's first value, its update by a loaded value: a loop IR op of the
+# accumulator's type)
 REDUCTIONS = {
-    "ReduceSum": (lambda T: f"{T}(0)", "{acc} = {acc} + {v};"),
-    "ReduceProd": (lambda T: f"{T}(1)", "{acc} = {acc} * {v};"),
-    "ReduceMax": (lambda T: infinity_or_limit(T, True), "{acc} = dicp::maximum<{T}>({acc}, {v});"),
-    "ReduceMin": (lambda T: infinity_or_limit(T, False), "{acc} = dicp::minimum<{T}>({acc}, {v});"),
-    "ReduceAny": (lambda T: "false", "{acc} = {acc} || ({v} != 0);"),
-    "ReduceAll": (lambda T: "true", "{acc} = {acc} && ({v} != 0);"),
+    "ReduceSum": (0, "Add"), "ReduceProd": (1, "Mul"),
+    "ReduceMax": (-float("inf"), "Maximum"), "ReduceMin": (float("inf"), "Minimum"),
+    "ReduceAny": (False, "LogicalOr"), "ReduceAll": (True, "LogicalAnd"),
 }
 
 
@@ -68,24 +66,26 @@ for _name in REDUCTIONS:
 
 def _reduced_value(k, acc, dtype):
     """The accumulator as the reduction's result: rounded to `dtype` as a store would."""
-    ctype = compute_ctype(dtype)
-    return k.emit(f"dicp::cast<{ctype}>(dicp::cast<{storage_ctype(dtype)}>({acc}))", ctype)
+    return k.op("StoreRound", compute_ctype(dtype), acc, param=storage_ctype(dtype))
 
 
 def _accumulating_phase(k, name, x, dims, kept_index, dtype):
-    acc, acc_t = k.fresh_name("acc"), _accumulator_ctype(name, dtype)
+    acc_t = _accumulator_ctype(name, dtype)
+    acc = k.new_var(acc_t, "acc")
     init, update = REDUCTIONS[name]
+
+    def pre(k):
+        k.add(Declare(acc, Const(init, acc_t)))
 
     def body(k, inner):
         value = x.load(k, _split_index(x.sizes, dims, kept_index, inner))
-        value = k.emit(f"static_cast<{acc_t}>({value})", acc_t)
-        k.line(update.format(T=acc_t, v=value, acc=acc))
+        value = k.op("StaticCast", acc_t, value)
+        k.add(Assign(acc, Op(update, acc_t, (acc, value))))
 
     simd = SIMD_REDUCTIONS.get(name)
-    return k.phase([(0, x.sizes[d]) for d in dims],
-                   pre=lambda k: k.line(f"{acc_t} {acc} = {init(acc_t)};"), body=body,
+    return k.phase([(0, x.sizes[d]) for d in dims], pre=pre, body=body,
                    post=lambda k, inner: _reduced_value(k, acc, dtype),
-                   simd=simd and f"{simd}:{acc}")
+                   simd=simd and f"{simd}:{acc.name}")
 
 
 # Columns of a sum over rows (x.sum(0) of a [rows, columns] matrix: bias gradients) summed
@@ -103,23 +103,24 @@ def _column_sum(g, x, dims, out):
     blocks = IDiv(columns + COLUMN_BLOCK - 1, COLUMN_BLOCK)
     block = loop_index(len(leading) + 1)[-1]
     width = sympy.Min(COLUMN_BLOCK, columns - COLUMN_BLOCK * block)
-    acc, acc_t = "column_acc", _accumulator_ctype("ReduceSum", out.dtype)
+    acc_t = _accumulator_ctype("ReduceSum", out.dtype)
+    acc = Var("column_acc", acc_t, (COLUMN_BLOCK,))
 
     def kept_index(outer, column):
         return list(outer[:-1]) + [COLUMN_BLOCK * outer[-1] + column]
 
     def clear(k, outer):
-        k.line(f"{acc_t} {acc}[{COLUMN_BLOCK}];")
-        k.line(f"for (int64_t j = 0; j < {COLUMN_BLOCK}; ++j) {acc}[j] = {acc_t}(0);")
+        k.add(Declare(acc, "zeros"))
 
     def accumulate(k, outer, inner):
         *rows, column = inner
         value = x.load(k, _split_index(x.sizes, dims, kept_index(outer, column), rows))
-        value = k.emit(f"static_cast<{acc_t}>({value})", acc_t)
-        k.line(f"{acc}[{column}] = {acc}[{column}] + {value};")
+        value = k.op("StaticCast", acc_t, value)
+        element = Element(acc, (k.index(column),))
+        k.add(Assign(element, Op("Add", acc_t, (element, value))))
 
     def store(k, outer, inner):
-        out.store(k, kept_index(outer, inner[0]), f"{acc}[{inner[0]}]")
+        out.store(k, kept_index(outer, inner[0]), Element(acc, (k.index(inner[0]),)))
 
     rows = [(0, x.sizes[d]) for d in dims]
     g.phased_kernel(leading + [blocks], [
@@ -137,46 +138,52 @@ EXTREMA = {"ReduceMax": ("max", ">"), "ReduceMin": ("min", "<")}
 
 def _extremum_phase(k, name, x, dims, kept_index, dtype):
     clause, better = EXTREMA[name]
-    acc, nan_seen, acc_t = k.fresh_name("acc"), k.fresh_name("nan_seen"), compute_ctype(dtype)
+    acc_t = compute_ctype(dtype)
+    acc, nan_seen = k.new_var(acc_t, "acc"), k.new_var("int", "nan_seen")
     floating = acc_t in ("float", "double")
 
     def element(k, inner):
         value = x.load(k, _split_index(x.sizes, dims, kept_index, inner))
-        return k.emit(f"static_cast<{acc_t}>({value})", acc_t)
+        return k.op("StaticCast", acc_t, value)
 
     def pre(k):
-        k.line(f"{acc_t} {acc} = {infinity_or_limit(acc_t, clause == 'max')};")
+        k.add(Declare(acc, Const(-float("inf") if clause == "max" else float("inf"), acc_t)))
         if floating:
-            k.line(f"int {nan_seen} = 0;")
+            k.add(Declare(nan_seen, Const(0, "int")))
 
     def body(k, inner):
         value = element(k, inner)
-        k.line(f"{acc} = {value} {better} {acc} ? {value} : {acc};")
+        k.add(Assign(acc, Op("Better", acc_t, (value, acc), better)))
         if floating:
-            k.line(f"{nan_seen} |= ({value} != {value});")
+            k.add(Assign(nan_seen, Op("IsNanCompare", "bool", (value,)), combine="|"))
 
     def post(k, inner):
         if floating:
-            k.line(f"if ({nan_seen}) {acc} = std::numeric_limits<{acc_t}>::quiet_NaN();")
+            k.add(If(nan_seen, (Assign(acc, Const(float("nan"), acc_t)),)))
             _first_zero_sign(k, acc, inner, bounds, lambda idx: element(k, idx))
         return _reduced_value(k, acc, dtype)
 
     bounds = [(0, x.sizes[d]) for d in dims]
-    clauses = f"{clause}:{acc}" + (f" |:{nan_seen}" if floating else "")
+    clauses = f"{clause}:{acc.name}" + (f" |:{nan_seen.name}" if floating else "")
     return k.phase(bounds, pre=pre, body=body, post=post, simd=clauses)
 
 
 def _first_zero_sign(k, acc, variables, bounds, element):
     """When acc is zero, the first element equal to zero (+0 or -0) becomes acc."""
-    k.line(f"if ({acc} == 0) {{")
-    k.line("  bool found = false;")
-    for var, (lo, hi) in zip(variables, bounds):
-        k.line(f"  for (int64_t {var} = {k.index(lo)}; {var} < {k.index(hi)} && !found; "
-               f"++{var}) {{")
-    value = k.scoped(lambda: element(variables), indent="  " * (len(bounds) + 1))
-    k.line(f"  {'  ' * len(bounds)}if ({value} == 0) {{ {acc} = {value}; found = true; }}")
-    k.line("  " + "}" * len(bounds))
-    k.line("}")
+    zero = Const(0, acc.type)
+
+    def search():
+        found = Var("found", "bool")  # scoped to the search: one name serves every kernel
+        k.add(Declare(found, Const(False, "bool")))
+        value, statements = k.scoped(lambda: element(variables))
+        test = Op("Eq", "bool", (value, zero))
+        loop = (*statements, If(test, (Assign(acc, value), Assign(found, Const(True, "bool")))))
+        for var, (lo, hi) in reversed(list(zip(variables, bounds))):
+            loop = (For(Var(var.name, "int64_t"), k.index(lo), k.index(hi), loop, found),)
+        k.blocks[-1].statements.extend(loop)
+
+    _, statements = k.scoped(search)
+    k.add(If(Op("Eq", "bool", (acc, zero)), statements))
 
 
 def _new_buffer(g, fake, strides=None, dtype=None):
@@ -198,19 +205,20 @@ def arg_reduction(g, node, x, dim=None, keepdim=False):
     out = _new_buffer(g, out_val)
     out_flat = Buffer(out.base, out.dtype, kept, contiguous_strides(kept))
     reduced_sizes = [x.sizes[d] for d in dims]
+    best, best_index = Var("best", T), Var("best_index", "int64_t")
 
     def body(k, outer, inner):
         v = x.load(k, _split_index(x.sizes, dims, outer, inner))
         position = k.index(flat_index(inner, contiguous_strides(reduced_sizes)))
-        k.line(f"if (best_index < 0 || {v} {better} best || (dicp::is_nan({v}) && "
-               f"!dicp::is_nan(best))) {{ best = {v}; best_index = {position}; }}")
+        wins = Op("ArgBetter", "bool", (v, best, best_index), better)
+        k.add(If(wins, (Assign(best, v), Assign(best_index, position))))
 
     def pre(k, outer):
-        k.line(f"{T} best = {T}(0);")
-        k.line("int64_t best_index = -1;")
+        k.add(Declare(best, Const(0, T)))
+        k.add(Declare(best_index, Const(-1, "int64_t")))
 
     g.kernel(kept, pre=pre, inner=[(0, s) for s in reduced_sizes], body=body,
-             post=lambda k, o: out_flat.store(k, o, "best_index"))
+             post=lambda k, o: out_flat.store(k, o, best_index))
     return out
 
 
@@ -219,16 +227,16 @@ def cumsum(g, node, x, dim, dtype=None):
     x, out_val = g.value(x), node.meta["val"]
     dim = dim % max(len(x.sizes), 1)
     out = _new_buffer(g, out_val)
-    acc_t = _accumulator_ctype("ReduceSum", out_val.dtype)
+    acc = Var("acc", _accumulator_ctype("ReduceSum", out_val.dtype))
     others = [s for d, s in enumerate(x.sizes) if d != dim]
 
     def body(k, outer, inner):
         index = _split_index(x.sizes, [dim], outer, inner)
         v = cast_value(k, x.load(k, index), x.dtype, out_val.dtype)
-        k.line(f"acc = acc + static_cast<{acc_t}>({v});")
-        out.store(k, index, "acc")
+        k.add(Assign(acc, Op("Add", acc.type, (acc, k.op("StaticCast", acc.type, v)))))
+        out.store(k, index, acc)
 
-    g.kernel(others, pre=lambda k, o: k.line(f"{acc_t} acc = 0;"),
+    g.kernel(others, pre=lambda k, o: k.add(Declare(acc, Const(0, acc.type))),
              inner=[(0, x.sizes[dim])] if x.sizes else [], body=body, post=None)
     return out
 
@@ -277,9 +285,11 @@ def slice_scatter(g, node, x, src, dim, start, end, step=1):
 
     def fn(k, index):
         offset = index[dim] - start
-        inside = f"{k.index(offset)} >= 0 && {k.index(index[dim])} < {k.index(end)}"
+        inside = k.op("All", "bool", k.op("Ge", "bool", k.index(offset), k.index(0)),
+                      k.op("Lt", "bool", k.index(index[dim]), k.index(end)))
         if step != 1:
-            inside += f" && {k.index(offset)} % {step} == 0"
+            on_step = k.op("Eq", "bool", k.index(IMod(offset, step)), k.index(0))
+            inside = k.op("All", "bool", inside, on_step)
         local = index[:dim] + [offset if step == 1 else IDiv(offset, step)] + index[dim + 1:]
         outside = cast_value(k, x.load(k, index), x.dtype, out_val.dtype)
         return k.masked(inside, lambda: cast_value(k, src.load(k, local), src.dtype,
@@ -319,12 +329,12 @@ def cat(g, node, tensors, dim):
         total = total + part.sizes[dim]
 
     def fn(k, index):
-        position = k.index(index[dim])
         cases = []
         for i, (part, start) in enumerate(zip(parts, starts)):
             local = index[:dim] + [index[dim] - start] + index[dim + 1:]
             last = i == len(parts) - 1
-            condition = "true" if last else f"{position} < {k.index(start + part.sizes[dim])}"
+            condition = None if last else k.op("Lt", "bool", k.index(index[dim]),
+                                               k.index(start + part.sizes[dim]))
             cases.append((condition, lambda part=part, local=local: cast_value(
                 k, part.load(k, local), part.dtype, out_val.dtype)))
         return k.select_first(cases, T)
@@ -342,11 +352,19 @@ def constant_pad(g, node, x, pad, value=0):
 
     def fn(k, index):
         local = [i - b for i, b in zip(index, before)]
-        checks = [f"({k.index(i)} >= 0 && {k.index(i)} < {k.index(s)})"
-                  for i, s in zip(local, x.sizes)]
-        condition = " && ".join(checks) or "true"
-        return k.masked(condition, lambda: x.load(k, local), literal(value, T), T)
+        return k.masked(within(k, local, x.sizes), lambda: x.load(k, local), Const(value, T), T)
     return Pointwise(x.dtype, shape_of(out_val), fn)
+
+
+def within(k, index, sizes):
+    """A bool IR value: 0 <= index[d] < sizes[d] for every d."""
+    condition = Const(True, "bool")
+    for i, size in zip(index, sizes):
+        inside = k.op("All", "bool", k.op("Ge", "bool", k.index(i), k.index(0)),
+                      k.op("Lt", "bool", k.index(i), k.index(size)))
+        condition = inside if condition == Const(True, "bool") else \
+            k.op("All", "bool", condition, inside)
+    return condition
 
 
 # ---- indexing ------------------------------------------------------------------------
@@ -446,7 +464,7 @@ def _scatter_store(k, out, index, value, accumulate, round_to=None):
     """Store `value` at `index`, or add it to what is there, rounding the sum to the half
     type `round_to` if given."""
     if accumulate:
-        value = k.emit(f"({out.load(k, index)} + {value})", compute_ctype(out.dtype))
+        value = k.op("Add", compute_ctype(out.dtype), out.load(k, index), value)
         if round_to is not None:
             value = cast_value(k, value, out.dtype, round_to)
         k.forget_values()  # the read above must not be reused after the write

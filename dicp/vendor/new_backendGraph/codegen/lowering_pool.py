@@ -1,19 +1,29 @@
 """Pooling as window reductions over the last two dims: one loop nest per output."""
 import sympy
 
-from .ctypes_map import compute_ctype, infinity_or_limit
+from .ctypes_map import compute_ctype
+from .loop_ir import Assign, Const, Declare, If, Op, Var
 from .lowering import lowering
-from .lowering_extra import _new_buffer
+from .lowering_extra import _new_buffer, within
 from .sym import IDiv, loop_index
+
+ACC = Var("acc", "double")
 
 
 def _window(k, out_index, x, kernel, stride, padding, dilation, inner):
-    """Input (h, w) read by output position `out_index` at window offsets `inner`."""
+    """Input (h, w) read by output position `out_index` at window offsets `inner`, and whether
+    it lies inside the input (a bool IR value)."""
     h = out_index[-2] * stride[0] - padding[0] + inner[0] * dilation[0]
     w = out_index[-1] * stride[1] - padding[1] + inner[1] * dilation[1]
-    inside = (f"({k.index(h)} >= 0 && {k.index(h)} < {k.index(x.sizes[-2])} && "
-              f"{k.index(w)} >= 0 && {k.index(w)} < {k.index(x.sizes[-1])})")
-    return h, w, inside
+    return h, w, within(k, [h, w], x.sizes[-2:])
+
+
+def _add_to_acc(k, value):
+    k.add(Assign(ACC, value, combine="+"))
+
+
+def _declare_acc(k, outer):
+    k.add(Declare(ACC, Const(0, "double")))
 
 
 @lowering("MaxPool2dWithIndices")
@@ -22,22 +32,23 @@ def max_pool2d(g, node, x, kernel, stride, padding, dilation, ceil_mode):
     values_val, indices_val = node.meta["val"]
     values, indices = _new_buffer(g, values_val), _new_buffer(g, indices_val)
     T = compute_ctype(x.dtype)
+    best, best_index = Var("best", T), Var("best_index", "int64_t")
 
     def pre(k, outer):
-        k.line(f"{T} best = {infinity_or_limit(T, True)};")
-        k.line("int64_t best_index = -1;")
+        k.add(Declare(best, Const(-float("inf"), T)))
+        k.add(Declare(best_index, Const(-1, "int64_t")))
 
     def body(k, outer, inner):
         h, w, inside = _window(k, outer, x, kernel, stride, padding, dilation, inner)
         value = k.masked(inside, lambda: x.load(k, outer[:-2] + [h, w]),
-                         infinity_or_limit(T, True), T)
+                         Const(-float("inf"), T), T)
         position = k.index(h * x.sizes[-1] + w)
-        k.line(f"if ({inside} && (best_index < 0 || {value} > best || dicp::is_nan({value}))) "
-               f"{{ best = {value}; best_index = {position}; }}")
+        wins = Op("PoolBetter", "bool", (inside, value, best, best_index))
+        k.add(If(wins, (Assign(best, value), Assign(best_index, position))))
 
     def post(k, outer):
-        values.store(k, outer, "best")
-        indices.store(k, outer, "best_index")
+        values.store(k, outer, best)
+        indices.store(k, outer, best_index)
 
     g.kernel(values.sizes, pre=pre, inner=[(0, kernel[0]), (0, kernel[1])], body=body,
              post=post)
@@ -51,31 +62,37 @@ def avg_pool2d(g, node, x, kernel, stride, padding, ceil_mode, count_include_pad
 
     def body(k, outer, inner):
         h, w, inside = _window(k, outer, x, kernel, stride, padding, (1, 1), inner)
-        k.line(f"acc += {k.masked(inside, lambda: x.load(k, outer[:-2] + [h, w]), '0', 'double')};")
+        _add_to_acc(k, k.masked(inside, lambda: x.load(k, outer[:-2] + [h, w]),
+                                Const(0, "double"), "double"))
 
     def post(k, outer):
-        count = _avg_divisor(k, x.sizes, outer[-2:], kernel, stride, padding,
-                             count_include_pad, divisor)
-        out.store(k, outer, f"acc / static_cast<double>({count})")
+        count = _avg_divisor(x.sizes, outer[-2:], kernel, stride, padding, count_include_pad,
+                             divisor)
+        out.store(k, outer, _divided(k, ACC, count))
 
-    g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"),
-             inner=[(0, kernel[0]), (0, kernel[1])], body=body, post=post)
+    g.kernel(out.sizes, pre=_declare_acc, inner=[(0, kernel[0]), (0, kernel[1])], body=body,
+             post=post)
     return out
 
 
-def _avg_divisor(k, in_sizes, window, kernel, stride, padding, count_include_pad, divisor):
-    """ATen's divisor for the window at output position `window` (oh, ow)."""
+def _divided(k, value, count):
+    """`value` (double) divided by the integer index expression `count`."""
+    return k.op("Div", "double", value, k.op("StaticCast", "double", k.index(count)))
+
+
+def _avg_divisor(in_sizes, window, kernel, stride, padding, count_include_pad, divisor):
+    """ATen's divisor for the window at output position `window` (oh, ow), an integer index
+    expression."""
     if divisor:
-        return str(divisor)
-    spans = []
+        return sympy.Integer(divisor)
+    count = sympy.Integer(1)
     for d, (size, o) in enumerate(zip(in_sizes[-2:], window)):
-        start = k.index(o * stride[d] - padding[d])
-        end = f"dicp::min_of<int64_t>({start} + {kernel[d]}, {k.index(size + padding[d])})"
+        start = o * stride[d] - padding[d]
+        end = sympy.Min(start + kernel[d], size + padding[d])
         if not count_include_pad:
-            start, end = (f"dicp::max_of<int64_t>({start}, 0L)",
-                          f"dicp::min_of<int64_t>({end}, {k.index(size)})")
-        spans.append(f"({end} - {start})")
-    return " * ".join(spans)
+            start, end = sympy.Max(start, 0), sympy.Min(end, size)
+        count = count * (end - start)
+    return count
 
 
 @lowering("AvgPool2dBackward")
@@ -92,20 +109,18 @@ def avg_pool2d_backward(g, node, grad, x, kernel, stride, padding, ceil_mode, co
         return sympy.Max(hi - (kernel[d] + stride[d] - 1) // stride[d] - 1, 0), hi
 
     def body(k, outer, inner):
-        covers = " && ".join(
-            f"({k.index(o * stride[d] - padding[d])} <= {k.index(outer[d - 2])} && "
-            f"{k.index(outer[d - 2])} < {k.index(o * stride[d] - padding[d] + kernel[d])})"
-            for d, o in enumerate(inner))
-        count = _avg_divisor(k, x.sizes, inner, kernel, stride, padding, count_include_pad,
-                             divisor)
-        value = k.masked(covers, lambda: k.emit(
-            f"{grad.load(k, outer[:-2] + inner)} / static_cast<double>({count})", "double"),
-            "0", "double")
-        k.line(f"acc += {value};")
+        covers = Const(True, "bool")
+        for d, o in enumerate(inner):
+            start = o * stride[d] - padding[d]
+            inside = k.op("All", "bool", k.op("Le", "bool", k.index(start), k.index(outer[d - 2])),
+                          k.op("Lt", "bool", k.index(outer[d - 2]), k.index(start + kernel[d])))
+            covers = inside if d == 0 else k.op("All", "bool", covers, inside)
+        count = _avg_divisor(x.sizes, inner, kernel, stride, padding, count_include_pad, divisor)
+        _add_to_acc(k, k.masked(covers, lambda: _divided(k, grad.load(k, outer[:-2] + inner),
+                                                         count), Const(0, "double"), "double"))
 
-    g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"),
-             inner=[window_range(0), window_range(1)], body=body,
-             post=lambda k, o: out.store(k, o, "acc"))
+    g.kernel(out.sizes, pre=_declare_acc, inner=[window_range(0), window_range(1)], body=body,
+             post=lambda k, o: out.store(k, o, ACC))
     return out
 
 
@@ -128,12 +143,12 @@ def max_pool2d_backward(g, node, grad, x, kernel, stride, padding, dilation, cei
 
     def body(k, outer, inner):
         here = k.index(outer[-2] * out.sizes[-1] + outer[-1])
-        picked = f"({indices.load(k, outer[:-2] + inner)} == {here})"
-        k.line(f"acc += {k.masked(picked, lambda: grad.load(k, outer[:-2] + inner), '0', 'double')};")
+        picked = k.op("Eq", "bool", indices.load(k, outer[:-2] + inner), here)
+        _add_to_acc(k, k.masked(picked, lambda: grad.load(k, outer[:-2] + inner),
+                                Const(0, "double"), "double"))
 
-    g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"),
-             inner=[window_range(0), window_range(1)], body=body,
-             post=lambda k, o: out.store(k, o, "acc"))
+    g.kernel(out.sizes, pre=_declare_acc, inner=[window_range(0), window_range(1)], body=body,
+             post=lambda k, o: out.store(k, o, ACC))
     return out
 
 
@@ -147,15 +162,14 @@ def adaptive_avg_pool2d(g, node, x, output_size):
     bounds = _adaptive_bounds
 
     def body(k, outer, inner):
-        k.line(f"acc += {x.load(k, outer[:-2] + inner)};")
+        _add_to_acc(k, x.load(k, outer[:-2] + inner))
 
     def post(k, outer):
         (h0, h1), (w0, w1) = bounds(outer[-2], in_h, out_h), bounds(outer[-1], in_w, out_w)
-        count = f"(({k.index(h1)} - {k.index(h0)}) * ({k.index(w1)} - {k.index(w0)}))"
-        out.store(k, outer, f"acc / static_cast<double>{count}")
+        out.store(k, outer, _divided(k, ACC, (h1 - h0) * (w1 - w0)))
 
     outer_vars = loop_index(len(out.sizes))
-    g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"),
+    g.kernel(out.sizes, pre=_declare_acc,
              inner=[bounds(outer_vars[-2], in_h, out_h), bounds(outer_vars[-1], in_w, out_w)],
              body=body, post=post)
     return out
@@ -176,17 +190,19 @@ def adaptive_avg_pool2d_backward(g, node, grad, x):
     def body(k, outer, inner):
         (h0, h1), (w0, w1) = (_adaptive_bounds(inner[0], in_h, out_h),
                               _adaptive_bounds(inner[1], in_w, out_w))
-        h, w = k.index(outer[-2]), k.index(outer[-1])
-        covers = (f"({k.index(h0)} <= {h} && {h} < {k.index(h1)} && "
-                  f"{k.index(w0)} <= {w} && {w} < {k.index(w1)})")
-        area = f"(({k.index(h1)} - {k.index(h0)}) * ({k.index(w1)} - {k.index(w0)}))"
-        value = k.masked(covers, lambda: k.emit(
-            f"{grad.load(k, outer[:-2] + inner)} / static_cast<double>{area}", "double"),
-            "0", "double")
-        k.line(f"acc += {value};")
+        covers = k.op("All", "bool", _between(k, h0, outer[-2], h1), _between(k, w0, outer[-1], w1))
+        _add_to_acc(k, k.masked(covers, lambda: _divided(
+            k, grad.load(k, outer[:-2] + inner), (h1 - h0) * (w1 - w0)), Const(0, "double"),
+            "double"))
 
     # output positions whose window can contain input h: [h*OH/H, ceil((h+1)*OH/H))
     inner = [_adaptive_bounds(outer[-2], out_h, in_h), _adaptive_bounds(outer[-1], out_w, in_w)]
-    g.kernel(out.sizes, pre=lambda k, o: k.line("double acc = 0;"), inner=inner, body=body,
-             post=lambda k, o: out.store(k, o, "acc"))
+    g.kernel(out.sizes, pre=_declare_acc, inner=inner, body=body,
+             post=lambda k, o: out.store(k, o, ACC))
     return out
+
+
+def _between(k, lo, i, hi):
+    """A bool IR value: lo <= i < hi (index expressions)."""
+    return k.op("All", "bool", k.op("Le", "bool", k.index(lo), k.index(i)),
+                k.op("Lt", "bool", k.index(i), k.index(hi)))

@@ -17,27 +17,24 @@ A value is cached only where that is provably the same value:
 The kernel is emitted once recording its loads (`LoadRecord`), then, when `plan_row_caches`
 finds something to cache, emitted again with the plan.
 """
-import re
 from dataclasses import dataclass
 
 import sympy
 
+from . import loop_ir as L
+from .cpp_render import CHEAP_OPS
 from .ctypes_map import compute_ctype
 
 ROW_CACHE_BYTES = 64 * 1024   # per kernel: the arrays live on each thread's stack
 _CTYPE_BYTES = {"bool": 1, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4,
                 "float": 4}   # anything else: 8
 
-# Calls that cost about as much as a load: computing them again is no worse than caching.
-CHEAP_CALLS = {"cast", "float_to_int", "maximum", "minimum", "is_nan", "sign", "wrap_index",
-               "checked", "checked_index", "abs", "fabs", "copysign", "floor", "ceil", "trunc",
-               "round", "numeric_limits", "isnan"}
-_CALL = re.compile(r"\b(?:dicp|std)::(\w+)")
 
-
-def costly(lines) -> bool:
-    """Whether emitted `lines` call a function worth not computing twice (exp, erf, log...)."""
-    return any(name not in CHEAP_CALLS for line in lines for name in _CALL.findall(line))
+def costly(statements) -> bool:
+    """Whether loop IR `statements` compute an op worth not computing twice (exp, erf, log:
+    anything but arithmetic, comparisons, conversions and selects)."""
+    return any(isinstance(s, L.Let) and isinstance(s.value, L.Op) and
+               s.value.name not in CHEAP_OPS for s in L.walk(statements))
 
 
 @dataclass(frozen=True)
@@ -61,6 +58,10 @@ class RowCache:
     storer: tuple       # the phase (identity) that fills it
     readers: frozenset  # the phases that load it
     value: object       # the IR value, held so that its id stays its own while the plan lives
+
+    @property
+    def array(self):
+        return L.Var(self.name, self.ctype, (self.size,))
 
 
 def plan_row_caches(records, order, values) -> dict:

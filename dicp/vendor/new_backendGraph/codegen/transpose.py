@@ -16,6 +16,7 @@ import sympy
 from .ctypes_map import compute_ctype
 from .ir import Buffer
 from .kernel import KernelBuilder
+from .loop_ir import Assign, Declare, Element, Var
 from .sym import IDiv, loop_index
 
 TILE = 16
@@ -77,7 +78,7 @@ def transposing_kernel(g, value, out, load_dim, store_dim):
     load_block, store_block = outer[-2:]
     load_width, store_width = (_width(value.sizes[d], block)
                                for d, block in ((load_dim, load_block), (store_dim, store_block)))
-    tile, ctype = "tile", compute_ctype(value.dtype)
+    tile = Var("tile", compute_ctype(value.dtype), (TILE, TILE))
 
     def index(outer, load_position, store_position):
         result = [None] * rank
@@ -88,17 +89,17 @@ def transposing_kernel(g, value, out, load_dim, store_dim):
         return result
 
     def declare(k, outer):
-        k.line(f"alignas(64) {ctype} {tile}[{TILE}][{TILE}];")
+        k.add(Declare(tile, aligned=True))
 
     def compute(k, outer, inner):
         store_position, load_position = inner
         element = value.load(k, index(outer, load_position, store_position))
-        k.line(f"{tile}[{store_position}][{load_position}] = {element};")
+        k.add(Assign(Element(tile, (k.index(store_position), k.index(load_position))), element))
 
     def store(k, outer, inner):
         load_position, store_position = inner
         out.store(k, index(outer, load_position, store_position),
-                  f"{tile}[{store_position}][{load_position}]")
+                  Element(tile, (k.index(store_position), k.index(load_position))))
 
     g.phased_kernel([value.sizes[d] for d in others] + blocks, [
         dict(pre=declare, inner=[(0, store_width), (0, load_width)], body=compute, post=None,

@@ -1,0 +1,176 @@
+"""The C++ renderer of the loop IR (loop_ir.py): a table from op to C++, and the printer of
+statements. A vendor targeting another language writes another table and printer; lowerings
+and scheduling stay as they are.
+
+A template names its operands `{0}`, `{1}`, ... and the op's result type `{T}` and `param`
+`{P}`. Index expressions print through `sym.cpp_expr` (the size functions of the runtime
+header).
+"""
+import math
+
+from . import loop_ir as L
+from .ctypes_map import literal
+from .sym import cpp_expr
+
+# Vendor pointwise ops, one row each: the C++ meaning of the vocabulary.
+UNARY = {
+    "Abs": "std::abs({0})", "Neg": "-{0}", "Exp": "dicp::exp<{T}>({0})",
+    "Log": "dicp::log<{T}>({0})", "Sqrt": "std::sqrt({0})", "Rsqrt": "({T}(1) / std::sqrt({0}))",
+    "Sin": "std::sin({0})", "Cos": "std::cos({0})", "Tan": "std::tan({0})",
+    "Tanh": "dicp::tanh<{T}>({0})", "Sigmoid": "({T}(1) / ({T}(1) + dicp::exp<{T}>(-{0})))",
+    "Relu": "dicp::maximum<{T}>({0}, {T}(0))", "Erf": "dicp::erf<{T}>({0})",
+    "Reciprocal": "({T}(1) / {0})", "Floor": "std::floor({0})", "Ceil": "std::ceil({0})",
+    "Round": "std::nearbyint({0})", "Trunc": "std::trunc({0})", "Sign": "dicp::sign<{T}>({0})",
+    "Log1p": "dicp::log1p<{T}>({0})", "Expm1": "dicp::expm1<{T}>({0})",
+    "Log2": "std::log2({0})", "Exp2": "std::exp2({0})", "Atan": "std::atan({0})",
+    "Asin": "std::asin({0})", "Acos": "std::acos({0})", "Sinh": "std::sinh({0})",
+    "Cosh": "std::cosh({0})", "LogicalNot": "!{0}", "IsNan": "dicp::is_nan({0})",
+    "IsInf": "(std::abs(double({0})) == std::numeric_limits<double>::infinity())",
+    "BitwiseNot": "~{0}",
+}
+BINARY = {
+    "Add": "({0} + {1})", "Sub": "({0} - {1})", "Mul": "({0} * {1})", "Div": "({0} / {1})",
+    "FloorDiv": "dicp::floordiv<{T}>({0}, {1})", "TruncDiv": "dicp::truncdiv<{T}>({0}, {1})",
+    "Maximum": "dicp::maximum<{T}>({0}, {1})", "Minimum": "dicp::minimum<{T}>({0}, {1})",
+    "Remainder": "dicp::pymod<{T}>({0}, {1})", "Atan2": "std::atan2({0}, {1})",
+    "BitwiseAnd": "({0} & {1})", "BitwiseOr": "({0} | {1})", "BitwiseXor": "({0} ^ {1})",
+    "LogicalAnd": "(({0} != 0) && ({1} != 0))", "LogicalOr": "(({0} != 0) || ({1} != 0))",
+    "LogicalXor": "(({0} != 0) != ({1} != 0))", "Eq": "({0} == {1})", "Ne": "({0} != {1})",
+    "Lt": "({0} < {1})", "Le": "({0} <= {1})", "Gt": "({0} > {1})", "Ge": "({0} >= {1})",
+    "Pow": "std::pow({0}, {1})", "IPow": "dicp::ipow<{T}>({0}, {1})",
+    "Fmod": "std::fmod({0}, {1})", "IMod": "({0} % {1})",
+}
+# Ops of the loop level: conversions, selects, the updates of reductions and index checks.
+LOOP = {
+    "Cast": "dicp::cast<{T}>({0})",  # through float from a half type; an integer 0 is +0
+    "StaticCast": "static_cast<{T}>({0})",
+    "FloatToInt": "dicp::float_to_int<{T}>({0})",
+    "ToBool": "({0} != 0)",
+    "RoundTo": "dicp::cast<float>(dicp::cast<{P}>(dicp::cast<float>({0})))",  # to a half type
+    "StoreRound": "dicp::cast<{T}>(dicp::cast<{P}>({0}))",  # as a store to {P} would round
+    "Where": "({0} ? {1} : {2})",
+    "All": "({0} && {1})",
+    "Iota": "({0} + static_cast<{T}>({1}) * {2})",
+    "Tril": "(({1} - {0}) <= {2} ? {3} : {T}(0))",
+    "Triu": "(({1} - {0}) >= {2} ? {3} : {T}(0))",
+    "Better": "{0} {P} {1} ? {0} : {1}",  # max/min update: the new element where it wins
+    "IsNanCompare": "({0} != {0})",
+    "ArgBetter": "({2} < 0 || {0} {P} {1} || (dicp::is_nan({0}) && !dicp::is_nan({1})))",
+    "PoolBetter": "({0} && ({3} < 0 || {1} > {2} || dicp::is_nan({1})))",
+    "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})",
+    "CheckedIndex": 'dicp::checked_index<int64_t>({0}, {1}, "{P}")',
+    "InjectedCompileError": "dicp_injected_compile_error_TESTING_ONLY({0})",
+}
+OPS = {**UNARY, **BINARY, **LOOP}
+
+# Ops about as cheap as a load, worth computing again rather than keeping (row caches, the
+# cost of recomputing a lazy value): arithmetic, comparisons, conversions and selects. The
+# others call a function (exp, erf, log, sqrt, floordiv, nearbyint...).
+CHEAP_OPS = frozenset({
+    "Abs", "Neg", "Relu", "Floor", "Ceil", "Trunc", "Sign", "LogicalNot", "IsNan", "IsInf",
+    "BitwiseNot", "Reciprocal", "Add", "Sub", "Mul", "Div", "Maximum", "Minimum", "BitwiseAnd",
+    "BitwiseOr", "BitwiseXor", "LogicalAnd", "LogicalOr", "LogicalXor", "Eq", "Ne", "Lt", "Le",
+    "Gt", "Ge", "IMod", "Cast", "StaticCast", "FloatToInt", "ToBool", "RoundTo", "StoreRound",
+    "Where", "All", "Iota", "Tril", "Triu", "Better", "IsNanCompare", "ArgBetter",
+    "PoolBetter", "WrapIndex", "CheckedIndex", "InjectedCompileError"})
+
+
+class CppRenderer:
+    """Prints a kernel's loop IR as C++ lines; `bounds_check` wraps every access in
+    dicp::checked (the kernel then takes each pointer's storage extent)."""
+
+    def __init__(self, bounds_check=False):
+        self.bounds_check = bounds_check
+
+    # ---- expressions ----
+    def expr(self, value) -> str:
+        if isinstance(value, L.Var):
+            return value.name
+        if isinstance(value, L.Const):
+            return _constant(value)
+        if isinstance(value, L.Index):
+            return cpp_expr(value.expr)
+        if isinstance(value, L.Op):
+            args = [self.expr(a) for a in value.args]
+            return OPS[value.name].format(*args, T=value.type, P=value.param)
+        if isinstance(value, L.Load):
+            return f"dicp::cast<{value.type}>({self._element(value)})"
+        if isinstance(value, L.Element):
+            return value.array.name + "".join(f"[{self.expr(i)}]" for i in value.indices)
+        raise TypeError(f"not a loop IR expression: {value!r}")
+
+    def _element(self, access):
+        position = cpp_expr(access.position)
+        if not self.bounds_check:
+            return f"{access.pointer}[{position}]"
+        pointer = access.pointer
+        return f'(*dicp::checked({pointer}, {position}, {pointer}_lo, {pointer}_hi, ' \
+               f'"{access.site}"))'
+
+    # ---- statements ----
+    def lines(self, statements, indent="") -> list:
+        out = []
+        for statement in statements:
+            out += [indent + line for line in self.statement(statement)]
+        return out
+
+    def statement(self, s) -> list:
+        if isinstance(s, L.Let):
+            return [f"const {s.var.type} {s.var.name} = {self.expr(s.value)};"]
+        if isinstance(s, L.Declare):
+            return [self._declaration(s)]
+        if isinstance(s, L.Assign):
+            operator = f"{s.combine}=" if s.combine else "="
+            return [f"{self.expr(s.target)} {operator} {self.expr(s.value)};"]
+        if isinstance(s, L.Store):
+            return [f"{self._element(s)} = dicp::cast<{s.storage}>({self.expr(s.value)});"]
+        if isinstance(s, L.If):
+            return self._if(s)
+        if isinstance(s, L.For):
+            var, until = s.var.name, f" && !{s.until.name}" if s.until is not None else ""
+            return [f"for (int64_t {var} = {self.expr(s.lo)}; {var} < {self.expr(s.hi)}{until}; "
+                    f"++{var}) {{", *self.lines(s.body, "  "), "}"]
+        raise TypeError(f"not a loop IR statement: {s!r}")
+
+    def _if(self, s, keyword="if"):
+        lines = [f"{keyword} ({_bare(self.expr(s.condition))}) {{", *self.lines(s.body, "  ")]
+        if len(s.orelse) == 1 and isinstance(s.orelse[0], L.If):
+            return lines + self._if(s.orelse[0], "} else if")
+        if s.orelse:
+            lines += ["} else {", *self.lines(s.orelse, "  ")]
+        return lines + ["}"]
+
+    def _declaration(self, s):
+        var = s.var
+        align = "alignas(64) " if s.aligned else ""
+        if var.dims:
+            extents = "".join(f"[{d}]" for d in var.dims)
+            zeros = " = {}" if s.init == "zeros" else ""
+            return f"{align}{var.type} {var.name}{extents}{zeros};"
+        init = "" if s.init is None else f" = {self.expr(s.init)}"
+        return f"{align}{var.type} {var.name}{init};"
+
+
+def _constant(const):
+    if const.value in ("lowest", "highest"):
+        return f"std::numeric_limits<{const.type}>::{'lowest' if const.value == 'lowest' else 'max'}()"
+    if isinstance(const.value, float) and math.isinf(const.value) and \
+            const.type not in ("float", "double"):
+        return _constant(L.Const("lowest" if const.value < 0 else "highest", const.type))
+    return literal(const.value, const.type)
+
+
+def _bare(condition):
+    """A condition without the parentheses `if` adds itself."""
+    if condition.startswith("(") and condition.endswith(")") and _balanced(condition[1:-1]):
+        return condition[1:-1]
+    return condition
+
+
+def _balanced(text):
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0

@@ -1,0 +1,153 @@
+"""The loop IR of a kernel: typed expressions and statements, no target's syntax.
+
+Lowerings build it through `KernelBuilder` (kernel.py); a renderer prints it (cpp_render.py
+prints C++). Expressions are frozen dataclasses, so two equal expressions are one value: the
+builder removes common subexpressions by looking them up in a dict, never by comparing text.
+
+Types are the names of the kernel's element types ("float", "double", "int64_t", "bool", ...,
+and the storage types "dicp::half_t" and "dicp::bf16_t" that half values load from and store
+to): `ctypes_map` maps dtypes to them, and a renderer maps them to its target's types.
+
+Operands of an `Op` are atoms: a `Var` (a statement's result, a mutable local, an array), a
+`Const` (a number of a type) or an `Index` (integer arithmetic over loop variables and sizes, a
+sympy expression). An `Op` is one row of the renderer's table (`cpp_render.OPS`), named after
+the vendor op it computes where there is one ("Exp", "Add") and after what it does otherwise
+("Cast", "RoundTo").
+"""
+from dataclasses import dataclass
+from typing import Any
+
+
+# ---- expressions ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Var:
+    """A named value of a kernel: a statement's result, a mutable local (an accumulator) or a
+    local array (`dims` its extents)."""
+    name: str
+    type: str
+    dims: tuple = ()
+
+
+@dataclass(frozen=True)
+class Const:
+    """A number (bool, int or float; inf and NaN too) as a value of `type`."""
+    value: Any
+    type: str
+
+
+@dataclass(frozen=True)
+class Index:
+    """Integer (int64) arithmetic over loop variables, size symbols and computed indices."""
+    expr: Any
+    type: str = "int64_t"
+
+
+@dataclass(frozen=True)
+class Op:
+    """`name` applied to `args`, a value of `type`; `param` is the type an op is written for
+    when it is not `type` (the half type RoundTo rounds through, a comparison's operator)."""
+    name: str
+    type: str
+    args: tuple
+    param: str = ""
+
+
+@dataclass(frozen=True)
+class Load:
+    """The element at flat `position` of pointer parameter `pointer` (storage type
+    `storage`), as a value of `type`. `site` names the access for bounds checks."""
+    pointer: str
+    position: Any
+    storage: str
+    type: str
+    site: str = ""
+
+
+@dataclass(frozen=True)
+class Element:
+    """An element of local array `array` at `indices` (one Index or Var per dim)."""
+    array: Var
+    indices: tuple
+
+    @property
+    def type(self):
+        return self.array.type
+
+
+# ---- statements ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Let:
+    """`var` is `value` from here on (a constant)."""
+    var: Var
+    value: Any
+
+
+@dataclass(frozen=True)
+class Declare:
+    """A mutable local `var`, `init` its first value (None: none yet; for an array, "zeros"
+    sets every element to 0). `aligned` asks for cache-line alignment."""
+    var: Var
+    init: Any = None
+    aligned: bool = False
+
+
+@dataclass(frozen=True)
+class Assign:
+    """`target` (a Var or an Element) becomes `value`; `combine` ("|", "+") makes it
+    target combine value."""
+    target: Any
+    value: Any
+    combine: str = ""
+
+
+@dataclass(frozen=True)
+class Store:
+    """`value` converted to `storage` into pointer parameter `pointer` at flat `position`."""
+    pointer: str
+    position: Any
+    storage: str
+    value: Any
+    site: str = ""
+
+
+@dataclass(frozen=True)
+class If:
+    """`body` where `condition` holds, else `orelse`."""
+    condition: Any
+    body: tuple
+    orelse: tuple = ()
+
+
+@dataclass(frozen=True)
+class For:
+    """`var` from `lo` up to below `hi` (Index expressions), stopping early once `until` (a
+    bool Var) holds."""
+    var: Var
+    lo: Any
+    hi: Any
+    body: tuple
+    until: Any = None
+
+
+STATEMENTS = (Let, Declare, Assign, Store, If, For)
+
+
+def operands(value):
+    """The atoms an expression reads."""
+    if isinstance(value, Op):
+        return value.args
+    if isinstance(value, Element):
+        return (value.array, *value.indices)
+    return ()
+
+
+def walk(statements):
+    """Every statement, nested ones included, in order."""
+    for statement in statements:
+        yield statement
+        if isinstance(statement, (If, For)):
+            yield from walk(statement.body)
+        if isinstance(statement, If):
+            yield from walk(statement.orelse)
