@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 
 from dicp import config as dicp_config
 from dicp import profile
@@ -123,6 +124,14 @@ class KernelTable:
             raise AttributeError(f"{graph_name}: kernels {missing} are in none of its libraries")
 
 
+def python_kernels(generated):
+    """The kernels of a graph printed as Python, as attributes."""
+    scope = {}
+    exec(compile(generated.files["kernels.py"], f"<dicp {generated.name} kernels>", "exec"),
+         scope)
+    return SimpleNamespace(**{name: scope[name] for name in generated.metadata["kernels"]})
+
+
 def compile_job(generated, ctx):
     """Build the graph's C++ (if any), then load its wrapper; returns `call(args)`."""
     signatures = generated.metadata.get("kernels", {})
@@ -133,5 +142,7 @@ def compile_job(generated, ctx):
     if sources:
         libraries = load_artifacts([build_spec(text) for text in sources])
         kernels = KernelTable(libraries, signatures, generated.name)
+    elif "kernels.py" in generated.files:  # the python_loops target: no build
+        kernels = python_kernels(generated)
     namespace = {"kernels": kernels, "storage_extent": bounds.storage_extent}
     return load_wrapper(generated, namespace, ctx.source_path("wrapper.py"))

@@ -6,12 +6,14 @@ from dicp.dynamo_bridge.decompositions import build_decompositions
 
 aten = torch.ops.aten
 
-TARGETS = ("cpp", "python")
+TARGETS = ("cpp", "python", "python_loops")
 
 OWNER = "new_backendgraph"
 dicp_config.declare("new_backendgraph_target", dicp_config.Choice(*TARGETS), "cpp",
                     "`cpp`: generated C++ kernels; `python`: Python kernels (each vendor op as "
-                    "torch ops, no compiler needed)", owner=OWNER)
+                    "torch ops, no compiler needed); `python_loops`: the C++ target's loop "
+                    "nests printed as Python (no compiler, slow: for checking a schedule or "
+                    "a renderer on small inputs)", owner=OWNER)
 dicp_config.declare("chip_variant", dicp_config.Text(), "native",
                     "`-march` value (`native`, `x86-64-v2`, `x86-64-v3`, ...; `generic` for "
                     "none); part of the cache key", owner=OWNER)

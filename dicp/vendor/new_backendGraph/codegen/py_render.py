@@ -1,0 +1,118 @@
+"""The Python renderer of the loop IR: each kernel as a Python function with the C++ kernel's
+parameters (data pointers, sizes) and its loops, element by element, on py_runtime.
+
+The same lowering and schedule as the C++ target, printed another way: no compiler needed,
+and slow (one Python call per op and element), for checking a schedule or a renderer on small
+inputs (DICP_NEW_BACKENDGRAPH_TARGET=python_loops). Loop plans (parallel, SIMD) are C++'s
+business and are not printed.
+"""
+from dicp.dynamo_bridge.symbolic import py_expr
+
+from . import loop_ir as L
+
+
+class PyRenderer:
+    """Prints loop IR as Python lines (four-space indents)."""
+
+    def expr(self, value) -> str:
+        if isinstance(value, L.Var):
+            return value.name
+        if isinstance(value, L.Const):
+            return _constant(value)
+        if isinstance(value, L.Index):
+            return py_expr(value.expr)
+        if isinstance(value, L.Op):
+            args = [repr(value.type), *(self.expr(a) for a in value.args)]
+            args += [repr(value.param)] if value.param else []
+            return f"rt.{value.name}({', '.join(args)})"
+        if isinstance(value, L.Load):
+            return f"rt.load({value.pointer}, {py_expr(value.position)}, {value.type!r})"
+        if isinstance(value, L.Element):
+            return value.array.name + "".join(f"[{self.expr(i)}]" for i in value.indices)
+        raise TypeError(f"not a loop IR expression: {value!r}")
+
+    def lines(self, statements, indent="") -> list:
+        out = []
+        for statement in statements:
+            out += [indent + line for line in self.statement(statement)]
+        return out
+
+    def block(self, statements, indent="    "):
+        return self.lines(statements, indent) or [indent + "pass"]
+
+    def statement(self, s) -> list:
+        if isinstance(s, L.Let):
+            return [f"{s.var.name} = {self.expr(s.value)}"]
+        if isinstance(s, L.Declare):
+            return [f"{s.var.name} = {self._initial(s)}"]
+        if isinstance(s, L.Assign):
+            return [f"{self.expr(s.target)} = {self._assigned(s)}"]
+        if isinstance(s, L.Store):
+            return [f"rt.store({s.pointer}, {py_expr(s.position)}, {self.expr(s.value)})"]
+        if isinstance(s, L.If):
+            return self._if(s)
+        if isinstance(s, L.For):
+            head = f"for {s.var.name} in range({self.expr(s.lo)}, {self.expr(s.hi)}):"
+            stop = [f"    if {s.until.name}:", "        break"] if s.until is not None else []
+            return [head, *stop, *self.block(s.body)]
+        raise TypeError(f"not a loop IR statement: {s!r}")
+
+    def _if(self, s, keyword="if"):
+        lines = [f"{keyword} {self.expr(s.condition)}:", *self.block(s.body)]
+        if len(s.orelse) == 1 and isinstance(s.orelse[0], L.If):
+            return lines + self._if(s.orelse[0], "elif")
+        if s.orelse:
+            lines += ["else:", *self.block(s.orelse)]
+        return lines
+
+    def _initial(self, s):
+        var = s.var
+        if var.dims:
+            zero = _constant(L.Const(0, var.type))
+            return f"rt.array({var.dims!r}, {zero})"
+        return "None" if s.init is None else self.expr(s.init)
+
+    def _assigned(self, s):
+        value = self.expr(s.value)
+        if not s.combine:
+            return value
+        name = {"+": "Add", "|": "BitwiseOr"}[s.combine]
+        return f"rt.{name}({s.target.type!r}, {self.expr(s.target)}, {value})"
+
+
+def _constant(const):
+    if const.value in ("lowest", "highest"):
+        return f"rt.limit({const.type!r}, {const.value!r})"
+    return f"rt.value({const.type!r}, {const.value!r})".replace("inf)", "float('inf'))") \
+        .replace("nan)", "float('nan'))")
+
+
+def render_kernel(name, params, symbols, bounds_check, outer, locals_, phases) -> str:
+    """The Python function `name(pointers..., sizes..., [extents...])` of one kernel:
+    `outer` its (variable, size Index) loops, `phases` kernel.Phase objects run in each outer
+    iteration after the declarations `locals_`."""
+    printer = PyRenderer()
+    arguments = [p.name for p in params] + [s.name for s in symbols]
+    arguments += [f"{p.name}_{end}" for p in params for end in ("lo", "hi") if bounds_check]
+    lines = [f"def {name}({', '.join(arguments)}):"]
+    for p in params:
+        extent = f", {p.name}_lo, {p.name}_hi" if bounds_check else ""
+        lines.append(f"    {p.name} = rt.Pointer({p.name}, {p.ctype!r}{extent})")
+    body = printer.lines(locals_)
+    for phase in phases:
+        body += printer.lines(phase.pre) + _loops(printer, phase) + printer.lines(phase.post)
+    indent = "    "
+    for var, size in outer:
+        lines.append(f"{indent}for {var} in range({printer.expr(size)}):")
+        indent += "    "
+    lines += [indent + line for line in body] or [indent + "pass"]
+    return "\n".join(lines) + "\n"
+
+
+def _loops(printer, phase):
+    lines, indent = [], ""
+    for var, lo, hi in phase.bounds:
+        lines.append(f"{indent}for {var} in range({printer.expr(lo)}, {printer.expr(hi)}):")
+        indent += "    "
+    body = printer.lines(phase.body, indent)
+    return lines + (body or [indent + "pass"] if phase.bounds else body)
