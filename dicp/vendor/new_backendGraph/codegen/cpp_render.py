@@ -75,7 +75,7 @@ CHEAP_OPS = frozenset({
     "PoolBetter", "WrapIndex", "CheckedIndex", "InjectedCompileError"})
 
 
-class CppRenderer:
+class CppRenderer(L.Renderer):
     """Prints a kernel's loop IR as C++ lines; `bounds_check` wraps every access in
     dicp::checked (the kernel then takes each pointer's storage extent)."""
 
@@ -83,21 +83,18 @@ class CppRenderer:
         self.bounds_check = bounds_check
 
     # ---- expressions ----
-    def expr(self, value) -> str:
-        if isinstance(value, L.Var):
-            return value.name
-        if isinstance(value, L.Const):
-            return _constant(value)
-        if isinstance(value, L.Index):
-            return cpp_expr(value.expr)
-        if isinstance(value, L.Op):
-            args = [self.expr(a) for a in value.args]
-            return OPS[value.name].format(*args, T=value.type, P=value.param)
-        if isinstance(value, L.Load):
-            return f"dicp::cast<{value.type}>({self._element(value)})"
-        if isinstance(value, L.Element):
-            return value.array.name + "".join(f"[{self.expr(i)}]" for i in value.indices)
-        raise TypeError(f"not a loop IR expression: {value!r}")
+    def expr_Const(self, value):
+        return _constant(value)
+
+    def expr_Index(self, value):
+        return cpp_expr(value.expr)
+
+    def expr_Op(self, value):
+        args = [self.expr(a) for a in value.args]
+        return OPS[value.name].format(*args, T=value.type, P=value.param)
+
+    def expr_Load(self, value):
+        return f"dicp::cast<{value.type}>({self._element(value)})"
 
     def _element(self, access):
         position = cpp_expr(access.position)
@@ -108,47 +105,38 @@ class CppRenderer:
                f'"{access.site}"))'
 
     # ---- statements ----
-    def lines(self, statements, indent="") -> list:
-        out = []
-        for statement in statements:
-            out += [indent + line for line in self.statement(statement)]
-        return out
+    def statement_Let(self, s):
+        return [f"const {s.var.type} {s.var.name} = {self.expr(s.value)};"]
 
-    def statement(self, s) -> list:
-        if isinstance(s, L.Let):
-            return [f"const {s.var.type} {s.var.name} = {self.expr(s.value)};"]
-        if isinstance(s, L.Declare):
-            return [self._declaration(s)]
-        if isinstance(s, L.Assign):
-            operator = f"{s.combine}=" if s.combine else "="
-            return [f"{self.expr(s.target)} {operator} {self.expr(s.value)};"]
-        if isinstance(s, L.Store):
-            return [f"{self._element(s)} = dicp::cast<{s.storage}>({self.expr(s.value)});"]
-        if isinstance(s, L.If):
-            return self._if(s)
-        if isinstance(s, L.For):
-            var, until = s.var.name, f" && !{s.until.name}" if s.until is not None else ""
-            return [f"for (int64_t {var} = {self.expr(s.lo)}; {var} < {self.expr(s.hi)}{until}; "
-                    f"++{var}) {{", *self.lines(s.body, "  "), "}"]
-        raise TypeError(f"not a loop IR statement: {s!r}")
-
-    def _if(self, s, keyword="if"):
-        lines = [f"{keyword} ({_bare(self.expr(s.condition))}) {{", *self.lines(s.body, "  ")]
-        if len(s.orelse) == 1 and isinstance(s.orelse[0], L.If):
-            return lines + self._if(s.orelse[0], "} else if")
-        if s.orelse:
-            lines += ["} else {", *self.lines(s.orelse, "  ")]
-        return lines + ["}"]
-
-    def _declaration(self, s):
+    def statement_Declare(self, s):
         var = s.var
         align = "alignas(64) " if s.aligned else ""
         if var.dims:
             extents = "".join(f"[{d}]" for d in var.dims)
             zeros = " = {}" if s.init == "zeros" else ""
-            return f"{align}{var.type} {var.name}{extents}{zeros};"
+            return [f"{align}{var.type} {var.name}{extents}{zeros};"]
         init = "" if s.init is None else f" = {self.expr(s.init)}"
-        return f"{align}{var.type} {var.name}{init};"
+        return [f"{align}{var.type} {var.name}{init};"]
+
+    def statement_Assign(self, s):
+        operator = f"{s.combine}=" if s.combine else "="
+        return [f"{self.expr(s.target)} {operator} {self.expr(s.value)};"]
+
+    def statement_Store(self, s):
+        return [f"{self._element(s)} = dicp::cast<{s.storage}>({self.expr(s.value)});"]
+
+    def statement_If(self, s, keyword="if"):
+        lines = [f"{keyword} ({_bare(self.expr(s.condition))}) {{", *self.lines(s.body, "  ")]
+        if len(s.orelse) == 1 and isinstance(s.orelse[0], L.If):
+            return lines + self.statement_If(s.orelse[0], "} else if")
+        if s.orelse:
+            lines += ["} else {", *self.lines(s.orelse, "  ")]
+        return lines + ["}"]
+
+    def statement_For(self, s):
+        var, until = s.var.name, f" && !{s.until.name}" if s.until is not None else ""
+        return [f"for (int64_t {var} = {self.expr(s.lo)}; {var} < {self.expr(s.hi)}{until}; "
+                f"++{var}) {{", *self.lines(s.body, "  "), "}"]
 
 
 def _constant(const):

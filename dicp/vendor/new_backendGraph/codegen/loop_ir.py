@@ -151,3 +151,30 @@ def walk(statements):
             yield from walk(statement.body)
         if isinstance(statement, If):
             yield from walk(statement.orelse)
+
+
+class Renderer:
+    """A printer of the IR: `expr` and `statement` dispatch on the node's class to the
+    subclass's `expr_<Class>` and `statement_<Class>` (one method per node kind, as torch.fx's
+    Interpreter dispatches on node.op); `lines` prints statements with `indent`."""
+
+    def expr(self, value) -> str:
+        method = getattr(self, f"expr_{type(value).__name__}", None)
+        if method is None:
+            raise TypeError(f"not a loop IR expression: {value!r}")
+        return method(value)
+
+    def statement(self, s) -> list:
+        method = getattr(self, f"statement_{type(s).__name__}", None)
+        if method is None:
+            raise TypeError(f"not a loop IR statement: {s!r}")
+        return method(s)
+
+    def lines(self, statements, indent="") -> list:
+        return [indent + line for s in statements for line in self.statement(s)]
+
+    def expr_Var(self, value):
+        return value.name
+
+    def expr_Element(self, value):
+        return value.array.name + "".join(f"[{self.expr(i)}]" for i in value.indices)

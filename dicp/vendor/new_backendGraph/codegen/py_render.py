@@ -11,73 +11,59 @@ from dicp.dynamo_bridge.symbolic import py_expr
 from . import loop_ir as L
 
 
-class PyRenderer:
+class PyRenderer(L.Renderer):
     """Prints loop IR as Python lines (four-space indents)."""
 
-    def expr(self, value) -> str:
-        if isinstance(value, L.Var):
-            return value.name
-        if isinstance(value, L.Const):
-            return _constant(value)
-        if isinstance(value, L.Index):
-            return py_expr(value.expr)
-        if isinstance(value, L.Op):
-            args = [repr(value.type), *(self.expr(a) for a in value.args)]
-            args += [repr(value.param)] if value.param else []
-            return f"rt.{value.name}({', '.join(args)})"
-        if isinstance(value, L.Load):
-            return f"rt.load({value.pointer}, {py_expr(value.position)}, {value.type!r})"
-        if isinstance(value, L.Element):
-            return value.array.name + "".join(f"[{self.expr(i)}]" for i in value.indices)
-        raise TypeError(f"not a loop IR expression: {value!r}")
+    # ---- expressions ----
+    def expr_Const(self, value):
+        return _constant(value)
 
-    def lines(self, statements, indent="") -> list:
-        out = []
-        for statement in statements:
-            out += [indent + line for line in self.statement(statement)]
-        return out
+    def expr_Index(self, value):
+        return py_expr(value.expr)
 
+    def expr_Op(self, value):
+        args = [repr(value.type), *(self.expr(a) for a in value.args)]
+        args += [repr(value.param)] if value.param else []
+        return f"rt.{value.name}({', '.join(args)})"
+
+    def expr_Load(self, value):
+        return f"rt.load({value.pointer}, {py_expr(value.position)}, {value.type!r})"
+
+    # ---- statements ----
     def block(self, statements, indent="    "):
         return self.lines(statements, indent) or [indent + "pass"]
 
-    def statement(self, s) -> list:
-        if isinstance(s, L.Let):
-            return [f"{s.var.name} = {self.expr(s.value)}"]
-        if isinstance(s, L.Declare):
-            return [f"{s.var.name} = {self._initial(s)}"]
-        if isinstance(s, L.Assign):
-            return [f"{self.expr(s.target)} = {self._assigned(s)}"]
-        if isinstance(s, L.Store):
-            return [f"rt.store({s.pointer}, {py_expr(s.position)}, {self.expr(s.value)})"]
-        if isinstance(s, L.If):
-            return self._if(s)
-        if isinstance(s, L.For):
-            head = f"for {s.var.name} in range({self.expr(s.lo)}, {self.expr(s.hi)}):"
-            stop = [f"    if {s.until.name}:", "        break"] if s.until is not None else []
-            return [head, *stop, *self.block(s.body)]
-        raise TypeError(f"not a loop IR statement: {s!r}")
+    def statement_Let(self, s):
+        return [f"{s.var.name} = {self.expr(s.value)}"]
 
-    def _if(self, s, keyword="if"):
+    def statement_Declare(self, s):
+        var = s.var
+        if var.dims:
+            return [f"{var.name} = rt.array({var.dims!r}, {_constant(L.Const(0, var.type))})"]
+        return [f"{var.name} = {'None' if s.init is None else self.expr(s.init)}"]
+
+    def statement_Assign(self, s):
+        value = self.expr(s.value)
+        if s.combine:
+            name = {"+": "Add", "|": "BitwiseOr"}[s.combine]
+            value = f"rt.{name}({s.target.type!r}, {self.expr(s.target)}, {value})"
+        return [f"{self.expr(s.target)} = {value}"]
+
+    def statement_Store(self, s):
+        return [f"rt.store({s.pointer}, {py_expr(s.position)}, {self.expr(s.value)})"]
+
+    def statement_If(self, s, keyword="if"):
         lines = [f"{keyword} {self.expr(s.condition)}:", *self.block(s.body)]
         if len(s.orelse) == 1 and isinstance(s.orelse[0], L.If):
-            return lines + self._if(s.orelse[0], "elif")
+            return lines + self.statement_If(s.orelse[0], "elif")
         if s.orelse:
             lines += ["else:", *self.block(s.orelse)]
         return lines
 
-    def _initial(self, s):
-        var = s.var
-        if var.dims:
-            zero = _constant(L.Const(0, var.type))
-            return f"rt.array({var.dims!r}, {zero})"
-        return "None" if s.init is None else self.expr(s.init)
-
-    def _assigned(self, s):
-        value = self.expr(s.value)
-        if not s.combine:
-            return value
-        name = {"+": "Add", "|": "BitwiseOr"}[s.combine]
-        return f"rt.{name}({s.target.type!r}, {self.expr(s.target)}, {value})"
+    def statement_For(self, s):
+        head = f"for {s.var.name} in range({self.expr(s.lo)}, {self.expr(s.hi)}):"
+        stop = [f"    if {s.until.name}:", "        break"] if s.until is not None else []
+        return [head, *stop, *self.block(s.body)]
 
 
 def _constant(const):
