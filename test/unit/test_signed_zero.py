@@ -28,3 +28,18 @@ def test_zero_sign_matches_eager(warm_cache, name, size, dynamic):
     actual, expected = compiled(fn, dynamic)(x), fn(x)
     assert torch.equal(actual, expected)
     assert torch.equal(torch.signbit(actual), torch.signbit(expected)), (actual, expected)
+
+
+def both_zeros(x):
+    """-0.0 and 0.0 in one kernel: Python says -0.0 == 0.0, so a CSE keyed on the number
+    itself made the second clamp reuse the first (x = -1 gave -0.0 where eager gives +0.0)."""
+    return (torch.clamp(x, min=-0.0, max=1.0) + torch.clamp(x, min=0.0, max=1.0) * 0,
+            torch.where(x > 5, x, -0.0) - torch.where(x > 5, x, 0.0))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_zero_constants_of_both_signs_in_one_kernel(warm_cache, dynamic):
+    x = torch.tensor([0.0, -0.0, -1.0, 1.0, 7.0])
+    for actual, expected in zip(compiled(both_zeros, dynamic)(x), both_zeros(x), strict=True):
+        assert torch.equal(actual, expected)
+        assert torch.equal(torch.signbit(actual), torch.signbit(expected)), (actual, expected)

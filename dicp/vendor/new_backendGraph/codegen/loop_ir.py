@@ -29,11 +29,22 @@ class Var:
     dims: tuple = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Const:
-    """A number (bool, int or float; inf and NaN too) as a value of `type`."""
+    """A number (bool, int or float; inf and NaN too) as a value of `type`. Two are equal
+    when they print alike: -0.0 == 0.0 in Python, and merging them made x + -0.0 reuse
+    x + 0.0 (clamp(x, min=-0.0) and clamp(x, min=0.0) in one kernel)."""
     value: Any
     type: str
+
+    def _key(self):
+        return self.type, type(self.value).__name__, repr(self.value)
+
+    def __eq__(self, other):
+        return isinstance(other, Const) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
 
 
 @dataclass(frozen=True)
