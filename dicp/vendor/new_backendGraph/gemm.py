@@ -143,12 +143,15 @@ def _measured(key, bias, a, b):
 @lru_cache(maxsize=None)
 def _build_id():
     from .compile_job import _host_cpu
-    build = repr((TORCH_VERSION, build_config(), _host_cpu()))
+    # the measurement too: choices made by an earlier, noisier one are not kept
+    build = repr((TORCH_VERSION, build_config(), _host_cpu(),
+                  (WARMUP_RUNS, TIMED_RUNS, NOISE_MARGIN, AUTOTUNE_MIN_WORK)))
     return hashlib.sha256(build.encode()).hexdigest()[:16]
 
 
 def _choices_file():
-    """One JSON file per CPU and torch build (its MKL and oneDNN versions)."""
+    """One JSON file per CPU, torch build (its MKL and oneDNN versions) and way of
+    measuring."""
     return dicp_config.cache_dir / "gemm" / f"{_build_id()}.json"
 
 
