@@ -69,7 +69,7 @@ def key(gm: fx.GraphModule, example_inputs, backend) -> str | None:
     try:
         inputs = _inputs_text(example_inputs)
         parts = ["aot", backend.name, graph_cache.backend_fingerprint(backend), inputs,
-                 _global_state_text()]
+                 global_state_text()]
         for name, module in gm.named_modules():
             if isinstance(module, fx.GraphModule):
                 parts += [name, module.code, *graph_cache.constant_fingerprints(module)]
@@ -126,10 +126,11 @@ def _input_text(value, storages: dict) -> str:
             f"{value._is_view()},{value.is_conj()},{value.is_neg()},storage {shared})")
 
 
-def _global_state_text() -> str:
+def global_state_text() -> str:
     """What AOTAutograd's trace reads beside the graph: grad and autocast modes, and the
     default dtype and device, which a factory call without them (torch.ones(5)) takes when
-    traced; a float64 default once got a float32 graph's result."""
+    traced; a float64 default once got a float32 graph's result. Also salts torch's own
+    AOTAutogradCache key (compile_fx), whose key lacks the default dtype on torch 2.11."""
     autocast = [(device, torch.get_autocast_dtype(device))
                 for device in ("cpu", "cuda") if torch.is_autocast_enabled(device)]
     return repr((torch.is_grad_enabled(), torch.is_inference_mode_enabled(), autocast,

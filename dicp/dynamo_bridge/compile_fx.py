@@ -61,7 +61,8 @@ def compile_fx(gm, example_inputs, backend_name: str):
                 cached = aot_cache.lookup(entry_key) if entry_key else None
             if cached is not None:
                 return cached
-        with profile.stage("aot_autograd"), keyed_autograd_cache(backend_fingerprint(backend)):
+        salt = backend_fingerprint(backend) + aot_cache.global_state_text()
+        with profile.stage("aot_autograd"), keyed_autograd_cache(salt):
             if entry_key is None:
                 return serializable(compiler(gm, example_inputs))
             with serializable_results():
