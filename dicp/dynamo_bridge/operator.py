@@ -17,6 +17,9 @@ class Operator:
     # The op's kernel on real tensors where it is not `impl` (a faster library with other
     # rounding): compiled graphs call the op, shape inference calls `impl`.
     kernel = None
+    # Its result is new memory that no argument, input or other value shares (a matrix
+    # product, a convolution): a kernel reading it last may write its own output into it.
+    fresh_result = False
 
     def __init__(self):
         self.__name__ = self.name

@@ -16,6 +16,7 @@ OPS: dict[str, Operator] = {}
 def _define(family, name, impl, kernel=None):
     op_class = type(name, (Operator,), {"name": name, "family": family,
                                         "mutates": family == "inplace",
+                                        "fresh_result": name in FRESH_RESULTS,
                                         "impl": staticmethod(impl),
                                         "kernel": kernel and staticmethod(kernel)})
     OPS[name] = op_class()
@@ -133,6 +134,10 @@ LIBRARY = {
     "FlashAttentionBackward":
         torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
 }
+
+# Library ops whose result is always new memory (Operator.fresh_result): the pointwise kernel
+# after one (bias, batch norm, activation) may write into it in place.
+FRESH_RESULTS = {"Mm", "Bmm", "Addmm", "Baddbmm", "Convolution", "ConvolutionNHWC"}
 
 # Library kernels that run other code than their `impl` on real tensors: the faster of two
 # libraries' products (gemm.py).

@@ -8,12 +8,13 @@ import torch.fx as fx
 
 from dicp.dynamo_bridge.graph_codegen import GeneratedGraph, GraphCodegenBase, sizes_as_sympy
 from dicp.dynamo_bridge.operator import Operator
-from dicp.dynamo_bridge.symbolic import shape_of, strides_of
+from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
 
 from .. import config
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
 from .cpp_render import CppRenderer
 from .faults import KERNEL_FAULTS
+from .in_place import in_place_source
 from .py_render import render_kernel as render_python_kernel
 from .ir import Buffer, LazyReduction, Pointwise
 from .kernel import KernelBuilder
@@ -165,7 +166,12 @@ class CppCodegen(GraphCodegenBase):
 
     def vendor_op(self, node):
         if node.target.family == "library":
-            return self.aten_call(node, self.vendor_op_source(node.target), node.target)
+            result = self.aten_call(node, self.vendor_op_source(node.target), node.target)
+            val = node.meta.get("val")
+            if node.target.fresh_result and isinstance(result, Buffer) and \
+                    to_sympy(val.storage_offset()) == 0:
+                self.wrapper.own(result.base, val.dtype, result.sizes, result.strides)
+            return result
         try:
             lower = LOWERINGS[node.target.name]
         except KeyError:
@@ -340,13 +346,16 @@ class CppCodegen(GraphCodegenBase):
         work = k.index(product(sizes) * sum(product(_static_extents(
             [(lo, hi) for _, lo, hi in p.inner], list(nest.extents))) for p in k.phases))
         loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
-        signature, params, symbols = k.signature(self.wrapper.private)
+        shared = in_place_source(k, self.wrapper.may_share) or ()
+        signature, params, symbols = k.signature(self.wrapper.private, shared)
         self.kernels.append(self._render(k, (signature, params, symbols), loops, plan, work))
         extents = [f"*storage_extent({p.base})" for p in params if self.bounds_check]
         self.signatures[k.name] = (len(params), len(symbols) + 2 * len(extents))
         self.define_size_params(symbols)
         arguments = [f"{p.base}.data_ptr()" for p in params] + [s.name for s in symbols] + extents
         self.wrapper.lines.append(f"kernels.{k.name}({', '.join(arguments)})")
+        if shared:
+            self.wrapper.offer_in_place(*(p.base for p in shared))
 
     def _render(self, k, signature, loops, plan, work):
         """The kernel's C++: its loop IR printed by the C++ renderer into kernel.cpp.j2."""

@@ -390,18 +390,22 @@ class KernelBuilder:
         accesses, self.accesses = self.accesses, []
         return accesses
 
-    def signature(self, private=frozenset()):
+    def signature(self, private=frozenset(), shared=()):
         """(C++ parameters, pointer Params, size symbols); with bounds checks, each pointer's
         storage extent follows as two more int64 arguments.
 
         `__restrict__` promises that no two pointers reach one element while one of them
         writes. It holds when every buffer the kernel writes is `private`: allocated by this
         graph and never seen by an ATen call, so no other wrapper variable can view it. A
-        kernel writing anything else (a graph input in place) gets no `__restrict__` at all."""
+        kernel writing anything else (a graph input in place) gets no `__restrict__` at all,
+        and the Params `shared` (an output that may take an input's memory: in_place.py) get
+        none either."""
         params = sorted(self.params.values(), key=lambda p: (not p.writable, p.name))
         restrict = all(p.base in private for p in params if p.writable)
-        qualifier = "* __restrict__ " if restrict else "* "
-        pointers = [f"{'' if p.writable else 'const '}{p.ctype}{qualifier}{p.name}"
+
+        def qualifier(param):
+            return "* __restrict__ " if restrict and param not in shared else "* "
+        pointers = [f"{'' if p.writable else 'const '}{p.ctype}{qualifier(p)}{p.name}"
                     for p in params]
         symbols = sorted(self.symbols, key=str)
         extents = [f"int64_t {p.name}_{end}" for p in params for end in ("lo", "hi")

@@ -1,0 +1,116 @@
+"""A pointwise kernel writes into the memory of a fresh input that dies at it (a convolution's
+or matrix product's result read by batch norm, bias or activation), and never into memory
+anything else still reads: an input, an output, a buffer read later or read elsewhere."""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .helpers import cold_cache, compiled  # noqa: F401  (fixture)
+
+
+@pytest.fixture
+def dumps(cold_cache, monkeypatch):
+    monkeypatch.setenv("DICP_DEBUG", "1")
+    return cold_cache
+
+
+def wrappers(cache):
+    return "".join(p.read_text() for p in sorted(cache.glob("debug/*/wrapper.py")))
+
+
+def in_place_count(cache):
+    return wrappers(cache).count("# in place")
+
+
+def conv_bn_relu():
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8),
+                         nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1)).eval()
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_batch_norm_after_a_convolution_writes_into_its_result(dumps, dynamic):
+    model, x = conv_bn_relu(), torch.randn(2, 3, 9, 9)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(model, dynamic)(x), model(x))
+    assert in_place_count(dumps) >= 1
+
+
+def gelu_of_a_product(x, w):
+    return F.gelu(x @ w) * 2
+
+
+def test_a_chain_of_kernels_after_a_product_reuses_one_buffer(dumps):
+    x, w = torch.randn(7, 5), torch.randn(5, 3)
+    torch.testing.assert_close(compiled(gelu_of_a_product)(x, w), gelu_of_a_product(x, w))
+    assert in_place_count(dumps) == 1
+
+
+def product_read_again(x, w):
+    y = x @ w
+    return torch.relu(y), y.sum()
+
+
+def product_returned(x, w):
+    y = x @ w
+    return y, torch.relu(y)
+
+
+def product_read_transposed(x, w):
+    y = x @ w
+    return torch.relu(y) + y.t()
+
+
+def product_read_shifted(x, w):
+    y = x @ w
+    return torch.relu(y[1:]) * y[:-1]
+
+
+def product_softmax(x, w):
+    return torch.softmax(x @ w, dim=-1)
+
+
+def input_plus_one(x, w):
+    return x + 1, w
+
+
+@pytest.mark.parametrize("fn", [product_returned, product_read_transposed, product_read_shifted,
+                                product_softmax, input_plus_one])
+def test_memory_still_read_elsewhere_is_never_written(dumps, fn):
+    x, w = torch.randn(6, 6), torch.randn(6, 6)
+    x_before, w_before = x.clone(), w.clone()
+    torch.testing.assert_close(compiled(fn)(x, w), fn(x, w))
+    assert torch.equal(x, x_before) and torch.equal(w, w_before)
+    assert in_place_count(dumps) == 0
+
+
+def test_a_buffer_read_twice_is_written_by_its_last_reader_only(dumps):
+    """The sum's kernel runs first, so relu may take the product's memory after it."""
+    x, w = torch.randn(6, 6), torch.randn(6, 6)
+    torch.testing.assert_close(compiled(product_read_again)(x, w), product_read_again(x, w))
+    source = wrappers(dumps)
+    taken = source.index("# in place")
+    assert "kernel_0" in source[:taken] and "kernel_1" in source[taken:]
+
+
+@pytest.mark.parametrize("size", [1, 3, 4])
+def test_training_through_a_reused_buffer_matches_eager(cold_cache, size):
+    """The forward saves what backward reads; a buffer it saves is an output, never reused."""
+    model = nn.Sequential(nn.Linear(size, 5), nn.GELU(), nn.Linear(5, size), nn.Tanh())
+    x = torch.randn(size + 2, size, requires_grad=True)
+    out = compiled(model)(x)
+    out.sum().backward()
+    got = [x.grad.clone()] + [p.grad.clone() for p in model.parameters()]
+    x.grad = None
+    model.zero_grad()
+    model(x).sum().backward()
+    torch.testing.assert_close(out, model(x))
+    torch.testing.assert_close(got, [x.grad] + [p.grad for p in model.parameters()])
+
+
+def test_bounds_checked_in_place_kernels_stay_inside_their_buffer(dumps, monkeypatch):
+    monkeypatch.setenv("DICP_BOUNDS_CHECK", "1")
+    model, x = conv_bn_relu(), torch.randn(1, 3, 4, 5)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(model)(x), model(x))
+    assert in_place_count(dumps) >= 1
