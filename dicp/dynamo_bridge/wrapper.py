@@ -7,10 +7,15 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from .symbolic import py_expr, same_layout, shape_of, strides_of
+from .symbolic import py_expr, shape_of, strides_of
 from .templating import SHARED_TEMPLATES, render
 
 _NAME = re.compile(r"\bbuf\d+\b")
+
+
+def _extent(sizes, strides):
+    """How many elements from the first a layout spans (non-negative strides)."""
+    return 1 + sum(((size - 1) * stride for size, stride in zip(sizes, strides)), 0)
 
 
 class Var(str):
@@ -128,13 +133,12 @@ class WrapperBuilder:
     # ---- buffer reuse ----
     def may_share(self, output, source) -> bool:
         """Whether kernel output `output` (allocated, not yet written) could take the memory of
-        private buffer `source`: the same dtype and layout."""
+        private buffer `source`: the same dtype and extent of memory (a [4, 128, 256] sum may
+        take a [512, 256] product's)."""
         if not (output in self._allocations and source in self.private and
                 output in self.private and self.dtypes[output] == self.dtypes[source]):
             return False
-        (sizes, strides), (source_sizes, source_strides) = (self.layouts[output],
-                                                            self.layouts[source])
-        return sizes == source_sizes and same_layout(sizes, strides, source_strides)
+        return sympy.expand(_extent(*self.layouts[output]) - _extent(*self.layouts[source])) == 0
 
     def offer_in_place(self, output, source):
         """The kernel call just appended reads `source` only where it writes `output`, each
@@ -157,14 +161,24 @@ class WrapperBuilder:
         return last_use
 
     def _reuse_dying_sources(self, returned):
-        """The wrapper's lines with each offer_in_place taken where its source dies at the call.
-        Offers are taken in order, so a chain (a kernel in place of a buffer that itself took
-        another's memory) sees the names as they are by then."""
-        lines = list(self.lines)
+        """The wrapper's lines with each offer_in_place taken where its source dies at the call
+        and nothing between the output's allocation and the call names the output (a
+        concatenation's earlier kernels write into it). The allocation goes; the output is
+        bound to the source just before the call. Offers are taken in order, so a chain (a
+        kernel in place of a buffer that itself took another's memory) sees the lines as
+        they are by then."""
+        blocks = [[line] for line in self.lines]  # each original line and what replaces it
         for output, source, call in self._in_place:
-            if source not in returned and self._last_uses(lines).get(source) == call:
-                lines[self._allocations[output]] = f"{output} = {self._as_laid_out(source, output)}  # in place"
-        return lines
+            allocation = self._allocations[output]
+            texts = ["\n".join(block) for block in blocks]
+            between = " ".join(texts[allocation + 1:call])
+            if source in returned or self._last_uses(texts).get(source) != call or \
+                    output in _NAME.findall(between):
+                continue
+            blocks[allocation] = []
+            blocks[call] = [f"{output} = {self._as_laid_out(source, output)}  # in place",
+                            *blocks[call]]
+        return [line for block in blocks for line in block]
 
     def _as_laid_out(self, source, output):
         """`source` as the Python value of `output`: itself, or a view with `output`'s strides

@@ -66,8 +66,25 @@ def product_read_shifted(x, w):
     return torch.relu(y[1:]) * y[:-1]
 
 
-def product_softmax(x, w):
+def product_softmax_rows(x, w):
     return torch.softmax(x @ w, dim=-1)
+
+
+def product_softmax_columns(x, w):
+    return torch.softmax(x @ w, dim=0)
+
+
+def product_layer_norm(x, w):
+    return F.layer_norm(x @ w, (6,)) * 3
+
+
+def product_cumsum(x, w):
+    return torch.cumsum(x @ w, dim=1)
+
+
+def product_row_minus_its_first(x, w):
+    y = x @ w
+    return y - y[:, :1]
 
 
 def input_plus_one(x, w):
@@ -75,13 +92,30 @@ def input_plus_one(x, w):
 
 
 @pytest.mark.parametrize("fn", [product_returned, product_read_transposed, product_read_shifted,
-                                product_softmax, input_plus_one])
+                                input_plus_one])
 def test_memory_still_read_elsewhere_is_never_written(dumps, fn):
     x, w = torch.randn(6, 6), torch.randn(6, 6)
     x_before, w_before = x.clone(), w.clone()
     torch.testing.assert_close(compiled(fn)(x, w), fn(x, w))
     assert torch.equal(x, x_before) and torch.equal(w, w_before)
     assert in_place_count(dumps) == 0
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("fn", [product_softmax_rows, product_softmax_columns, product_layer_norm,
+                                product_cumsum, product_row_minus_its_first, product_read_again])
+def test_kernels_reading_a_product_along_rows_or_columns_match_eager(cold_cache, fn, dynamic):
+    """In place or not, whichever the kernel's reads allow: the results are eager's."""
+    for rows in (1, 5, 6):
+        x, w = torch.randn(rows, 6), torch.randn(6, 6)
+        torch.testing.assert_close(compiled(fn, dynamic)(x, w), fn(x, w))
+
+
+def test_a_row_normalization_writes_the_rows_it_read(dumps):
+    """Softmax reads its row twice (max, sum) in earlier loops, then writes it: in place."""
+    x, w = torch.randn(6, 6), torch.randn(6, 6)
+    torch.testing.assert_close(compiled(product_softmax_rows)(x, w), product_softmax_rows(x, w))
+    assert in_place_count(dumps) == 1
 
 
 def test_a_buffer_read_twice_is_written_by_its_last_reader_only(dumps):
@@ -114,3 +148,52 @@ def test_bounds_checked_in_place_kernels_stay_inside_their_buffer(dumps, monkeyp
     with torch.no_grad():
         torch.testing.assert_close(compiled(model)(x), model(x))
     assert in_place_count(dumps) >= 1
+
+
+def rms_scaled_product(x, w):
+    y = (x @ w).view(2, 3, 8)
+    return y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6) + y
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_product_read_through_a_view_is_still_written_in_place(dumps, dynamic):
+    """The view's index (i0 mod 3, i0 div 3) folds back to the product's row i0, so the
+    kernel sees it reads each element where it writes it."""
+    x, w = torch.randn(6, 5), torch.randn(5, 8)
+    torch.testing.assert_close(compiled(rms_scaled_product, dynamic)(x, w),
+                               rms_scaled_product(x, w))
+    assert in_place_count(dumps) >= 1
+
+
+def test_div_mod_pairs_fold_into_the_index_they_split():
+    import sympy
+    from dicp.vendor.new_backendGraph.codegen.sym import IDiv, IMod, fold_div_mod
+    i, j = sympy.symbols("i j", integer=True, nonnegative=True)
+    cases = [7 * IMod(i, 5) + 35 * IDiv(i, 5) + j,               # folds to 7*i + j
+             3 * IMod(IDiv(i, 4), 6) + 18 * IDiv(i, 24) + 1,       # folds to 3*(i div 4) + 1
+             7 * IMod(i, 5) + 34 * IDiv(i, 5),                     # no pair: stays
+             IMod(i, 5) + 5 * IDiv(j, 5)]                          # other variable: stays
+    folded = [fold_div_mod(sympy.expand(c)) for c in cases]
+    assert folded[0] == 7 * i + j and folded[1] == 3 * IDiv(i, 4) + 1
+    assert folded[2] == cases[2] and folded[3] == cases[3]
+    for case, result in zip(cases, folded):
+        for value in range(0, 200, 7):
+            point = {i: value, j: value % 11}
+            assert case.subs(point) == result.subs(point)
+
+
+def mean_of_middle_dim(x, w):
+    return torch.mean(x.view(2, 3, 6) @ w, dim=1)
+
+
+def concatenated_activations(x, w):
+    return torch.cat([torch.relu(x @ w), torch.sigmoid(x @ w.t())], dim=1)
+
+
+@pytest.mark.parametrize("fn", [mean_of_middle_dim, concatenated_activations])
+def test_an_output_allocated_before_its_source_or_written_twice_matches_eager(cold_cache, fn):
+    """A reduction's result buffer is allocated before the buffer of its sum (taking the sum's
+    memory there read an unbound name); an output several kernels write (a concatenation)
+    must keep the parts written before the kernel that may go in place."""
+    x, w = torch.randn(6, 6), torch.randn(6, 6)
+    torch.testing.assert_close(compiled(fn)(x, w), fn(x, w))

@@ -18,7 +18,7 @@ from . import loop_ir as L
 def in_place_source(k, may_share):
     """The (output, source) Params of kernel `k` (a KernelBuilder) where its one output may
     take the memory of input `source`, or None. `may_share(output base, source base)` says
-    whether their buffers are alike (dtype, layout) and private."""
+    whether their buffers are alike (dtype, extent) and private."""
     writable = [p for p in k.params.values() if p.writable]
     if len(writable) != 1:
         return None
@@ -34,32 +34,82 @@ def in_place_source(k, may_share):
     return None
 
 
-def _parts(phases):
-    return [statements for phase in phases for statements in (phase.pre, phase.body, phase.post)]
-
-
 def _only_store(phases, pointer):
-    """(the statement list holding the one store to `pointer`, its index there, its
-    position), or None where the kernel stores to it more than once or inside a branch or
-    loop of its own."""
-    found = [(statements, number, statement) for statements in _parts(phases)
-             for number, statement in enumerate(statements)
+    """(phase number, part, index in the part, position) of the one store to `pointer`, or
+    None where the kernel stores to it more than once or inside a branch or loop of its own."""
+    found = [(number, part, index, statement)
+             for number, phase in enumerate(phases) for part in _PARTS
+             for index, statement in enumerate(getattr(phase, part))
              if any(isinstance(s, L.Store) and s.pointer == pointer for s in L.walk([statement]))]
-    if len(found) != 1 or not isinstance(found[0][2], L.Store):
+    if len(found) != 1 or not isinstance(found[0][3], L.Store):
         return None
-    statements, number, statement = found[0]
-    return statements, number, statement.position
+    number, part, index, statement = found[0]
+    return number, part, index, statement.position
+
+
+_PARTS = ("pre", "body", "post")
 
 
 def _read_only_before(phases, store, pointer, at_unit_loops):
-    """Whether every load of `pointer` in the kernel is in the store's statement list, ahead
-    of the store, at the store's position (loop variables over one element taken as 0: a
-    layout may drop a size-1 dim's term)."""
-    statements, number, position = store
-    everywhere = sum(len(_loads(part, pointer)) for part in _parts(phases))
-    ahead = [load for statement in statements[:number] for load in _loads(statement, pointer)]
-    same = lambda a, b: sympy.sympify(a).subs(at_unit_loops) == sympy.sympify(b).subs(at_unit_loops)  # noqa: E731
-    return len(ahead) == everywhere and all(same(load.position, position) for load in ahead)
+    """Whether every load of `pointer` reads, before the store, an element the same outer
+    iteration stores: in the store's own statement list ahead of it, at its position; or in
+    an earlier phase (a norm's or softmax's reduction over the row, a max's rescan) at the
+    position with that phase's inner loops renamed to the store's. Earlier phases finish
+    before the store's starts, and no other outer iteration stores that row. Loop variables
+    over one element count as 0 (a layout may drop a size-1 dim's term)."""
+    number, part, index, position = store
+    stored_in = phases[number]
+    position = _at(position, at_unit_loops)
+    for earlier, phase in enumerate(phases):
+        for name in _PARTS:
+            statements = getattr(phase, name)
+            if earlier == number and name == part:
+                ahead, after = statements[:index], statements[index:]
+                if _loads(after, pointer) or any(
+                        _at(load.position, at_unit_loops) != position
+                        for load in _loads(ahead, pointer)):
+                    return False
+                continue
+            loads = _loads(statements, pointer)
+            renaming = _renaming(phase, stored_in) if earlier < number and \
+                _loops_keep_bounds(statements, phase) else None
+            if loads and (renaming is None or any(
+                    _at(load.position, {**at_unit_loops, **renaming}) != position
+                    for load in loads)):
+                return False
+    return True
+
+
+def _loops_keep_bounds(statements, phase):
+    """Whether each loop of `statements` over one of the phase's inner variables runs within
+    the phase's bounds for it (a max's rescan for a signed zero, after its loop)."""
+    bounds = {var: (lo, hi) for var, lo, hi in phase.inner}
+    for loop in (s for s in L.walk(statements) if isinstance(s, L.For)):
+        var = sympy.Symbol(loop.var.name, integer=True, nonnegative=True)
+        if var in bounds and any(sympy.expand(_index(mine) - theirs) != 0
+                                 for mine, theirs in zip((loop.lo, loop.hi), bounds[var])):
+            return False
+    return True
+
+
+def _index(value):
+    return value.expr if isinstance(value, L.Index) else value
+
+
+def _renaming(phase, stored_in):
+    """The inner loop variables of `phase` as those of `stored_in`, or None where their loops
+    differ."""
+    if not phase.inner or len(phase.inner) != len(stored_in.inner):
+        return None
+    pairs = list(zip(phase.inner, stored_in.inner))
+    if any(sympy.expand(lo - lo2) != 0 or sympy.expand(hi - hi2) != 0
+           for (_, lo, hi), (_, lo2, hi2) in pairs):
+        return None
+    return {var: var2 for (var, _, _), (var2, _, _) in pairs}
+
+
+def _at(position, values):
+    return sympy.expand(sympy.sympify(position).subs(values, simultaneous=True))
 
 
 def _loads(node, pointer):

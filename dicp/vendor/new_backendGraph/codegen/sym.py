@@ -97,7 +97,54 @@ def is_dense(sizes, strides):
 
 
 def flat_index(index, strides):
-    return sympy.expand(sum((i * s for i, s in zip(index, strides)), sympy.Integer(0)))
+    return fold_div_mod(sympy.expand(sum((i * s for i, s in zip(index, strides)),
+                                         sympy.Integer(0))))
+
+
+def fold_div_mod(expr):
+    """`expr` with each pair c*IMod(y, n) + c*n*IDiv(y, n) folded into c*y, as
+    y = n*(y div n) + y mod n (for C++'s truncating / and % too). A view and its inverse (a
+    [4, 128, 688] view of a [512, 688] product read as [512, 688]) then index the memory as
+    the product does: one multiply-add instead of a division per row, and an access a kernel
+    can see is the same element as its store (in_place.py)."""
+    if not isinstance(expr, sympy.Add):
+        return expr
+    terms = list(expr.args)
+    folded = True
+    while folded:
+        folded = _fold_one_pair(terms)
+    return sympy.Add(*terms)
+
+
+def _fold_one_pair(terms) -> bool:
+    for i, mod_term in enumerate(terms):
+        coefficient, mod = _split(mod_term, IMod)
+        if mod is None:
+            continue
+        y, n = mod.args
+        for j, div_term in enumerate(terms):
+            scale, div = _split(div_term, IDiv)
+            if div is not None and _divides_like(div, y, n) and \
+                    sympy.expand(scale - coefficient * n) == 0:
+                terms[:] = [t for k, t in enumerate(terms) if k not in (i, j)] + [coefficient * y]
+                return True
+    return False
+
+
+def _split(term, function):
+    """(coefficient, the one `function` factor of `term`) or (None, None)."""
+    factors = [f for f in sympy.Mul.make_args(term) if isinstance(f, function)]
+    if len(factors) != 1:
+        return None, None
+    return term / factors[0], factors[0]
+
+
+def _divides_like(div, y, n) -> bool:
+    """Whether IDiv `div` is y div n: IDiv(y, n) itself, or IDiv(z, s*n) where y = IDiv(z, s)."""
+    z, m = div.args
+    if z == y and m == n:
+        return True
+    return isinstance(y, IDiv) and y.args[0] == z and sympy.expand(y.args[1] * n - m) == 0
 
 
 def unflatten(flat, sizes):
