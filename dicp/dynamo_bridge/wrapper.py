@@ -164,16 +164,15 @@ class WrapperBuilder:
         """The wrapper's lines with each offer_in_place taken where its source dies at the call
         and nothing between the output's allocation and the call names the output (a
         concatenation's earlier kernels write into it). The allocation goes; the output is
-        bound to the source just before the call. Offers are taken in order, so a chain (a
-        kernel in place of a buffer that itself took another's memory) sees the lines as
-        they are by then."""
-        blocks = [[line] for line in self.lines]  # each original line and what replaces it
+        bound to the source just before the call. Taking an offer moves no name's last use
+        (the call names both), so one pass over the lines decides every offer, chains (a
+        kernel in place of a buffer that itself took another's memory) included."""
+        last_use = self._last_uses(self.lines)
+        blocks = [[line] for line in self.lines]  # each line and what replaces it
         for output, source, call in self._in_place:
             allocation = self._allocations[output]
-            texts = ["\n".join(block) for block in blocks]
-            between = " ".join(texts[allocation + 1:call])
-            if source in returned or self._last_uses(texts).get(source) != call or \
-                    output in _NAME.findall(between):
+            if source in returned or last_use.get(source) != call or any(
+                    output in _NAME.findall(line) for line in self.lines[allocation + 1:call]):
                 continue
             blocks[allocation] = []
             blocks[call] = [f"{output} = {self._as_laid_out(source, output)}  # in place",

@@ -107,7 +107,7 @@ def fold_div_mod(expr):
     [4, 128, 688] view of a [512, 688] product read as [512, 688]) then index the memory as
     the product does: one multiply-add instead of a division per row, and an access a kernel
     can see is the same element as its store (in_place.py)."""
-    if not isinstance(expr, sympy.Add):
+    if not isinstance(expr, sympy.Add) or not expr.has(IMod):  # most indices: no pair to fold
         return expr
     terms = list(expr.args)
     folded = True
