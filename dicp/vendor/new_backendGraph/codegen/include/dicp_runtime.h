@@ -175,6 +175,17 @@ inline float pow2_int(int32_t n) {  // 2^n for -126 <= n <= 127
   std::memcpy(&value, &bits, sizeof value);
   return value;
 }
+// x / ln2 rounded to the nearest integer n, as a float and as an int, for |x| < 2^22: adding
+// 1.5 * 2^23 rounds away the fraction and leaves n in the low bits of the sum. Two adds
+// instead of a floor and a float-to-int conversion.
+struct NearestMultipleOfLn2 {
+  float n;
+  int32_t k;
+};
+inline NearestMultipleOfLn2 nearest_multiple_of_ln2(float x) {
+  const float shifted = madd(x, 1.44269504088896341f, 12582912.f);
+  return {shifted - 12582912.f, static_cast<int32_t>(float_to_bits(shifted)) - 0x4B400000};
+}
 // e^(x - n ln2), n the integer nearest x / ln2: the reduced exponent's degree-6 polynomial.
 inline float exp_of_remainder(float x, float n) {
   const float r = madd(n, 2.12194440e-4f, madd(n, -0.693359375f, x));  // two-part ln2
@@ -186,17 +197,18 @@ inline float exp_of_remainder(float x, float n) {
   p = madd(p, r, 5.0000001201e-1f);
   return madd(p * r, r, r) + 1.0f;
 }
+// Every select here is a clamp: the loop is about 25 vector instructions, and each one
+// counts (softmax and SiLU are bound by them). Inputs are clamped to [-104, 89], which keeps
+// NaN (the comparisons are false for it) and needs no other special case: e^89 overflows to
+// inf through the two factors and e^-104 rounds to 0, as std::exp gives.
 template <typename T> inline T exp(T v) {
   if constexpr (std::is_same_v<T, float>) {
-    const float hi = 89.f, lo = -104.f;  // e^89 overflows, e^-104 is below half a denormal
-    const float x = v > hi ? hi : (v < lo ? lo : v);
-    const float n = std::floor(x * 1.44269504088896341f + 0.5f);
-    const float p = exp_of_remainder(x, n);
-    const int32_t k = static_cast<int32_t>(n), half = k / 2;
-    float y = p * pow2_int(half) * pow2_int(k - half);
-    y = v > hi ? INFINITY : y;
-    y = v < lo ? 0.f : y;
-    return v != v ? v : y;
+    const float hi = 89.f, lo = -104.f;
+    const float above_lo = v < lo ? lo : v;
+    const float x = above_lo > hi ? hi : above_lo;
+    const auto [n, k] = nearest_multiple_of_ln2(x);
+    const int32_t half = k >> 1;
+    return exp_of_remainder(x, n) * pow2_int(half) * pow2_int(k - half);
   } else {
     return std::exp(v);
   }
@@ -205,8 +217,8 @@ template <typename T> inline T exp(T v) {
 // overflow and NaN cases (z > 87 gives e^-87, which erf's tail multiplies down to nothing).
 inline float exp_of_negative(float z) {
   const float x = -(z < 87.f ? z : 87.f);
-  const float n = std::floor(x * 1.44269504088896341f + 0.5f);
-  return exp_of_remainder(x, n) * pow2_int(static_cast<int32_t>(n));
+  const auto [n, k] = nearest_multiple_of_ln2(x);
+  return exp_of_remainder(x, n) * pow2_int(k);
 }
 // erf without a libm call, so loops using it vectorize (GELU spends most of its time here).
 // Max error 1.9 ulp against double erf (eager's, Sleef's: 0.54), 0.5 ulp for |x| >= 1.5.
@@ -240,7 +252,7 @@ template <typename T> inline T erf(T v) {
     g = madd(g, t, 3.230727045e-03f);
     g = madd(g, t, 5.639737248e-01f);
     const float tail = 1.f - exp_of_negative(z) * t * g;
-    return a < 1.f ? central : (v < 0.f ? -tail : tail);
+    return a < 1.f ? central : std::copysign(tail, v);
   } else {
     return std::erf(v);
   }
