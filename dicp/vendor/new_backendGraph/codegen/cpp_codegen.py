@@ -1,6 +1,6 @@
 """C++ target: lowers vendor ops to fused loop nests (loop IR), printed by the C++ renderer
 into Jinja templates."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 import torch
@@ -141,6 +141,7 @@ class RenderedPhase:
     pre: list
     body: list
     post: list
+    chunk: object = None  # kernel.Chunk with its open and close parts as C++ lines
 
 
 class UnsupportedLowering(NotImplementedError):
@@ -363,7 +364,10 @@ class CppCodegen(GraphCodegenBase):
         printer = CppRenderer(self.bounds_check)
         phases = [RenderedPhase([(v, printer.expr(lo), printer.expr(hi)) for v, lo, hi in
                                  phase.bounds], printer.lines(phase.pre),
-                                printer.lines(phase.body), printer.lines(phase.post))
+                                printer.lines(phase.body), printer.lines(phase.post),
+                                phase.chunk and replace(phase.chunk,
+                                                        open=printer.lines(phase.chunk.open),
+                                                        close=printer.lines(phase.chunk.close)))
                   for phase in k.phases]
         return render("kernel.cpp.j2", name=k.name, signature=signature,
                       outer=[(v, printer.expr(size)) for v, size in loops],

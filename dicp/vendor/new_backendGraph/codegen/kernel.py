@@ -54,6 +54,17 @@ class Phase:
     post: list
     accesses: tuple
     simd: str = None
+    chunk: "Chunk" = None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A phase whose last inner loop runs in chunks of `size` iterations: `open` (loop IR
+    statements) before each chunk, `close` after it. A float sum accumulates each chunk in
+    float at the full vector width and adds the chunk's total to its double accumulator."""
+    size: int
+    open: tuple
+    close: tuple
 
 
 @dataclass
@@ -189,6 +200,14 @@ class KernelBuilder:
             self.index_statements += 1
         return var
 
+    def definition(self, var):
+        """The expression a Let bound to `var` in an enclosing block, or None."""
+        for block in reversed(self.blocks):
+            for expr, bound in block.cse.items():
+                if bound == var:
+                    return expr
+        return None
+
     def op(self, name, type_, *args, param=""):
         """`emit` of op `name` (a row of the renderer's table) on `args`."""
         return self.emit(L.Op(name, type_, tuple(args), param))
@@ -254,9 +273,11 @@ class KernelBuilder:
         return var
 
     # ---- phases ----
-    def phase(self, inner, pre=None, body=None, post=None, simd=None):
+    def phase(self, inner, pre=None, body=None, post=None, simd=None, chunk=None):
         """Emit a phase (see Phase) with fresh inner loop variables over the (lo, hi) bounds
-        `inner`: pre(k), body(k, variables), post(k, variables). Returns what post returns."""
+        `inner`: pre(k), body(k, variables), post(k, variables). Returns what post returns.
+        `chunk()`, called after the body, gives the phase's Chunk and its simd clauses, or
+        None for whole loops with `simd`."""
         started, self._phases_started = self._phases_started, self._phases_started + 1
         variables = loop_index(len(inner), f"r{started}_" if started else "r")
         self.loop_vars |= set(variables)
@@ -280,8 +301,11 @@ class KernelBuilder:
             self._open.pop()
             self._lazy_chain = chain
         bounds = [(v, self.index(lo), self.index(hi)) for v, lo, hi in loops]
+        chunked = chunk() if chunk is not None and loops else None
+        if chunked is not None:
+            chunked, simd = chunked
         self._phase_order[identity] = len(self.phases)
-        self.phases.append(Phase(loops, bounds, *parts, tuple(accesses), simd))
+        self.phases.append(Phase(loops, bounds, *parts, tuple(accesses), simd, chunked))
         return result
 
     # ---- row caches (row_cache.py) ----

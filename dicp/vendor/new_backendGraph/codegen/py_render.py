@@ -96,9 +96,17 @@ def render_kernel(name, params, symbols, bounds_check, outer, locals_, phases) -
 
 
 def _loops(printer, phase):
-    lines, indent = [], ""
-    for var, lo, hi in phase.bounds:
-        lines.append(f"{indent}for {var} in range({printer.expr(lo)}, {printer.expr(hi)}):")
+    lines, indent, close = [], "", []
+    for i, (var, lo, hi) in enumerate(phase.bounds):
+        lo, hi = printer.expr(lo), printer.expr(hi)
+        if phase.chunk and i == len(phase.bounds) - 1:
+            size = phase.chunk.size
+            lines.append(f"{indent}for {var}_chunk in range({lo}, {hi}, {size}):")
+            indent += "    "
+            lines += printer.lines(phase.chunk.open, indent)
+            close = printer.lines(phase.chunk.close, indent)
+            lo, hi = f"{var}_chunk", f"min({var}_chunk + {size}, {hi})"
+        lines.append(f"{indent}for {var} in range({lo}, {hi}):")
         indent += "    "
     body = printer.lines(phase.body, indent)
-    return lines + (body or [indent + "pass"] if phase.bounds else body)
+    return lines + (body or [indent + "pass"] if phase.bounds else body) + close
