@@ -197,3 +197,23 @@ def test_an_output_allocated_before_its_source_or_written_twice_matches_eager(co
     must keep the parts written before the kernel that may go in place."""
     x, w = torch.randn(6, 6), torch.randn(6, 6)
     torch.testing.assert_close(compiled(fn)(x, w), fn(x, w))
+
+
+# Found by the fuzzer (seed 2720, p29): the expanded output of a kernel took its source's
+# memory; the second row's loads then read the first row's stores (all(x) came out !all(x)).
+EXPANDED_OUTPUTS = {
+    "all_expanded": lambda x: torch.all(x, -1, keepdim=True).expand(3, -1),
+    "neg_sum_expanded": lambda x: torch.neg(x.sum(-1, keepdim=True)).expand(2, 4, -1),
+    "exp_max_expanded": lambda x: torch.exp(x.amax(-1, keepdim=True)).expand(-1, 5),
+    "broadcast_add": lambda x: (x.sum(-1, keepdim=True) + 1).expand(-1, 3) * 1,
+}
+
+
+@pytest.mark.parametrize("length", [1, 2, 7])
+@pytest.mark.parametrize("name", EXPANDED_OUTPUTS)
+def test_an_expanded_output_never_takes_its_source_memory(cold_cache, name, length):
+    fn = EXPANDED_OUTPUTS[name]
+    x = torch.randn(1, length) if name != "all_expanded" else torch.tensor([-3.5] * length)
+    torch.testing.assert_close(compiled(fn)(x), fn(x))
+    zeros = torch.zeros_like(x)
+    torch.testing.assert_close(compiled(fn)(zeros), fn(zeros))
