@@ -63,3 +63,12 @@ def test_chunked_sums_with_dynamic_lengths_and_bounds_checks(cold_cache, monkeyp
         x = torch.randn(4, length)
         torch.testing.assert_close(fn(x), NEVER_NEGATIVE["exp"](x))
     assert "chunk_acc" in kernel_sources(cold_cache)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", ["exp", "rms"])
+def test_chunked_sums_of_half_types_match_eager(cold_cache, name, dtype):
+    x = torch.randn(6, 777).to(dtype)
+    fn = NEVER_NEGATIVE[name]
+    torch.testing.assert_close(compiled(fn)(x), fn(x))
+    assert "chunk_acc" in kernel_sources(cold_cache)

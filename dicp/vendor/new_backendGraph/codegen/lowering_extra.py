@@ -116,6 +116,11 @@ SUM_CHUNK = 256
 NEVER_NEGATIVE_OPS = {"Exp", "Abs", "Sqrt", "Sigmoid", "Relu"}
 
 
+def _even_integer(value):
+    return isinstance(value, Const) and isinstance(value.value, (int, float)) \
+        and float(value.value).is_integer() and int(value.value) % 2 == 0
+
+
 def _never_negative(k, value, depth=0):
     """Whether IR value `value` is >= 0 (or NaN) by construction."""
     expr = k.definition(value) if isinstance(value, Var) else value
@@ -127,7 +132,9 @@ def _never_negative(k, value, depth=0):
         return True
     if expr.name == "Mul" and expr.args[0] == expr.args[1]:
         return True
-    if expr.name in ("Cast", "StaticCast") and expr.type in ("float", "double"):
+    if expr.name == "Pow" and _even_integer(expr.args[1]):  # x ** 2 of a half type
+        return True
+    if expr.name in ("Cast", "StaticCast", "RoundTo") and expr.type in ("float", "double"):
         return _never_negative(k, expr.args[0], depth + 1)
     return False
 
