@@ -72,3 +72,13 @@ def test_chunked_sums_of_half_types_match_eager(cold_cache, name, dtype):
     fn = NEVER_NEGATIVE[name]
     torch.testing.assert_close(compiled(fn)(x), fn(x))
     assert "chunk_acc" in kernel_sources(cold_cache)
+
+
+def test_a_float64_sum_of_float_values_keeps_its_double_accumulator(cold_cache):
+    """sum(dtype=float64) of float32 squares: eager adds them in float64 (float chunks were
+    1e-8 off)."""
+    x = torch.randn(4, 3000)
+    fn = lambda t: (t * t).sum(-1, dtype=torch.float64)  # noqa: E731
+    got, want = compiled(fn)(x), fn(x)
+    assert ((got - want).abs() <= 1e-12 * want.abs()).all()
+    assert "chunk_acc" not in kernel_sources(cold_cache)

@@ -83,7 +83,7 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype):
     def body(k, inner):
         value = x.load(k, _split_index(x.sizes, dims, kept_index, inner))
         if name == "ReduceSum" and len(dims) == 1 and acc_t == "double" \
-                and value.type == "float" and _never_negative(k, value):
+                and value.type == compute_ctype(dtype) == "float" and _never_negative(k, value):
             chunked.append(True)
             k.add(Assign(chunk_acc, Op("Add", "float", (chunk_acc, value))))
             return
