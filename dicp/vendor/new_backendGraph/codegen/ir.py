@@ -9,6 +9,7 @@ from typing import Callable
 
 import sympy
 
+from dicp.dynamo_bridge.symbolic import same_size
 from dicp.dynamo_bridge.wrapper import TensorView
 
 from .ctypes_map import compute_ctype, storage_ctype
@@ -89,14 +90,30 @@ def cast_value(k, var, from_dtype, to_dtype):
     return k.op("Cast", target, var)  # an integer 0 is +0, not trunc's -0
 
 
-def load_broadcast(k, value, index, dtype):
+def _broadcast_position(size, position, out_size):
+    """The position along an operand's dim of `size` for the output's `position` along a dim
+    of `out_size`. Broadcasting asks `size` to be 1 or `out_size`; a symbolic size that is
+    neither expression (a slice's (s0 + 2) // 3 that dynamo guards to be 1) may be either at
+    run time, and min(position, size - 1) is right for both (fuzzer, seed 2722: an
+    out-of-bounds read)."""
+    if size == 1:
+        return 0
+    if out_size is None or not isinstance(size, sympy.Basic) or size.is_Integer \
+            or same_size(size, out_size):
+        return position
+    return sympy.Min(position, size - 1)
+
+
+def load_broadcast(k, value, index, dtype, out_sizes=None):
     """`value` (IR value, Python number or sympy size) at `index`, broadcast and cast: an IR
-    atom of `dtype`'s compute type."""
+    atom of `dtype`'s compute type. `out_sizes`: the sizes `index` runs over, when known."""
     ctype = compute_ctype(dtype)
     if isinstance(value, (Buffer, Pointwise)):
         rank = len(value.sizes)
         tail = index[len(index) - rank:] if rank else []
-        local = [0 if size == 1 else i for size, i in zip(value.sizes, tail)]
+        out_tail = out_sizes[len(out_sizes) - rank:] if out_sizes is not None and rank else None
+        local = [_broadcast_position(size, i, out_tail[d] if out_tail else None)
+                 for d, (size, i) in enumerate(zip(value.sizes, tail))]
         return cast_value(k, value.load(k, local), value.dtype, dtype)
     if isinstance(value, sympy.Basic):
         return k.op("StaticCast", ctype, k.index(value))

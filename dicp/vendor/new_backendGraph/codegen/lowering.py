@@ -58,7 +58,7 @@ SCALAR_AT_OPMATH = {"Mul", "Div", "FloorDiv", "TruncDiv"}
 NUMBER_AT_OPMATH = SCALAR_AT_OPMATH | {"Pow"}
 
 
-def load_operand(k, value, index, dtype, second_of=None):
+def load_operand(k, value, index, dtype, second_of=None, out_sizes=None):
     """Operand `value` for math in `dtype`, with a scalar operand as precise as eager has it in
     half types (`second_of`: the op's name when `value` is its second operand): rounded to the
     half type (x_bf16 % 1.1237 is x % 1.125), or where eager reads it in float, in float (x_bf16
@@ -70,7 +70,7 @@ def load_operand(k, value, index, dtype, second_of=None):
         elif second_of in SCALAR_AT_OPMATH and isinstance(value, (Buffer, Pointwise)) \
                 and not value.sizes and value.dtype in (torch.float32, torch.float64):
             return cast_value(k, value.load(k, []), value.dtype, torch.float32)
-    return load_broadcast(k, value, index, dtype)
+    return load_broadcast(k, value, index, dtype, out_sizes)
 
 
 def _pointwise(g, node, op):
@@ -81,14 +81,15 @@ def _pointwise(g, node, op):
     dtype = promoted_dtype(node) if name in COMPUTE_IN_INPUT_TYPE else out_dtype
     operands = node.args
     result_type = compute_ctype(out_dtype)
+    sizes = shape_of(node.meta["val"])
 
     def fn(k, index):
-        loaded = [load_operand(k, g.value(a), index, dtype, name if position == 1 else None)
-                  for position, a in enumerate(operands)]
+        loaded = [load_operand(k, g.value(a), index, dtype, name if position == 1 else None,
+                               sizes) for position, a in enumerate(operands)]
         if callable(op):
             return op(k, compute_ctype(dtype), loaded)
         return k.op(op, result_type, *loaded)
-    return Pointwise(out_dtype, shape_of(node.meta["val"]), fn)
+    return Pointwise(out_dtype, sizes, fn)
 
 
 @lowering(*UNARY)
@@ -149,12 +150,14 @@ def where(g, node, cond, a, b):
     out_dtype = node.meta["val"].dtype
     cond, a, b = g.value(cond), g.value(a), g.value(b)
 
+    sizes = shape_of(node.meta["val"])
+
     def fn(k, index):
-        c = load_broadcast(k, cond, index, torch.bool)
-        x = load_broadcast(k, a, index, out_dtype)
-        y = load_broadcast(k, b, index, out_dtype)
+        c = load_broadcast(k, cond, index, torch.bool, sizes)
+        x = load_broadcast(k, a, index, out_dtype, sizes)
+        y = load_broadcast(k, b, index, out_dtype, sizes)
         return k.op("Where", compute_ctype(out_dtype), c, x, y)
-    return Pointwise(out_dtype, shape_of(node.meta["val"]), fn)
+    return Pointwise(out_dtype, sizes, fn)
 
 
 @lowering("Convert")
