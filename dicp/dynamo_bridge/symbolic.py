@@ -59,6 +59,21 @@ def same_layout(sizes, strides, expected):
     return all(size == 1 or same_size(a, b) for size, a, b in zip(sizes, strides, expected))
 
 
+def is_dense(sizes, strides):
+    """Whether the layout fills its storage exactly, each element at an address of its own:
+    some order of the dims has contiguous strides (dims of size 1 may have any stride; an
+    expanded dim, stride 0, fails). Compared as sympy, so no guards."""
+    dims = [d for d, size in enumerate(sizes) if size != 1]
+    expected = sympy.Integer(1)
+    while dims:
+        match = next((d for d in dims if same_size(strides[d], expected)), None)
+        if match is None:
+            return False
+        dims.remove(match)
+        expected = expected * sizes[match]
+    return True
+
+
 # torch's symbolic functions (and the index functions backends define), by class name, as
 # Python: matched by name so that no private torch module is imported.
 PYTHON_FUNCTIONS = {

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from .symbolic import py_expr, shape_of, strides_of
+from .symbolic import is_dense, py_expr, shape_of, strides_of
 from .templating import SHARED_TEMPLATES, render
 
 _NAME = re.compile(r"\bbuf\d+\b")
@@ -16,24 +16,6 @@ _NAME = re.compile(r"\bbuf\d+\b")
 def _extent(sizes, strides):
     """How many elements from the first a layout spans (non-negative strides)."""
     return 1 + sum(((size - 1) * stride for size, stride in zip(sizes, strides)), 0)
-
-
-def _one_address_per_element(sizes, strides):
-    """Whether a layout is dense and gives every element its own address: the contiguous
-    strides of some order of its dims (dims of size 1 aside). An expanded layout (stride 0)
-    is not: a kernel writing it stores one element many times. Symbolic strides count only
-    in row-major order."""
-    dims = [(stride, size) for size, stride in zip(sizes, strides) if size != 1]
-    if any(not getattr(sympy.sympify(stride), "is_Integer", False) for stride, _ in dims):
-        dims.reverse()
-    else:
-        dims.sort(key=lambda dim: int(dim[0]))
-    expected = 1
-    for stride, size in dims:
-        if sympy.expand(stride - expected) != 0:
-            return False
-        expected = expected * size
-    return True
 
 
 class Var(str):
@@ -156,7 +138,7 @@ class WrapperBuilder:
         if not (output in self._allocations and source in self.private and
                 output in self.private and self.dtypes[output] == self.dtypes[source]):
             return False
-        if not all(_one_address_per_element(*self.layouts[name]) for name in (output, source)):
+        if not all(is_dense(*self.layouts[name]) for name in (output, source)):
             return False  # an expanded output's later stores would feed its own loads
         return sympy.expand(_extent(*self.layouts[output]) - _extent(*self.layouts[source])) == 0
 

@@ -1,8 +1,8 @@
 """Index arithmetic, and the printer that turns sympy sizes into C++."""
 import sympy
 
-from dicp.dynamo_bridge.symbolic import (ExprPrinter, py_expr, same_layout,  # noqa: F401
-                                         same_size)
+from dicp.dynamo_bridge.symbolic import (ExprPrinter, is_dense, py_expr,  # noqa: F401
+                                         same_layout, same_size)
 
 
 class IDiv(sympy.Function):
@@ -80,20 +80,6 @@ def contiguous_strides(sizes):
         strides.append(running)
         running = running * size
     return list(reversed(strides))
-
-
-def is_dense(sizes, strides):
-    """Whether the layout fills its storage exactly: some order of the dims has contiguous
-    strides (dims of size 1 may have any stride). Compared as sympy, so no guards."""
-    dims = [d for d, size in enumerate(sizes) if size != 1]
-    expected = sympy.Integer(1)
-    while dims:
-        match = next((d for d in dims if same_size(strides[d], expected)), None)
-        if match is None:
-            return False
-        dims.remove(match)
-        expected = expected * sizes[match]
-    return True
 
 
 def flat_index(index, strides):
