@@ -74,8 +74,7 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype):
     acc_t = _accumulator_ctype(name, dtype)
     acc = k.new_var(acc_t, "acc")
     init, update = REDUCTIONS[name]
-    chunk_acc = k.new_var("float", "chunk_acc")
-    chunked = []
+    chunk_accs = []  # the float chunk accumulator, once the body takes a chunked sum
 
     def pre(k):
         k.add(Declare(acc, Const(init, acc_t)))
@@ -84,15 +83,16 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype):
         value = x.load(k, _split_index(x.sizes, dims, kept_index, inner))
         if name == "ReduceSum" and len(dims) == 1 and acc_t == "double" \
                 and value.type == compute_ctype(dtype) == "float" and _never_negative(k, value):
-            chunked.append(True)
-            k.add(Assign(chunk_acc, Op("Add", "float", (chunk_acc, value))))
+            chunk_accs[:] = chunk_accs or [k.new_var("float", "chunk_acc")]
+            k.add(Assign(chunk_accs[0], Op("Add", "float", (chunk_accs[0], value))))
             return
         value = k.op("StaticCast", acc_t, value)
         k.add(Assign(acc, Op(update, acc_t, (acc, value))))
 
     def chunk():
-        if not chunked:
+        if not chunk_accs:
             return None
+        chunk_acc = chunk_accs[0]
         add = Op("Add", acc_t, (acc, Op("StaticCast", acc_t, (chunk_acc,))))
         return (Chunk(SUM_CHUNK, (Declare(chunk_acc, Const(0, "float")),),
                       (Assign(acc, add),)), f"+:{chunk_acc.name}")
