@@ -1,7 +1,9 @@
 """Broadcasting a dim whose size is a symbolic expression other than the output's: a slice
 x1[::3] of a size-2 tensor has size (s + 2) // 3, which dynamo guards to be 1. Kernels index
 such a dim with min(i, size - 1), right whether it is 1 or the output's size (fuzzer, seed
-2722: maximum(x1[::3], x0) read past x1's end)."""
+2722: maximum(x1[::3], x0) read past x1's end). The same class in expand (copy_), index_put's
+accumulated values and broadcast index tensors: all read out of bounds before 838b5f9's fix
+reached them."""
 import pytest
 import torch
 
@@ -12,6 +14,13 @@ PROGRAMS = {
     "add": lambda x0, x1: x0 + x1[::3] * 2,
     "where": lambda x0, x1: torch.where(x1[::3] > 0, x0, x1[::3]),
     "equal_sizes": lambda x0, x1: x0[::2] - x1[::3],
+    "index_put_values": lambda x0, x1: x0.index_put((torch.arange(len(x0)).flip(0),),
+                                                    x1[::3] + 1),
+    "index_put_accumulate": lambda x0, x1: x0.index_put((torch.arange(len(x0)) // 2,),
+                                                        x1[::3].exp(), accumulate=True),
+    "copy_into": lambda x0, x1: x0.clone().mul_(2).copy_(x1[::3]).add_(x0),
+    "index_tensors": lambda x0, x1: torch.outer(x0, x0)[
+        (torch.arange(len(x1)) % len(x0))[::3], torch.arange(len(x0))],
 }
 # (x0 size, x1 size): the slice of x1 broadcasting (size 1) or matching x0
 SIZES = [(3, 2), (6, 1), (5, 3), (2, 4), (4, 12)]

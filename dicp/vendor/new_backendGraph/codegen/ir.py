@@ -90,30 +90,33 @@ def cast_value(k, var, from_dtype, to_dtype):
     return k.op("Cast", target, var)  # an integer 0 is +0, not trunc's -0
 
 
+def _may_be_either(size, out_size):
+    """Whether an operand's dim of `size` may be 1 or `out_size` at run time, for all the
+    compiler knows: a symbolic size that is neither expression (a slice's (s0 + 2) // 3 that
+    dynamo guards to be 1). Broadcasting asks it to be one of the two."""
+    return isinstance(size, sympy.Basic) and not size.is_Integer \
+        and not same_size(size, out_size)
+
+
 def _broadcast_position(size, position, out_size):
     """The position along an operand's dim of `size` for the output's `position` along a dim
-    of `out_size`. Broadcasting asks `size` to be 1 or `out_size`; a symbolic size that is
-    neither expression (a slice's (s0 + 2) // 3 that dynamo guards to be 1) may be either at
-    run time, and min(position, size - 1) is right for both (fuzzer, seed 2722: an
-    out-of-bounds read)."""
+    of `out_size`: min(position, size - 1) where the size may be either (fuzzer, seed 2722:
+    maximum(x1[::3], x0) read past x1's end)."""
     if size == 1:
         return 0
-    if out_size is None or not isinstance(size, sympy.Basic) or size.is_Integer \
-            or same_size(size, out_size):
-        return position
-    return sympy.Min(position, size - 1)
+    return sympy.Min(position, size - 1) if _may_be_either(size, out_size) else position
 
 
-def load_broadcast(k, value, index, dtype, out_sizes=None):
+def load_broadcast(k, value, index, dtype, out_sizes):
     """`value` (IR value, Python number or sympy size) at `index`, broadcast and cast: an IR
-    atom of `dtype`'s compute type. `out_sizes`: the sizes `index` runs over, when known."""
+    atom of `dtype`'s compute type. `out_sizes`: the sizes `index` runs over."""
     ctype = compute_ctype(dtype)
     if isinstance(value, (Buffer, Pointwise)):
         rank = len(value.sizes)
         tail = index[len(index) - rank:] if rank else []
-        out_tail = out_sizes[len(out_sizes) - rank:] if out_sizes is not None and rank else None
-        local = [_broadcast_position(size, i, out_tail[d] if out_tail else None)
-                 for d, (size, i) in enumerate(zip(value.sizes, tail))]
+        out_tail = out_sizes[len(out_sizes) - rank:] if rank else []
+        local = [_broadcast_position(size, i, out_size)
+                 for size, i, out_size in zip(value.sizes, tail, out_tail)]
         return cast_value(k, value.load(k, local), value.dtype, dtype)
     if isinstance(value, sympy.Basic):
         return k.op("StaticCast", ctype, k.index(value))
@@ -133,13 +136,14 @@ def permute(x, dims):
 
 def expand(x, sizes):
     lead = len(sizes) - len(x.sizes)
-    broadcast = [lead + j for j, s in enumerate(x.sizes) if s == 1 and sizes[lead + j] != 1]
-    if isinstance(x, Buffer):
-        strides = [0] * lead + [0 if lead + j in broadcast else st
-                                for j, st in enumerate(x.strides)]
+    either = any(_may_be_either(s, sizes[lead + j]) for j, s in enumerate(x.sizes))
+    if isinstance(x, Buffer) and not either:  # a view: stride 0 where x has size 1
+        strides = [0] * lead + [0 if s == 1 else st for s, st in zip(x.sizes, x.strides)]
         return Buffer(x.base, x.dtype, list(sizes), strides, x.offset)
-    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(
-        k, [0 if d in broadcast else idx[d] for d in range(lead, len(sizes))]))
+    # a dim that may be either has no one stride (copy_ of x1[::3] into a tensor of dynamic
+    # size read past x1's end, as seed 2722's maximum did)
+    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(k, [
+        _broadcast_position(s, idx[lead + j], sizes[lead + j]) for j, s in enumerate(x.sizes)]))
 
 
 def slice_view(x, dim, start, step, sizes):

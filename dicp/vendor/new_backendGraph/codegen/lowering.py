@@ -58,7 +58,7 @@ SCALAR_AT_OPMATH = {"Mul", "Div", "FloorDiv", "TruncDiv"}
 NUMBER_AT_OPMATH = SCALAR_AT_OPMATH | {"Pow"}
 
 
-def load_operand(k, value, index, dtype, second_of=None, out_sizes=None):
+def load_operand(k, value, index, dtype, out_sizes, second_of=None):
     """Operand `value` for math in `dtype`, with a scalar operand as precise as eager has it in
     half types (`second_of`: the op's name when `value` is its second operand): rounded to the
     half type (x_bf16 % 1.1237 is x % 1.125), or where eager reads it in float, in float (x_bf16
@@ -84,8 +84,9 @@ def _pointwise(g, node, op):
     sizes = shape_of(node.meta["val"])
 
     def fn(k, index):
-        loaded = [load_operand(k, g.value(a), index, dtype, name if position == 1 else None,
-                               sizes) for position, a in enumerate(operands)]
+        loaded = [load_operand(k, g.value(a), index, dtype, sizes,
+                               name if position == 1 else None)
+                  for position, a in enumerate(operands)]
         if callable(op):
             return op(k, compute_ctype(dtype), loaded)
         return k.op(op, result_type, *loaded)
@@ -134,9 +135,9 @@ def pow_(g, node, a, b):
     dtype = node.meta["val"].dtype
     number = isinstance(b, (int, float)) and not isinstance(b, bool)
     if number and dtype in POW_BY_NUMBER_DTYPES and float(b) in POW_BY_NUMBER:
-        x = g.value(a)
-        return Pointwise(dtype, shape_of(node.meta["val"]), lambda k, index: _pow_by_number(
-            k, load_operand(k, x, index, dtype), float(b), dtype))
+        x, sizes = g.value(a), shape_of(node.meta["val"])
+        return Pointwise(dtype, sizes, lambda k, index: _pow_by_number(
+            k, load_operand(k, x, index, dtype, sizes), float(b), dtype))
     return _pointwise(g, node, "Pow" if node.meta["val"].is_floating_point() else "IPow")
 
 
@@ -176,18 +177,20 @@ def copy(g, node, x):
 @lowering("Full")
 def full(g, node, size, value, dtype):
     sizes = shape_of(node.meta["val"])
-    return Pointwise(dtype, sizes, lambda k, index: load_broadcast(k, value, index, dtype))
+    return Pointwise(dtype, sizes,
+                     lambda k, index: load_broadcast(k, value, index, dtype, sizes))
 
 
 @lowering("Iota")
 def iota(g, node, length, start, step, dtype):
     ctype = compute_ctype(dtype)
+    sizes = shape_of(node.meta["val"])
 
     def fn(k, index):
-        first = load_broadcast(k, start, index, dtype)
-        stride = load_broadcast(k, step, index, dtype)
+        first = load_broadcast(k, start, index, dtype, sizes)
+        stride = load_broadcast(k, step, index, dtype, sizes)
         return k.op("Iota", ctype, first, k.index(index[0]), stride)
-    return Pointwise(dtype, shape_of(node.meta["val"]), fn)
+    return Pointwise(dtype, sizes, fn)
 
 
 @lowering("Tril", "Triu")

@@ -454,17 +454,19 @@ def _advanced_index_layout(rank, indices):
     return positions, adjacent
 
 
-def _index_source(k, x, indices, out_index, broadcast_rank):
-    """The x index read by out_index under advanced indexing with `indices`."""
-    rank = len(x.sizes)
+def _index_source(k, x, indices, out_index, out_sizes):
+    """The x index read by out_index (running over `out_sizes`) under advanced indexing with
+    `indices`."""
+    rank, broadcast_rank = len(x.sizes), _broadcast_rank(indices)
     positions, adjacent = _advanced_index_layout(rank, indices)
     first = positions[0] if adjacent else 0
     b_index = out_index[first:first + broadcast_rank]
+    b_sizes = out_sizes[first:first + broadcast_rank]
     rest = out_index[:first] + out_index[first + broadcast_rank:]
     source, rest_iter = [], iter(rest)
     for d in range(rank):
         if d in positions:
-            loaded = load_broadcast(k, indices[d], b_index, torch.int64)
+            loaded = load_broadcast(k, indices[d], b_index, torch.int64, b_sizes)
             source.append(k.computed_index(loaded, x.sizes[d], f"index tensor for dim {d}"))
         else:
             source.append(next(rest_iter))
@@ -479,9 +481,9 @@ def _broadcast_rank(indices):
 def index_tensor(g, node, x, indices):
     x = g.value(x)
     indices = [None if t is None else g.value(t) for t in indices]
-    rank = _broadcast_rank(indices)
-    return Pointwise(x.dtype, shape_of(node.meta["val"]),
-                     lambda k, idx: x.load(k, _index_source(k, x, indices, idx, rank)))
+    sizes = shape_of(node.meta["val"])
+    return Pointwise(x.dtype, sizes,
+                     lambda k, idx: x.load(k, _index_source(k, x, indices, idx, sizes)))
 
 
 # A scatter copies x into a float32 buffer when x is a half type, unrounded: a half type
@@ -547,13 +549,13 @@ def index_put(g, node, x, indices, values, accumulate=False):
     with g.ctx.fake_mode:
         fake_indices = [None if t is None else t.meta["val"] for t in node.args[1]]
         indexed = torch.ops.aten.index.Tensor(node.args[0].meta["val"], fake_indices)
-    rank = _broadcast_rank(indices)
+    sizes = shape_of(indexed)
 
     def body(k, idx):
-        value = load_broadcast(k, values, idx, out.dtype)
-        _scatter_store(k, out, _index_source(k, out, indices, idx, rank), value, accumulate,
+        value = load_broadcast(k, values, idx, out.dtype, sizes)
+        _scatter_store(k, out, _index_source(k, out, indices, idx, sizes), value, accumulate,
                        round_to)
-    g.pointwise_kernel(shape_of(indexed), body)
+    g.pointwise_kernel(sizes, body)
     return _scatter_result(out, node.meta["val"])
 
 
@@ -573,5 +575,5 @@ def copy_into(g, node, dst, src):
     g.realize_live_values()
     dst, src = g.value(dst), g.value(src)
     g.pointwise_kernel(dst.sizes, lambda k, idx: dst.store(
-        k, idx, load_broadcast(k, src, idx, dst.dtype)))
+        k, idx, load_broadcast(k, src, idx, dst.dtype, dst.sizes)))
     return dst
