@@ -111,10 +111,13 @@ def _ulps(actual, exact):
     return ((actual.double() - exact).abs() / ulp.double()).max().item()
 
 
-def test_erf_is_within_two_ulp(warm_cache):
-    """A rational approximation was 3-7 ulp off across the range (eager: 0.54)."""
-    x = torch.linspace(-6.0, 6.0, 200001)
-    assert _ulps(compiled(torch.erf)(x), torch.erf(x.double())) <= 2.0
+def test_erf_is_within_one_and_a_half_ulp(warm_cache):
+    """A rational approximation was 3-7 ulp off across the range, a tail dividing by |x| 1.9
+    ulp near 1 (now 1.15; eager: 0.54). Every float in [1, 1.125) is checked: the errors
+    peak there, between samples of a grid."""
+    near_one = torch.arange(0x3F800000, 0x3F900000, dtype=torch.int32).view(torch.float32)
+    x = torch.cat([torch.linspace(-6.0, 6.0, 200001), near_one, -near_one])
+    assert _ulps(compiled(torch.erf)(x), torch.erf(x.double())) <= 1.5
 
 
 def test_gelu_negative_tail_is_as_accurate_as_eager(warm_cache):
