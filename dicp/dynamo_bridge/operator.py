@@ -20,6 +20,10 @@ class Operator:
     # Its result is new memory that no argument, input or other value shares (a matrix
     # product, a convolution): a kernel reading it last may write its own output into it.
     fresh_result = False
+    # Its kernel (or impl) takes `out=`, memory of the result's layout that no argument
+    # shares, and returns the tensor it wrote: `out`, or new memory where it could not use it.
+    # The wrapper then passes a dead buffer's memory instead of allocating (fresh results only).
+    writes_out = False
 
     def __init__(self):
         self.__name__ = self.name

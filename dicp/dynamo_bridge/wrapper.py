@@ -11,6 +11,7 @@ from .symbolic import is_dense, py_expr, shape_of, strides_of
 from .templating import SHARED_TEMPLATES, render
 
 _NAME = re.compile(r"\bbuf\d+\b")
+_IN_PLACE = re.compile(r"^(buf\d+) = (buf\d+)\b.*  # in place$")
 
 
 def _extent(sizes, strides):
@@ -47,6 +48,8 @@ class WrapperBuilder:
         self.dtypes: dict = {}       # private buffer -> its dtype
         self._allocations: dict = {}  # buffer -> the index of the line allocating it
         self._in_place: list = []     # (output, source, call line): see offer_in_place
+        self._named_private: dict = {}  # call result -> the private buffers its call names
+        self._writes_out: set = set()   # results of calls that take memory as `out=`
         self._next = 0
 
     def fresh(self, prefix="buf"):
@@ -117,11 +120,22 @@ class WrapperBuilder:
         self.dtypes[name] = dtype
         self.layouts[name] = (list(sizes), list(strides))
 
+    def own_fresh_result(self, name, dtype, sizes, strides, writes_out=False):
+        """`name`, just assigned from a library call, is new memory (see own), and the call
+        keeps no view of its arguments (a matrix product): those private before it stay so.
+        `writes_out`: the call takes `out=`, memory of the result's layout to write into
+        (see _reuse_dead_memory), and returns what it wrote."""
+        self.private |= self._named_private.get(name, set())
+        self.own(name, dtype, sizes, strides)
+        if writes_out:
+            self._writes_out.add(name)
+
     def assign(self, expr: str) -> "Var":
         """A fresh variable bound to the Python expression `expr`, which may view any buffer
         it names: those are no longer private."""
-        self.private -= set(_NAME.findall(expr))
         name = Var(self.fresh())
+        self._named_private[name] = set(_NAME.findall(expr)) & self.private
+        self.private -= self._named_private[name]
         self.lines.append(f"{name} = {expr}")
         return name
 
@@ -192,7 +206,7 @@ class WrapperBuilder:
     def free_dead_buffers(self):
         """`del` each intermediate after its last use, so peak memory follows liveness."""
         returned = set(_NAME.findall(" ".join(self.outputs)))
-        lines_in = self._reuse_dying_sources(returned)
+        lines_in = self._reuse_dead_memory(self._reuse_dying_sources(returned), returned)
         last_use = self._last_uses(lines_in)
         frees = {}
         for name, number in last_use.items():
@@ -204,3 +218,67 @@ class WrapperBuilder:
             if number in frees:
                 lines.append(f"del {', '.join(sorted(frees[number]))}")
         return lines
+
+    def _reuse_dead_memory(self, lines, returned):
+        """`lines` with each new buffer taking the memory of a dead one of the same dtype and
+        extent where there is one, as Inductor's wrapper reuses buffers: memory just freed
+        is in cache and mapped, a fresh allocation of a few MB is neither (five matrix
+        products of a LLaMA block: 4.9 ms into fresh results, 4.6 ms into reused ones).
+        Memory is a group of names (a buffer and those in place of it or reusing it); it
+        is dead after the last line naming any of them, if all are private and none is
+        returned. A kernel writes every element of its output, so stale contents are never
+        read."""
+        last_use = self._last_uses(lines)
+        group = {}      # buffer -> the first buffer of its memory
+        members = {}    # first buffer -> every buffer on that memory
+        dead = []       # names of dead memory, oldest first
+        pooled = set()  # first buffers of the memory in `dead`
+        out = []
+        for number, line in enumerate(lines):
+            line = self._take_dead_memory(line, dead, pooled, group, members)
+            out.append(line)
+            for name in sorted(set(_NAME.findall(line))):
+                root = group.get(name)
+                if root is not None and root not in pooled and last_use.get(name) == number \
+                        and all(last_use.get(m, -1) <= number for m in members[root]) \
+                        and not members[root] & returned and members[root] <= self.private:
+                    dead.append(name)
+                    pooled.add(root)
+        return out
+
+    def _take_dead_memory(self, line, dead, pooled, group, members):
+        """One line, rewritten to take dead memory if it allocates or writes a result."""
+        match = _IN_PLACE.match(line)
+        if match:
+            root = group.get(match.group(2))
+            if root is not None:
+                group[match.group(1)] = root
+                members[root] = members[root] | {match.group(1)}
+            return line
+        name = line.split(" = ", 1)[0]
+        allocates = name in self._allocations and \
+            line.startswith(f"{name} = torch.empty_strided(")
+        if name not in self.private or not (allocates or name in self._writes_out):
+            return line
+        donor = next((d for d in dead if self._fits(name, d)), None)
+        if donor is None:
+            group[name], members[name] = name, {name}
+            return line
+        dead.remove(donor)
+        root = group[donor]
+        pooled.discard(root)
+        group[name] = root
+        members[root] = members[root] | {name}
+        memory = self._as_laid_out(donor, name)
+        if allocates:
+            return f"{name} = {memory}  # reuses {donor}'s memory"
+        return f"{line[:-1]}, out={memory})  # into {donor}'s memory"
+
+    def _fits(self, name, donor):
+        """Whether buffer `name` can take dead buffer `donor`'s memory: same dtype, both dense
+        (see may_share), the same extent."""
+        if self.dtypes.get(name) != self.dtypes.get(donor) or donor not in self.layouts:
+            return False
+        if not all(is_dense(*self.layouts[n]) for n in (name, donor)):
+            return False
+        return sympy.expand(_extent(*self.layouts[name]) - _extent(*self.layouts[donor])) == 0

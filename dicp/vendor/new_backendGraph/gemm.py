@@ -37,27 +37,40 @@ TIMED_RUNS = 7
 NOISE_MARGIN = 0.03
 
 
-def mm(a, b):
-    return _product(None, a, b)
+# `out`: memory of the result's layout that the product may write into (the wrapper passes a
+# dead buffer's, Operator.writes_out). ATen's products use it; oneDNN's and the rare forms
+# return new memory instead.
+def mm(a, b, out=None):
+    return _product(None, a, b, out)
 
 
-def addmm(bias, a, b, beta=1, alpha=1):
+def addmm(bias, a, b, beta=1, alpha=1, out=None):
     if beta != 1 or alpha != 1 or bias.shape != (b.shape[1],) or bias.stride() != (1,):
         return torch.ops.aten.addmm.default(bias, a, b, beta=beta, alpha=alpha)
-    return _product(bias, a, b)
+    return _product(bias, a, b, out)
 
 
-def _product(bias, a, b):
+def bmm(a, b, out=None):
+    if out is None:
+        return torch.ops.aten.bmm.default(a, b)
+    return torch.ops.aten.bmm.out(a, b, out=out)
+
+
+def _product(bias, a, b, out=None):
     library = _library(bias, a, b)
     if library == "onednn":
         return _onednn(bias, a, b)
-    return _aten(bias, a, b)
+    return _aten(bias, a, b, out)
 
 
-def _aten(bias, a, b):
+def _aten(bias, a, b, out=None):
     if bias is None:
-        return torch.ops.aten.mm.default(a, b)
-    return torch.ops.aten.addmm.default(bias, a, b)
+        if out is None:
+            return torch.ops.aten.mm.default(a, b)
+        return torch.ops.aten.mm.out(a, b, out=out)
+    if out is None:
+        return torch.ops.aten.addmm.default(bias, a, b)
+    return torch.ops.aten.addmm.out(bias, a, b, out=out)
 
 
 def _onednn(bias, a, b):

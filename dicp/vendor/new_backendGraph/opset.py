@@ -17,6 +17,7 @@ def _define(family, name, impl, kernel=None):
     op_class = type(name, (Operator,), {"name": name, "family": family,
                                         "mutates": family == "inplace",
                                         "fresh_result": name in FRESH_RESULTS,
+                                        "writes_out": name in WRITES_OUT,
                                         "impl": staticmethod(impl),
                                         "kernel": kernel and staticmethod(kernel)})
     OPS[name] = op_class()
@@ -138,10 +139,13 @@ LIBRARY = {
 # Library ops whose result is always new memory (Operator.fresh_result): the pointwise kernel
 # after one (bias, batch norm, activation) may write into it in place.
 FRESH_RESULTS = {"Mm", "Bmm", "Addmm", "Baddbmm", "Convolution", "ConvolutionNHWC"}
+# Library ops whose kernel takes `out=` (Operator.writes_out): the wrapper gives them a dead
+# buffer's memory to write their result into.
+WRITES_OUT = {"Mm", "Addmm", "Bmm"}
 
 # Library kernels that run other code than their `impl` on real tensors: the faster of two
 # libraries' products (gemm.py).
-LIBRARY_KERNELS = {"Mm": gemm.mm, "Addmm": gemm.addmm}
+LIBRARY_KERNELS = {"Mm": gemm.mm, "Addmm": gemm.addmm, "Bmm": gemm.bmm}
 
 # Writes into an existing buffer (graph-input mutation that AOTAutograd leaves in place).
 INPLACE = {

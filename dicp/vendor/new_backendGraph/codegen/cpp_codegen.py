@@ -171,7 +171,8 @@ class CppCodegen(GraphCodegenBase):
             val = node.meta.get("val")
             if node.target.fresh_result and isinstance(result, Buffer) and \
                     to_sympy(val.storage_offset()) == 0:
-                self.wrapper.own(result.base, val.dtype, result.sizes, result.strides)
+                self.wrapper.own_fresh_result(result.base, val.dtype, result.sizes,
+                                              result.strides, node.target.writes_out)
             return result
         try:
             lower = LOWERINGS[node.target.name]

@@ -1,0 +1,86 @@
+"""A new buffer takes the memory of a dead one of the same dtype and extent (a kernel's output
+by allocation, a matrix product's through `out=`), and never memory that anything still
+reads or that the graph returns (WrapperBuilder._reuse_dead_memory)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from .helpers import cold_cache, compiled  # noqa: F401  (fixture)
+
+
+@pytest.fixture
+def dumps(cold_cache, monkeypatch):
+    monkeypatch.setenv("DICP_DEBUG", "1")
+    return cold_cache
+
+
+def wrappers(cache):
+    return "".join(p.read_text() for p in sorted(cache.glob("debug/*/wrapper.py")))
+
+
+def chain(x, w1, w2, w3):
+    """Products and kernels of one size in turn, each dying at the next; the transposing
+    kernels cannot write in place, so they allocate."""
+    h = torch.tanh(x @ w1).t().exp()
+    h = (F.gelu(h @ w2) + x.t()).t().sin()
+    h = torch.softmax(h, -1) @ w3
+    return h * 2
+
+
+def attention(q, k, v):
+    scores = torch.softmax((q @ k.transpose(-1, -2)) / 8, -1)
+    return ((scores @ v).sin() @ v.transpose(-1, -2)).cos()
+
+
+def returns_intermediates(x, w):
+    a = x.exp()             # returned: its memory is never taken
+    b = (a @ w).relu()
+    c = (b @ w).sigmoid()   # b is dead here, c may take it
+    return a, c @ w, b[1:]  # a view of b is returned too
+
+
+def _inputs(n, size=(12, 12), generator=None):
+    generator = generator or torch.Generator().manual_seed(n)
+    return [torch.randn(size, generator=generator) / 3 for _ in range(n)]
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_buffers_take_dead_memory_and_results_match_eager(dumps, dynamic):
+    fn = compiled(chain, dynamic)
+    for size in (12, 12, 5, 1):
+        x, *ws = _inputs(4, (size, size))
+        torch.testing.assert_close(fn(x, *ws), chain(x, *ws))
+    source = wrappers(dumps)
+    assert "# reuses buf" in source and "# into buf" in source
+
+
+def test_batched_products_write_into_dead_memory(dumps):
+    q, k, v = (torch.randn(3, 16, 16) for _ in range(3))
+    torch.testing.assert_close(compiled(attention)(q, k, v), attention(q, k, v))
+    assert "vendor_ops['Bmm'](" in wrappers(dumps) and "out=" in wrappers(dumps)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_returned_buffers_and_their_views_keep_their_memory(dumps, dynamic):
+    fn = compiled(returns_intermediates, dynamic)
+    for rows in (8, 3):
+        x, w = torch.randn(rows, 8), torch.randn(8, 8) / 3
+        for got, want in zip(fn(x, w), returns_intermediates(x, w)):
+            torch.testing.assert_close(got, want)
+
+
+def test_training_through_reused_memory_matches_eager(cold_cache):
+    ws = [w.requires_grad_() for w in _inputs(3)]
+    x = torch.randn(12, 12)
+    got = compiled(chain)(x, *ws).square().sum()
+    want = chain(x, *ws).square().sum()
+    torch.testing.assert_close(got, want)
+    for g, e in zip(torch.autograd.grad(got, ws), torch.autograd.grad(want, ws)):
+        torch.testing.assert_close(g, e)
+
+
+@pytest.mark.parametrize("bounds_check", ["0", "1"])
+def test_a_product_into_dead_memory_under_bounds_checks(cold_cache, monkeypatch, bounds_check):
+    monkeypatch.setenv("DICP_BOUNDS_CHECK", bounds_check)
+    x, *ws = _inputs(4, (7, 7))
+    torch.testing.assert_close(compiled(chain)(x, *ws), chain(x, *ws))
