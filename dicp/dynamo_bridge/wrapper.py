@@ -247,7 +247,8 @@ class WrapperBuilder:
         return out
 
     def _take_dead_memory(self, line, dead, pooled, group, members):
-        """One line, rewritten to take dead memory if it allocates or writes a result."""
+        """One line, rewritten to take dead memory if it allocates or writes a result; a line
+        creating a private buffer starts (or joins) a group of memory."""
         match = _IN_PLACE.match(line)
         if match:
             root = group.get(match.group(2))
@@ -258,9 +259,10 @@ class WrapperBuilder:
         name = line.split(" = ", 1)[0]
         allocates = name in self._allocations and \
             line.startswith(f"{name} = torch.empty_strided(")
-        if name not in self.private or not (allocates or name in self._writes_out):
-            return line
-        donor = next((d for d in dead if self._fits(name, d)), None)
+        if name not in self.private or name not in self.dtypes:
+            return line  # no buffer of its own: an input, a view, another call's result
+        takes_memory = allocates or name in self._writes_out  # else a convolution's result
+        donor = next((d for d in dead if self._fits(name, d)), None) if takes_memory else None
         if donor is None:
             group[name], members[name] = name, {name}
             return line

@@ -84,3 +84,31 @@ def test_a_product_into_dead_memory_under_bounds_checks(cold_cache, monkeypatch,
     monkeypatch.setenv("DICP_BOUNDS_CHECK", bounds_check)
     x, *ws = _inputs(4, (7, 7))
     torch.testing.assert_close(compiled(chain)(x, *ws), chain(x, *ws))
+
+
+def conv_net():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                               torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, padding=1),
+                               torch.nn.BatchNorm2d(8), torch.nn.ReLU()).eval()
+
+
+def test_a_convolutions_input_is_reused_once_it_has_run(dumps):
+    """The last kernel (batch norm, ReLU and the channels-last to contiguous copy) takes the
+    memory of the first block's output, dead once the second convolution has read it."""
+    model, x = conv_net(), torch.randn(2, 3, 9, 9)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(model)(x), model(x))
+    assert "# reuses buf" in wrappers(dumps)
+
+
+def test_a_returned_convolution_result_keeps_its_memory(cold_cache):
+    model = conv_net()
+
+    def both(x):
+        first = model[:3](x)
+        return first, model[3:](first)
+
+    x = torch.randn(2, 3, 9, 9)
+    with torch.no_grad():
+        for got, want in zip(compiled(both)(x), both(x)):
+            torch.testing.assert_close(got, want)
