@@ -18,7 +18,7 @@ from .in_place import in_place_source
 from .py_render import render_kernel as render_python_kernel
 from .ir import Buffer, LazyReduction, Pointwise
 from .kernel import KernelBuilder
-from .loop_ir import walk
+from .loop_ir import Let, Op, walk
 from .loops import KernelLoops, PhaseLoops, plan_loops
 from .lowering import LOWERINGS
 from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
@@ -100,6 +100,48 @@ def _cheap(value):
     statements = sum(1 for _ in walk(probe.statements()))
     index = probe.index_statements
     return statements - index + index // INDEX_STATEMENTS_PER_STATEMENT <= RECOMPUTE_LIMIT
+
+
+# Ops costing many instructions per element: divisions, roots and the runtime's functions. A
+# lazy value computing one on few elements that a much larger loop reads (batch norm's
+# rsqrt(var + eps), one per channel, read at every pixel) is written to memory first, as
+# eager's batch norm computes its per-channel scale once: conv_bn_relu's 64-channel batch norm
+# over 1M elements took 170 us with a square root and a division per element, 80 us reading
+# them. Only where the reader has at least BROADCAST_WRITE_MIN elements and
+# BROADCAST_WRITE_RATIO times the value's: the value's own kernel call costs a few us.
+COSTLY_OPS = {"Div", "Reciprocal", "Sqrt", "Rsqrt", "Exp", "Expm1", "Log", "Log1p", "Log2",
+              "Erf", "Tanh", "Sigmoid", "Sin", "Cos", "Tan", "Atan", "Pow", "Fmod"}
+BROADCAST_WRITE_MIN = 32768
+BROADCAST_WRITE_RATIO = 16
+
+
+def _costly_and_read_broadly(node, value):
+    """Whether lazy `value` (of `node`) has a costly op, reads no reduction, and a reader of
+    many times its elements (see COSTLY_OPS)."""
+    if isinstance(value, LazyReduction):
+        return False
+    own = _static_numel(node.meta.get("val"))
+    readers = [_static_numel(u.meta.get("val")) for u in node.users]
+    if own is None or None in readers or not readers or \
+            max(readers) < max(BROADCAST_WRITE_MIN, own * BROADCAST_WRITE_RATIO):
+        return False
+    probe = _emit_probe(value)
+    reads_reduction = probe.phases or probe.unfused or probe.fused_reductions
+    return not reads_reduction and any(_computed_op(s) in COSTLY_OPS
+                                       for s in walk(probe.statements()))
+
+
+def _static_numel(val):
+    if not isinstance(val, torch.Tensor):
+        return None
+    numel = val.numel()
+    return numel if isinstance(numel, int) else None
+
+
+def _computed_op(statement):
+    if isinstance(statement, Let) and isinstance(statement.value, Op):
+        return statement.value.name
+    return None
 
 
 # Ops whose lazy result reads its input through div/mod index arithmetic, repeating the
@@ -204,6 +246,8 @@ class CppCodegen(GraphCodegenBase):
             return False
         if isinstance(value, LazyReduction):
             return len(node.users) != 1 or not _fuses(next(iter(node.users)))
+        if _costly_and_read_broadly(node, value):
+            return True
         if not all(_fuses(u) for u in node.users if u.op != "output"):
             return True
         if len(node.users) == 1:
