@@ -56,6 +56,18 @@ def compiled(fn, dynamic=False):
     return torch.compile(fn, backend=BACKEND, dynamic=dynamic)
 
 
+@pytest.fixture
+def dumps(cold_cache, monkeypatch):
+    """An empty cache directory with DICP_DEBUG's dumps (wrapper.py, kernels.cpp) in it."""
+    monkeypatch.setenv("DICP_DEBUG", "1")
+    return cold_cache
+
+
+def wrapper_sources(cache):
+    """Every wrapper dumped into `cache` (see dumps), concatenated."""
+    return "".join(p.read_text() for p in sorted(cache.glob("debug/*/wrapper.py")))
+
+
 def kernel_sources(cache):
     """The C++ of every kernel built into the dicp cache directory `cache`, concatenated."""
     return "".join(path.read_text() for path in sorted(cache.glob("kernels/*/*.cpp")))

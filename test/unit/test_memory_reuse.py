@@ -5,17 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from .helpers import cold_cache, compiled  # noqa: F401  (fixture)
-
-
-@pytest.fixture
-def dumps(cold_cache, monkeypatch):
-    monkeypatch.setenv("DICP_DEBUG", "1")
-    return cold_cache
-
-
-def wrappers(cache):
-    return "".join(p.read_text() for p in sorted(cache.glob("debug/*/wrapper.py")))
+from .helpers import cold_cache, compiled, dumps  # noqa: F401  (fixtures)
+from .helpers import wrapper_sources as wrappers
 
 
 def chain(x, w1, w2, w3):
