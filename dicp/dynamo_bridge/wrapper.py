@@ -11,7 +11,6 @@ from .symbolic import is_dense, py_expr, shape_of, strides_of
 from .templating import SHARED_TEMPLATES, render
 
 _NAME = re.compile(r"\bbuf\d+\b")
-_IN_PLACE = re.compile(r"^(buf\d+) = (buf\d+)\b.*  # in place$")
 
 
 def _extent(sizes, strides):
@@ -182,8 +181,10 @@ class WrapperBuilder:
         concatenation's earlier kernels write into it). The allocation goes; the output is
         bound to the source just before the call. Taking an offer moves no name's last use
         (the call names both), so one pass over the lines decides every offer, chains (a
-        kernel in place of a buffer that itself took another's memory) included."""
+        kernel in place of a buffer that itself took another's memory) included. Also
+        returns the offers taken, output -> source."""
         last_use = self._last_uses(self.lines)
+        taken = {}
         blocks = [[line] for line in self.lines]  # each line and what replaces it
         for output, source, call in self._in_place:
             allocation = self._allocations[output]
@@ -193,7 +194,8 @@ class WrapperBuilder:
             blocks[allocation] = []
             blocks[call] = [f"{output} = {self._as_laid_out(source, output)}  # in place",
                             *blocks[call]]
-        return [line for block in blocks for line in block]
+            taken[output] = source
+        return [line for block in blocks for line in block], taken
 
     def _as_laid_out(self, source, output):
         """`source` as the Python value of `output`: itself, or a view with `output`'s strides
@@ -206,7 +208,7 @@ class WrapperBuilder:
     def free_dead_buffers(self):
         """`del` each intermediate after its last use, so peak memory follows liveness."""
         returned = set(_NAME.findall(" ".join(self.outputs)))
-        lines_in = self._reuse_dead_memory(self._reuse_dying_sources(returned), returned)
+        lines_in = self._reuse_dead_memory(*self._reuse_dying_sources(returned), returned)
         last_use = self._last_uses(lines_in)
         frees = {}
         for name, number in last_use.items():
@@ -219,7 +221,7 @@ class WrapperBuilder:
                 lines.append(f"del {', '.join(sorted(frees[number]))}")
         return lines
 
-    def _reuse_dead_memory(self, lines, returned):
+    def _reuse_dead_memory(self, lines, in_place, returned):
         """`lines` with each new buffer taking the memory of a dead one of the same dtype and
         extent where there is one, as Inductor's wrapper reuses buffers: memory just freed
         is in cache and mapped, a fresh allocation of a few MB is neither (five matrix
@@ -227,7 +229,7 @@ class WrapperBuilder:
         Memory is a group of names (a buffer and those in place of it or reusing it); it
         is dead after the last line naming any of them, if all are private and none is
         returned. A kernel writes every element of its output, so stale contents are never
-        read."""
+        read. `in_place`: the outputs written in place of a source, output -> source."""
         last_use = self._last_uses(lines)
         group = {}      # buffer -> the first buffer of its memory
         members = {}    # first buffer -> every buffer on that memory
@@ -235,7 +237,7 @@ class WrapperBuilder:
         pooled = set()  # first buffers of the memory in `dead`
         out = []
         for number, line in enumerate(lines):
-            line = self._take_dead_memory(line, dead, pooled, group, members)
+            line = self._take_dead_memory(line, in_place, dead, pooled, group, members)
             out.append(line)
             for name in sorted(set(_NAME.findall(line))):
                 root = group.get(name)
@@ -246,17 +248,16 @@ class WrapperBuilder:
                     pooled.add(root)
         return out
 
-    def _take_dead_memory(self, line, dead, pooled, group, members):
+    def _take_dead_memory(self, line, in_place, dead, pooled, group, members):
         """One line, rewritten to take dead memory if it allocates or writes a result; a line
         creating a private buffer starts (or joins) a group of memory."""
-        match = _IN_PLACE.match(line)
-        if match:
-            root = group.get(match.group(2))
-            if root is not None:
-                group[match.group(1)] = root
-                members[root] = members[root] | {match.group(1)}
-            return line
         name = line.split(" = ", 1)[0]
+        if name in in_place:
+            root = group.get(in_place[name])
+            if root is not None:
+                group[name] = root
+                members[root] = members[root] | {name}
+            return line
         allocates = name in self._allocations and \
             line.startswith(f"{name} = torch.empty_strided(")
         if name not in self.private or name not in self.dtypes:
