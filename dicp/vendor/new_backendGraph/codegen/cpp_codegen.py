@@ -18,7 +18,7 @@ from .in_place import in_place_source
 from .py_render import render_kernel as render_python_kernel
 from .ir import Buffer, LazyReduction, Pointwise
 from .kernel import KernelBuilder
-from .loop_ir import Let, Op, walk
+from .loop_ir import computed_ops, walk
 from .loops import KernelLoops, PhaseLoops, plan_loops
 from .lowering import LOWERINGS
 from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
@@ -127,8 +127,7 @@ def _costly_and_read_broadly(node, value):
         return False
     probe = _emit_probe(value)
     reads_reduction = probe.phases or probe.unfused or probe.fused_reductions
-    return not reads_reduction and any(_computed_op(s) in COSTLY_OPS
-                                       for s in walk(probe.statements()))
+    return not reads_reduction and not COSTLY_OPS.isdisjoint(computed_ops(probe.statements()))
 
 
 def _static_numel(val):
@@ -136,12 +135,6 @@ def _static_numel(val):
         return None
     numel = val.numel()
     return numel if isinstance(numel, int) else None
-
-
-def _computed_op(statement):
-    if isinstance(statement, Let) and isinstance(statement.value, Op):
-        return statement.value.name
-    return None
 
 
 # Ops whose lazy result reads its input through div/mod index arithmetic, repeating the

@@ -164,6 +164,12 @@ def walk(statements):
             yield from walk(statement.orelse)
 
 
+def computed_ops(statements):
+    """The name of every op that `statements` compute into a local, nested ones included."""
+    return (s.value.name for s in walk(statements)
+            if isinstance(s, Let) and isinstance(s.value, Op))
+
+
 class Renderer:
     """A printer of the IR: `expr` and `statement` dispatch on the node's class to the
     subclass's `expr_<Class>` and `statement_<Class>` (one method per node kind, as torch.fx's

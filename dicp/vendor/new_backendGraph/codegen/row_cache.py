@@ -33,8 +33,7 @@ _CTYPE_BYTES = {"bool": 1, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4
 def costly(statements) -> bool:
     """Whether loop IR `statements` compute an op worth not computing twice (exp, erf, log:
     anything but arithmetic, comparisons, conversions and selects)."""
-    return any(isinstance(s, L.Let) and isinstance(s.value, L.Op) and
-               s.value.name not in CHEAP_OPS for s in L.walk(statements))
+    return any(name not in CHEAP_OPS for name in L.computed_ops(statements))
 
 
 @dataclass(frozen=True)
