@@ -83,7 +83,8 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype):
         value = x.load(k, _split_index(x.sizes, dims, kept_index, inner))
         if name == "ReduceSum" and len(dims) == 1 and acc_t == "double" \
                 and value.type == compute_ctype(dtype) == "float" and _never_negative(k, value):
-            chunk_accs[:] = chunk_accs or [k.new_var("float", "chunk_acc")]
+            if not chunk_accs:
+                chunk_accs.append(k.new_var("float", "chunk_acc"))
             k.add(Assign(chunk_accs[0], Op("Add", "float", (chunk_accs[0], value))))
             return
         value = k.op("StaticCast", acc_t, value)
