@@ -10,11 +10,13 @@ from .helpers import wrapper_sources as wrappers
 
 
 def conv_bn(channels):
-    model = nn.Sequential(nn.Conv2d(3, channels, 3, padding=1), nn.BatchNorm2d(channels),
-                          nn.ReLU()).eval()
+    """A batch norm after the ReLU: right after the convolution it would fold into it
+    (conv_epilogue.py)."""
+    model = nn.Sequential(nn.Conv2d(3, channels, 3, padding=1), nn.ReLU(),
+                          nn.BatchNorm2d(channels)).eval()
     with torch.no_grad():  # statistics of a trained net, so the normalization matters
-        model[1].running_mean.uniform_(-1, 1)
-        model[1].running_var.uniform_(0.1, 4)
+        model[2].running_mean.uniform_(-1, 1)
+        model[2].running_var.uniform_(0.1, 4)
     return model
 
 

@@ -7,8 +7,7 @@ weight gradient (g.t() @ x). So the first product of each shape times both on it
 and keeps the faster, as Inductor's max-autotune does; the choices are kept on disk per CPU,
 torch build and thread count (`<cache>/gemm/`), so a warm process measures nothing.
 
-oneDNN is reached through `torch.ops.mkldnn._linear_pointwise`, the operator Inductor calls for
-the same purpose: torch has no public entry to oneDNN's product. It is used only here.
+oneDNN's product is reached through onednn.py (a private torch operator, isolated there).
 DICP_GEMM_LIBRARY=aten keeps ATen's product everywhere (eager's rounding).
 """
 import hashlib
@@ -23,6 +22,8 @@ from dicp import config as dicp_config
 from dicp.dynamo_bridge.compile import atomic_write
 from dicp.dynamo_bridge.torch_compat import TORCH_VERSION, build_config
 from dicp.dynamo_bridge.utils import log
+
+from . import onednn
 
 LIBRARIES = ("auto", "aten", "onednn")
 dicp_config.declare("gemm_library", dicp_config.Choice(*LIBRARIES), "auto",
@@ -75,7 +76,7 @@ def _aten(bias, a, b, out=None):
 
 def _onednn(bias, a, b):
     """a @ b (+ bias) as oneDNN's inner product, whose weight is b transposed ([N, K])."""
-    return torch.ops.mkldnn._linear_pointwise(a, b.t(), bias, "none", [], "")
+    return onednn.linear(a, b.t(), bias)
 
 
 def _library(bias, a, b):
@@ -96,12 +97,7 @@ def _onednn_applies(bias, a, b):
     """float32 CPU matrices, each row-major or transposed, none empty."""
     return (a.dtype == b.dtype == torch.float32 and a.device.type == b.device.type == "cpu"
             and (bias is None or bias.dtype == torch.float32) and a.numel() and b.numel()
-            and _layout(a) and _layout(b) and _has_onednn())
-
-
-@lru_cache(maxsize=None)
-def _has_onednn():
-    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+            and _layout(a) and _layout(b) and onednn.has("_linear_pointwise"))
 
 
 def _layout(t):
@@ -138,8 +134,8 @@ def _measure(bias, a, b):
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
-    aten, onednn = (statistics.median(times[name]) for name in candidates)
-    return "onednn" if onednn < aten * (1 - NOISE_MARGIN) else "aten"
+    aten_time, onednn_time = (statistics.median(times[name]) for name in candidates)
+    return "onednn" if onednn_time < aten_time * (1 - NOISE_MARGIN) else "aten"
 
 
 # ---- choices: in memory for this process, on disk for the next ----

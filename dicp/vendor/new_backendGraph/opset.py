@@ -8,7 +8,7 @@ import torch
 
 from dicp.dynamo_bridge.operator import Operator
 
-from . import gemm
+from . import convolution, gemm
 
 OPS: dict[str, Operator] = {}
 
@@ -126,6 +126,10 @@ LIBRARY = {
         x.contiguous(memory_format=torch.channels_last),
         weight.contiguous(memory_format=torch.channels_last), bias, *rest),
     "ConvolutionBackward": torch.ops.aten.convolution_backward.default,
+    # a convolution with its per-channel epilogue folded into weight and bias, and an optional
+    # ReLU (conv_epilogue.py): (x, weight, bias, stride, padding, dilation, groups,
+    # channels_last, relu)
+    "FusedConvolution": convolution.fused_impl,
     "Sort": lambda x, dim=-1, descending=False, stable=False: torch.ops.aten.sort.stable(
         x, stable=bool(stable), dim=dim, descending=descending),
     "Topk": torch.ops.aten.topk.default,
@@ -138,14 +142,16 @@ LIBRARY = {
 
 # Library ops whose result is always new memory (Operator.fresh_result): the pointwise kernel
 # after one (bias, batch norm, activation) may write into it in place.
-FRESH_RESULTS = {"Mm", "Bmm", "Addmm", "Baddbmm", "Convolution", "ConvolutionNHWC"}
+FRESH_RESULTS = {"Mm", "Bmm", "Addmm", "Baddbmm", "Convolution", "ConvolutionNHWC",
+                 "FusedConvolution"}
 # Library ops whose kernel takes `out=` (Operator.writes_out): the wrapper gives them a dead
 # buffer's memory to write their result into.
 WRITES_OUT = {"Mm", "Addmm", "Bmm"}
 
 # Library kernels that run other code than their `impl` on real tensors: the faster of two
 # libraries' products (gemm.py).
-LIBRARY_KERNELS = {"Mm": gemm.mm, "Addmm": gemm.addmm, "Bmm": gemm.bmm}
+LIBRARY_KERNELS = {"Mm": gemm.mm, "Addmm": gemm.addmm, "Bmm": gemm.bmm,
+                   "FusedConvolution": convolution.fused}
 
 # Writes into an existing buffer (graph-input mutation that AOTAutograd leaves in place).
 INPLACE = {

@@ -3,6 +3,7 @@ import torch
 
 from dicp.dynamo_bridge.op_transformer import convert, rewrite_patterns
 
+from .conv_epilogue import fold_convolution_epilogues
 from .pattern_replacement import REWRITES
 
 
@@ -11,4 +12,6 @@ def opset_transform(gm: torch.fx.GraphModule, ctx) -> torch.fx.GraphModule:
     gm = convert(gm, ctx)
     # 2. Vendor-level rewrites (round-trip casts and friends).
     gm = rewrite_patterns(gm, REWRITES)
+    # 3. Per-channel affine ops and ReLU after a convolution folded into it (batch norm).
+    gm = fold_convolution_epilogues(gm)
     return gm

@@ -1,0 +1,43 @@
+"""FusedConvolution: a convolution with its folded epilogue (conv_epilogue.py) and an optional
+ReLU, run as one oneDNN call where oneDNN takes its operands."""
+import torch
+
+from . import onednn
+
+
+def fused_impl(x, weight, bias, stride, padding, dilation, groups, channels_last, relu):
+    """The reference: ATen's convolution (channels-last operands where `channels_last`, as
+    ConvolutionNHWC runs it), then ReLU."""
+    if channels_last:
+        x, weight = (t.contiguous(memory_format=torch.channels_last) for t in (x, weight))
+    result = torch.ops.aten.convolution.default(x, weight, bias, stride, padding, dilation,
+                                                False, [0] * len(stride), groups)
+    return torch.relu_(result) if relu else result
+
+
+def fused(x, weight, bias, stride, padding, dilation, groups, channels_last, relu):
+    """fused_impl in one pass over the result: ReLU applied as the convolution writes it,
+    where oneDNN takes the operands; elsewhere fused_impl itself."""
+    if channels_last:
+        x, weight = (t.contiguous(memory_format=torch.channels_last) for t in (x, weight))
+    if not _onednn_applies(x, weight, bias):
+        return fused_impl(x, weight, bias, stride, padding, dilation, groups, False, relu)
+    return onednn.convolution(x, weight, bias, stride, padding, dilation, groups,
+                              "relu" if relu else "none")
+
+
+def _onednn_applies(x, weight, bias):
+    """Non-empty float32 CPU operands, each dense in the default or the channels-last order:
+    the layouts whose result layout oneDNN picks as aten.convolution does (fused_impl's
+    layout, which the kernels after it were generated for)."""
+    tensors = [x, weight] + ([bias] if bias is not None else [])
+    return (all(t.dtype == torch.float32 and t.device.type == "cpu" and t.numel()
+                and _dense(t) for t in tensors)
+            and onednn.has("_convolution_pointwise"))
+
+
+def _dense(t):
+    if t.is_contiguous():
+        return True
+    channels_last = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
+    return channels_last is not None and t.is_contiguous(memory_format=channels_last)
