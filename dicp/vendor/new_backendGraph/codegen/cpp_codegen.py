@@ -19,6 +19,7 @@ from .py_render import render_kernel as render_python_kernel
 from .ir import Buffer, LazyReduction, Pointwise
 from .kernel import KernelBuilder
 from .loop_ir import computed_ops, walk
+from .loop_split import split_loops
 from .loops import KernelLoops, PhaseLoops, plan_loops
 from .lowering import LOWERINGS
 from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
@@ -282,8 +283,8 @@ class CppCodegen(GraphCodegenBase):
         elif split is None and order is not None:
             self._kernel_in_memory_order(value, out, order)
         elif split in (None, 0, len(value.sizes)):
-            self.pointwise_kernel(value.sizes,
-                                  lambda k, index: out.store(k, index, value.load(k, index)))
+            self.pointwise_kernel(*split_loops(
+                value.sizes, lambda k, index: out.store(k, index, value.load(k, index))))
         else:
             self.kernel(value.sizes[:split], pre=None,
                         inner=[(0, size) for size in value.sizes[split:]],
@@ -299,7 +300,7 @@ class CppCodegen(GraphCodegenBase):
         def store(k, loop_index):
             index = [loop_index[order.index(d)] for d in range(len(order))]
             out.store(k, index, value.load(k, index))
-        self.pointwise_kernel([value.sizes[d] for d in order], store)
+        self.pointwise_kernel(*split_loops([value.sizes[d] for d in order], store))
 
     def _realize_reduction(self, value):
         """A lazy reduction in a buffer of its own, one kernel over its kept dims (or the
@@ -368,6 +369,8 @@ class CppCodegen(GraphCodegenBase):
         k = KernelBuilder(f"kernel_{len(self.kernels)}", outer, self.bounds_check, self.size_params,
                           row_caches)
         k.unit_loops = {v for v, size in zip(outer, sizes) if size == 1}
+        k.extents = {v: int(size) for v, size in zip(outer, sizes)
+                     if isinstance(size, (int, sympy.Integer))}
         for phase in phases:
             pre, body, post = phase["pre"], phase["body"], phase["post"]
             k.phase(phase["inner"], pre=pre and (lambda k, pre=pre: pre(k, outer)),

@@ -7,7 +7,7 @@ import sympy
 from . import loop_ir as L
 from .ctypes_map import compute_ctype, storage_ctype
 from .row_cache import LoadRecord, costly, plan_row_caches
-from .sym import flat_index, loop_index
+from .sym import flat_index, loop_index, simplify_in_loops
 
 
 @dataclass
@@ -114,6 +114,7 @@ class KernelBuilder:
         self.params: dict[str, Param] = {}
         self.symbols: set = set()
         self.loop_vars = set(loop_vars)
+        self.extents = {}  # loop variable -> its static extent (index simplification)
         self.computed: set = set()   # symbols of data-dependent indices (loaded at run time)
         self.accesses: list[Access] = []
         self.blocks = [Block()]
@@ -131,7 +132,7 @@ class KernelBuilder:
 
     def index(self, expr) -> L.Index:
         """An index/size expression as IR, recording the size symbols it needs."""
-        expr = self._hoist(sympy.sympify(expr))
+        expr = self._hoist(simplify_in_loops(sympy.sympify(expr), self.extents))
         self.symbols |= expr.free_symbols - self.loop_vars - self.computed
         return L.Index(expr)
 
@@ -179,7 +180,8 @@ class KernelBuilder:
         """Records the access; returns (pointer parameter, hoisted flat position, the access's
         name for bounds checks)."""
         ptr = self.pointer(buffer.base, buffer.dtype, writable=is_store)
-        access = Access(buffer.base, tuple(sympy.sympify(i) for i in index),
+        access = Access(buffer.base,
+                        tuple(simplify_in_loops(sympy.sympify(i), self.extents) for i in index),
                         tuple(buffer.strides), buffer.offset, is_store)
         self.accesses.append(access)
         site = f"{'store to' if is_store else 'load of'} buffer {buffer.base} at element" \

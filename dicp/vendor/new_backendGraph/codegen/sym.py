@@ -133,6 +133,67 @@ def _divides_like(div, y, n) -> bool:
     return isinstance(y, IDiv) and y.args[0] == z and sympy.expand(y.args[1] * n - m) == 0
 
 
+def simplify_in_loops(expr, extents):
+    """`expr` with each IDiv(a, c) and IMod(a, c) whose a is c * q + r, r between 0 and c - 1
+    for every value of the loop variables (`extents`: variable -> loop extent), replaced by q
+    and r. Views split and merge dims with such divisions; a loop whose variables run over
+    the split dims (loop_split.py) then reads each dim's index without one."""
+    if not expr.has(IDiv, IMod):
+        return expr
+    return expr.replace(lambda e: isinstance(e, (IDiv, IMod)),
+                        lambda e: _quotient_or_remainder(e, extents))
+
+
+def _quotient_or_remainder(e, extents):
+    """IDiv(c q + r, c) = q + IDiv(r, c) and IMod(c q + r, c) = IMod(r, c) for r >= 0; the
+    division of r vanishes where r < c over the loops."""
+    a, c = e.args
+    if not (c.is_Integer and c > 0):
+        return e
+    quotient, remainder = [], []
+    for term in sympy.Add.make_args(sympy.expand(a)):
+        coefficient = term.as_coeff_Mul()[0]
+        (quotient if coefficient.is_Integer and coefficient % c == 0 else remainder).append(term)
+    q, r = sympy.Add(*quotient) / c, sympy.Add(*remainder)
+    top = _largest(r, extents)
+    if top is not None and top < c:
+        return q if isinstance(e, IDiv) else r
+    if not quotient or not _nonnegative(r):
+        return e
+    return q + IDiv(r, c) if isinstance(e, IDiv) else IMod(r, c)
+
+
+def _largest(expr, extents):
+    """The largest value of `expr` over the loops, where it is a non-negative combination of
+    loop variables, their divisions and constants (else None)."""
+    total = 0
+    for term in sympy.Add.make_args(expr):
+        coefficient, rest = term.as_coeff_Mul()
+        top = _largest_factor(rest, extents)
+        if not coefficient.is_Integer or coefficient < 0 or top is None:
+            return None
+        total += coefficient * top
+    return total
+
+
+def _largest_factor(factor, extents):
+    if factor == 1:
+        return 1
+    if factor in extents:
+        return extents[factor] - 1
+    if isinstance(factor, (IMod, IDiv)) and factor.args[1].is_Integer:
+        if isinstance(factor, IMod):
+            return factor.args[1] - 1
+        top = _largest(factor.args[0], extents)
+        return None if top is None else top // factor.args[1]
+    return None
+
+
+def _nonnegative(expr):
+    return all(term.as_coeff_Mul()[0] >= 0 and term.as_coeff_Mul()[1].is_nonnegative
+               for term in sympy.Add.make_args(expr))
+
+
 def unflatten(flat, sizes):
     """Per-dim indices of a row-major position `flat` over `sizes`."""
     strides = contiguous_strides(sizes)
