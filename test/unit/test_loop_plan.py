@@ -77,6 +77,12 @@ def column_blocks(width):
     return plan_loops(KernelLoops([i0], (phase,), extents, {t}))
 
 
+# a split loop (loop_split.py) stores at 128 * i0 + i1 with i1 < 128: every (i0, i1) its own
+# element, so both collapse; with i1 running to 129 two pairs share one
+CASES["split rows"] = (plan([4, 128, 6], [store([128 * i0 + i1, i2], [512, 6])]),
+                       expect(2, True))
+CASES["overlapping split rows"] = (plan([4, 129, 6], [store([128 * i0 + i1, i2], [512, 6])]),
+                                   expect(0, True))
 CASES["column blocks"] = (column_blocks(sympy.Min(64, 300 - 64 * i0)), LoopPlan(1, False, (None,)))
 # a block wider than the stride between blocks: blocks overlap, so no parallel loop
 CASES["overlapping blocks"] = (column_blocks(sympy.Integer(65)), LoopPlan(0, False, (None,)))

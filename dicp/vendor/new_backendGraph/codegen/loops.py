@@ -129,7 +129,27 @@ def _pins(store, var, varying, loop_vars, bounded, computed):
             return True
         if _within_block(rest, abs(a), varying | computed | {var}, bounded):
             return True
+        if _beside_blocks(rest, a, var, varying | computed | {var}, loop_vars, bounded):
+            return True
     return False
+
+
+def _beside_blocks(rest, a, var, excluded, loop_vars, extents):
+    """rest = c + sum of b * w: c free of `excluded`, each w a loop variable and each b a
+    multiple of |a| times var's trip count, as block + a*column of a split loop (128*i0 + i1
+    over i1 < 128): a * var then differs modulo that multiple for distinct var, and the sum
+    does not."""
+    if var not in extents or not sympy.sympify(extents[var]).is_Integer or not a.is_Integer:
+        return False
+    span = abs(a) * int(extents[var])
+    for term in sympy.Add.make_args(rest):
+        if not term.free_symbols & excluded:
+            continue
+        b, w = term.as_coeff_Mul()
+        if w not in loop_vars or w in excluded - set(loop_vars) or not b.is_Integer \
+                or b % span != 0:
+            return False
+    return True
 
 
 def _within_block(rest, width, excluded, extents):
