@@ -79,3 +79,42 @@ def test_a_head_split_key_transposed_for_attention_is_tiled(cold_cache):
     qkv = torch.randn(2, 16, 96)
     torch.testing.assert_close(compiled(keys_transposed)(qkv), keys_transposed(qkv))
     assert "tile[" in kernel_sources(cold_cache)
+
+
+def scores(x, heads=4):
+    """Attention's scores over a fused QKV projection: the key is transposed per head."""
+    b, t, width = x.shape
+    q, k, v = x.view(b, t, 3, heads, width // 3 // heads).permute(2, 0, 3, 1, 4)
+    return torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
+
+
+@pytest.mark.parametrize("shape", [(2, 32, 96), (1, 17, 48)])
+def test_a_key_read_only_by_a_product_is_copied_straight_not_transposed(cold_cache, shape):
+    """The product reads the key with its matrices transposed in memory (strides ..., 1, t):
+    the kernel writing it copies without tiles, and the scores match eager's."""
+    x = torch.randn(shape)
+    torch.testing.assert_close(compiled(scores)(x), scores(x))
+    assert "tile[" not in kernel_sources(cold_cache)
+
+
+def key_read_twice(x):
+    k = (x * 2).transpose(-1, -2)
+    return x @ k, k + 1
+
+
+def test_a_transposed_operand_read_elsewhere_keeps_its_layout(cold_cache):
+    x = torch.randn(3, 40, 24)
+    got, expected = compiled(key_read_twice)(x), key_read_twice(x)
+    torch.testing.assert_close(got, expected)
+    assert got[1].stride() == expected[1].stride()
+
+
+def scaled_transposed_product(a, b):
+    return (a * 3).t() @ b
+
+
+def test_a_matrix_product_of_a_transposed_value(cold_cache):
+    a, b = torch.randn(33, 20), torch.randn(33, 9)
+    torch.testing.assert_close(compiled(scaled_transposed_product)(a, b),
+                               scaled_transposed_product(a, b))
+    assert "tile[" not in kernel_sources(cold_cache)
