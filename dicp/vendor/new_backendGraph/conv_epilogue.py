@@ -22,27 +22,23 @@ from .opset import ops
 
 CONVOLUTIONS = ("Convolution", "ConvolutionNHWC")
 AFFINE = ("Add", "Sub", "Mul", "Div", "Neg")
-Value = Union[fx.Node, float]  # a per-channel vector ([1] or [C]) or a number
+Value = Union[fx.Node, float]  # a per-channel [C] vector or a number
 
 
 @dataclass
 class Epilogue:
-    """The chain after a convolution (its nodes, convolution first), and its result as
-    relu?(y * scale + shift)."""
-    chain: list
+    """A convolution's chain folded so far: its result is relu?(y * scale + shift)."""
     scale: Value = 1.0
     shift: Value = 0.0
     relu: bool = False
 
-    @property
-    def last(self):
-        return self.chain[-1]
-
 
 def fold_convolution_epilogues(gm: fx.GraphModule) -> fx.GraphModule:
     for conv in [n for n in gm.graph.nodes if _foldable(n)]:
-        with gm.graph.inserting_before(_chain_end(conv)):
-            _fold(gm.graph, conv)
+        chain, steps = _chain(conv)
+        if steps:
+            with gm.graph.inserting_before(chain[-1]):
+                _fold(gm.graph, chain, steps)
     gm.recompile()
     return gm
 
@@ -58,14 +54,27 @@ def _foldable(node):
             and (bias is None or bias.meta["val"].dtype == torch.float32))
 
 
-def _chain_end(conv):
-    return _walk(conv, dry_run=True).last
+def _chain(conv):
+    """The single-user chain of per-channel affine ops (then a ReLU) reading conv's result:
+    its nodes (conv first) and each op's step, which updates an Epilogue."""
+    chain, steps = [conv], []
+    channels = conv.args[1].meta["val"].shape[0]
+    while len(chain[-1].users) == 1 and _relu_step not in steps:
+        user = next(iter(chain[-1].users))
+        step = _affine_step(user, chain[-1], conv, channels)
+        if step is None:
+            break
+        chain.append(user)
+        steps.append(step)
+    return chain, steps
 
 
-def _fold(graph, conv):
-    epilogue = _walk(conv)
-    if len(epilogue.chain) == 1:
-        return
+def _fold(graph, chain, steps):
+    """Emit the epilogue's vector arithmetic and the FusedConvolution replacing `chain`."""
+    conv, last = chain[0], chain[-1]
+    epilogue = Epilogue()
+    for step in steps:
+        step(graph, epilogue)
     x, weight, bias, stride, padding, dilation, _, _, groups = conv.args
     channels = weight.meta["val"].shape[0]
     scale = epilogue.scale
@@ -75,9 +84,9 @@ def _fold(graph, conv):
     bias = _bias(graph, bias, epilogue, channels)
     fused = _call(graph, ops.FusedConvolution, x, weight, bias, stride, padding, dilation,
                   groups, conv.target.name == "ConvolutionNHWC", epilogue.relu)
-    fused.meta[ORIGIN] = epilogue.last.meta.get(ORIGIN)
-    epilogue.last.replace_all_uses_with(fused)
-    for node in reversed(epilogue.chain):  # each the single user of the one before
+    fused.meta[ORIGIN] = last.meta.get(ORIGIN)
+    last.replace_all_uses_with(fused)
+    for node in reversed(chain):  # each the single user of the one before
         graph.erase_node(node)
 
 
@@ -93,22 +102,6 @@ def _bias(graph, bias, epilogue, channels):
     if isinstance(bias, fx.Node):
         return bias
     return _call(graph, ops.Full, [channels], bias, torch.float32)  # one shift for all
-
-
-def _walk(conv, dry_run=False):
-    """Follow the single-user chain of per-channel affine ops (then a ReLU) from conv,
-    composing y * scale + shift (emitting the vector arithmetic unless dry_run)."""
-    epilogue = Epilogue([conv])
-    channels = conv.args[1].meta["val"].shape[0]
-    while len(epilogue.last.users) == 1 and not epilogue.relu:
-        user = next(iter(epilogue.last.users))
-        step = _affine_step(user, epilogue.last, conv, channels)
-        if step is None:
-            break
-        if step is _relu_step or not dry_run:
-            step(conv.graph, epilogue)
-        epilogue.chain.append(user)
-    return epilogue
 
 
 def _affine_step(user, y, conv, channels):
@@ -135,7 +128,7 @@ def _affine_step(user, y, conv, channels):
     return _operand_step(name, _vector_of(other, channels), y_first)
 
 
-def _relu_step(graph, epilogue):  # emits nothing: run in dry runs too
+def _relu_step(graph, epilogue):
     epilogue.relu = True
 
 
