@@ -5,11 +5,17 @@ import torch
 from . import onednn
 
 
+def in_channels_last(x, weight):
+    """Both operands channels-last: oneDNN's fastest layout, and the result's too
+    (ConvolutionNHWC; FusedConvolution with `channels_last`)."""
+    return tuple(t.contiguous(memory_format=torch.channels_last) for t in (x, weight))
+
+
 def fused_impl(x, weight, bias, stride, padding, dilation, groups, channels_last, relu):
     """The reference: ATen's convolution (channels-last operands where `channels_last`, as
     ConvolutionNHWC runs it), then ReLU."""
     if channels_last:
-        x, weight = (t.contiguous(memory_format=torch.channels_last) for t in (x, weight))
+        x, weight = in_channels_last(x, weight)
     result = torch.ops.aten.convolution.default(x, weight, bias, stride, padding, dilation,
                                                 False, [0] * len(stride), groups)
     return torch.relu_(result) if relu else result
@@ -19,7 +25,7 @@ def fused(x, weight, bias, stride, padding, dilation, groups, channels_last, rel
     """fused_impl in one pass over the result: ReLU applied as the convolution writes it,
     where oneDNN takes the operands; elsewhere fused_impl itself."""
     if channels_last:
-        x, weight = (t.contiguous(memory_format=torch.channels_last) for t in (x, weight))
+        x, weight = in_channels_last(x, weight)
     if not _onednn_applies(x, weight, bias):
         return fused_impl(x, weight, bias, stride, padding, dilation, groups, False, relu)
     return onednn.convolution(x, weight, bias, stride, padding, dilation, groups,

@@ -123,8 +123,7 @@ LIBRARY = {
     "Convolution": torch.ops.aten.convolution.default,
     # oneDNN's fastest layout; its result is channels-last too, and so are the kernels after it
     "ConvolutionNHWC": lambda x, weight, bias, *rest: torch.ops.aten.convolution.default(
-        x.contiguous(memory_format=torch.channels_last),
-        weight.contiguous(memory_format=torch.channels_last), bias, *rest),
+        *convolution.in_channels_last(x, weight), bias, *rest),
     "ConvolutionBackward": torch.ops.aten.convolution_backward.default,
     # a convolution with its per-channel epilogue folded into weight and bias, and an optional
     # ReLU (conv_epilogue.py): (x, weight, bias, stride, padding, dilation, groups,

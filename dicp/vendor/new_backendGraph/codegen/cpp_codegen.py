@@ -57,6 +57,12 @@ def _channels_last_strides(val):
     return None
 
 
+def _matrix_operands(node):
+    """The arguments `node` reads as matrices: its operands if it is a product, else none."""
+    positions = GEMM_OPERANDS.get(getattr(node.target, "name", None), ())
+    return [node.args[i] for i in positions]
+
+
 def _matrices_transposed(buffer):
     """Whether `buffer` is dense with its last two dims swapped in memory (column-major
     matrices), a layout the products read without a copy."""
@@ -207,7 +213,7 @@ class CppCodegen(GraphCodegenBase):
         self.size_params, self.defined_size_params = {}, set()  # see KernelBuilder._hoist
         self.bounds_check = config.bounds_check()
         self.lazy_reductions = False  # whether any value so far is a LazyReduction
-        self._matrix_operands = []  # nodes the library call being emitted reads as matrices
+        self._matrices_read = []  # nodes the library call being emitted reads as matrices
 
     # ---- values ----
     def input_value(self, node, val, name=None):
@@ -218,9 +224,9 @@ class CppCodegen(GraphCodegenBase):
 
     def vendor_op(self, node):
         if node.target.family == "library":
-            self._matrix_operands = [node.args[i] for i in GEMM_OPERANDS.get(node.target.name, ())]
+            self._matrices_read = _matrix_operands(node)
             result = self.aten_call(node, self.vendor_op_source(node.target), node.target)
-            self._matrix_operands = []
+            self._matrices_read = []
             val = node.meta.get("val")
             if node.target.fresh_result and isinstance(result, Buffer) and \
                     to_sympy(val.storage_offset()) == 0:
@@ -249,7 +255,7 @@ class CppCodegen(GraphCodegenBase):
         """A product's matrix operand stays in memory with its matrices transposed (see
         _transposed_operand_strides); any other argument takes its traced layout."""
         value = self.env[arg]
-        if arg in self._matrix_operands and isinstance(value, Buffer) and \
+        if arg in self._matrices_read and isinstance(value, Buffer) and \
                 _matrices_transposed(value):
             return value
         return super()._materialize_node(arg)
@@ -258,13 +264,12 @@ class CppCodegen(GraphCodegenBase):
         """Strides for `value` read only as a matrix operand of products, when its source runs
         along the other matrix dim (a head-split key, transposed for attention's scores):
         its matrices transposed in memory, so the kernel writing it copies straight instead of
-        transposing tiles (llama_block's key: 43 -> 9 us). The products read either layout
+        transposing tiles (llama_block's key: 43 -> 17 us). The products read either layout
         alike. None for any other value."""
         val = node.meta.get("val")
         if not node.users or not isinstance(val, torch.Tensor) or val.dim() < 2 or \
-                isinstance(value, LazyReduction) or not all(
-                    node in [u.args[i] for i in GEMM_OPERANDS.get(getattr(u.target, "name", None),
-                                                                   ())] for u in node.users):
+                isinstance(value, LazyReduction) or \
+                not all(node in _matrix_operands(u) for u in node.users):
             return None
         rows, columns = val.dim() - 2, val.dim() - 1
         if transposed_dims(value, contiguous_strides(value.sizes)) != (rows, columns):

@@ -146,8 +146,7 @@ def _beside_blocks(rest, a, var, excluded, loop_vars, extents):
         if not term.free_symbols & excluded:
             continue
         b, w = term.as_coeff_Mul()
-        if w not in loop_vars or w in excluded - set(loop_vars) or not b.is_Integer \
-                or b % span != 0:
+        if w not in loop_vars or not b.is_Integer or b % span != 0:
             return False
     return True
 
