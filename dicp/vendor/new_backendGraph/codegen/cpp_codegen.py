@@ -25,6 +25,7 @@ from .lowering import LOWERINGS
 from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
 from .templates import render
 from .transpose import transposed_dims, transposing_kernel
+from .value_range import ValueRanges
 
 PARALLEL_THRESHOLD = 32768  # elements of work below which OpenMP costs more than it saves
 # Matrix operands (argument positions) of the library's products, which read any layout whose
@@ -214,6 +215,7 @@ class CppCodegen(GraphCodegenBase):
         self.bounds_check = config.bounds_check()
         self.lazy_reductions = False  # whether any value so far is a LazyReduction
         self._matrices_read = []  # nodes the library call being emitted reads as matrices
+        self._value_ranges = None
 
     # ---- values ----
     def input_value(self, node, val, name=None):
@@ -221,6 +223,12 @@ class CppCodegen(GraphCodegenBase):
         sizes, strides = shape_of(val), strides_of(val)
         self.wrapper.layouts[name] = (sizes, strides)
         return Buffer(name, val.dtype, sizes, strides, 0)
+
+    def value_range(self, arg):
+        """Bounds on the values of node or number `arg` (value_range.py)."""
+        if self._value_ranges is None:
+            self._value_ranges = ValueRanges(self.gm.graph)
+        return self._value_ranges.of(arg)
 
     def vendor_op(self, node):
         if node.target.family == "library":

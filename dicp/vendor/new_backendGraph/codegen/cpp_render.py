@@ -19,6 +19,7 @@ UNARY = {
     "Sin": "std::sin({0})", "Cos": "std::cos({0})", "Tan": "std::tan({0})",
     "Tanh": "dicp::tanh<{T}>({0})", "Sigmoid": "({T}(1) / ({T}(1) + dicp::exp<{T}>(-{0})))",
     "Relu": "dicp::maximum<{T}>({0}, {T}(0))", "Erf": "dicp::erf<{T}>({0})",
+    "ErfCentral": "dicp::erf_central<{T}>({0})",
     "Reciprocal": "({T}(1) / {0})", "Floor": "std::floor({0})", "Ceil": "std::ceil({0})",
     "Round": "std::nearbyint({0})", "Trunc": "std::trunc({0})", "Sign": "dicp::sign<{T}>({0})",
     "Log1p": "dicp::log1p<{T}>({0})", "Expm1": "dicp::expm1<{T}>({0})",

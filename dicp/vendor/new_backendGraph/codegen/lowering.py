@@ -98,6 +98,8 @@ def unary(g, node, x):
     name = node.target.name
     if name in INTEGER_IDENTITY and not node.meta["val"].is_floating_point():
         return _pointwise(g, node, lambda k, T, v: v[0])
+    if name == "Erf" and g.value_range(node.args[0]).inside(1.0):
+        name = "ErfCentral"  # the same values there, without the tail's exp
     return _pointwise(g, node, name)
 
 

@@ -299,6 +299,9 @@ def Erf(type_, x):
                  (math.copysign(1.0, x) if not math.isnan(x) else x))
 
 
+ErfCentral = Erf  # erf on |x| < 1 (value_range.py): the same function
+
+
 def IsNan(type_, x):
     return bool(_is_float(x) and math.isnan(x))
 

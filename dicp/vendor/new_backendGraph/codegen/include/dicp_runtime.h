@@ -213,6 +213,24 @@ template <typename T> inline T exp(T v) {
     return std::exp(v);
   }
 }
+// erf's central branch alone, exact as erf for |x| < 1 and meant only there: kernels call it
+// where value_range.py proves |x| < 1 (GELU of a softmax), skipping the tail's exp and
+// polynomial (softmax+GELU over 512x1024: 306 -> 188 us).
+template <typename T> inline T erf_central(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float z = v * v;
+    float p = 7.854220894e-05f;
+    p = madd(p, z, -8.010311285e-04f);
+    p = madd(p, z, 5.188342649e-03f);
+    p = madd(p, z, -2.685382031e-02f);
+    p = madd(p, z, 1.128358543e-01f);
+    p = madd(p, z, -3.761262596e-01f);
+    p = madd(p, z, 1.283791661e-01f);
+    return madd(v, p, v);
+  } else {
+    return std::erf(v);
+  }
+}
 // erf without a libm call, so loops using it vectorize (GELU spends most of its time here).
 // Max error 1.15 ulp against double erf (1.3 without FMA; eager's, Sleef's: 0.54), 0.7 ulp
 // for |x| >= 1.5.
@@ -230,15 +248,7 @@ template <typename T> inline T exp(T v) {
 template <typename T> inline T erf(T v) {
   if constexpr (std::is_same_v<T, float>) {
     const float a = std::fabs(v);
-    const float z = v * v;
-    float p = 7.854220894e-05f;
-    p = madd(p, z, -8.010311285e-04f);
-    p = madd(p, z, 5.188342649e-03f);
-    p = madd(p, z, -2.685382031e-02f);
-    p = madd(p, z, 1.128358543e-01f);
-    p = madd(p, z, -3.761262596e-01f);
-    p = madd(p, z, 1.283791661e-01f);
-    const float central = madd(v, p, v);
+    const float central = erf_central(v);
     const float c = a > 4.f ? 4.f : a;
     float h = 1.855775190e-04f;
     h = madd(h, c, -2.939640777e-03f);
