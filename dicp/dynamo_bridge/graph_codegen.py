@@ -285,7 +285,8 @@ def load_wrapper(generated: GeneratedGraph, namespace: dict, path: str = None):
     """The `call(args)` function of a generated wrapper, executed with `namespace` (a
     backend's kernels and helpers) plus the vendor ops and constants it names. `path` names
     the source in tracebacks (a debug dump's file)."""
-    scope = {"vendor_ops": generated.vendor_ops, **namespace, **generated.constants}
+    ops = {name: op.runtime_kernel() for name, op in generated.vendor_ops.items()}
+    scope = {"vendor_ops": ops, **namespace, **generated.constants}
     filename = path or f"<dicp {generated.name}>"
     exec(compile(generated.wrapper_source, filename, "exec"), scope)
     return scope["call"]

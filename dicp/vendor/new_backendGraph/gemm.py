@@ -36,6 +36,7 @@ AUTOTUNE_MIN_WORK = 64 ** 3
 WARMUP_RUNS = 3
 TIMED_RUNS = 7
 NOISE_MARGIN = 0.03
+MAX_REMEMBERED_SITES = 4096
 
 
 # `out`: memory of the result's layout that the product may write into (the wrapper passes a
@@ -47,14 +48,12 @@ def mm(a, b, out=None):
 
 def addmm(bias, a, b, beta=1, alpha=1, out=None):
     if beta != 1 or alpha != 1 or bias.shape != (b.shape[1],) or bias.stride() != (1,):
-        return torch.ops.aten.addmm.default(bias, a, b, beta=beta, alpha=alpha)
+        return torch.addmm(bias, a, b, beta=beta, alpha=alpha)
     return _product(bias, a, b, out)
 
 
 def bmm(a, b, out=None):
-    if out is None:
-        return torch.ops.aten.bmm.default(a, b)
-    return torch.ops.aten.bmm.out(a, b, out=out)
+    return torch.bmm(a, b) if out is None else torch.bmm(a, b, out=out)
 
 
 def _product(bias, a, b, out=None):
@@ -64,14 +63,12 @@ def _product(bias, a, b, out=None):
     return _aten(bias, a, b, out)
 
 
+# torch.mm and torch.addmm rather than torch.ops.aten's overloads: the same kernels, without
+# the overload's Python call (3 us of a step's every product).
 def _aten(bias, a, b, out=None):
     if bias is None:
-        if out is None:
-            return torch.ops.aten.mm.default(a, b)
-        return torch.ops.aten.mm.out(a, b, out=out)
-    if out is None:
-        return torch.ops.aten.addmm.default(bias, a, b)
-    return torch.ops.aten.addmm.out(bias, a, b, out=out)
+        return torch.mm(a, b) if out is None else torch.mm(a, b, out=out)
+    return torch.addmm(bias, a, b) if out is None else torch.addmm(bias, a, b, out=out)
 
 
 def _onednn(bias, a, b):
@@ -80,7 +77,21 @@ def _onednn(bias, a, b):
 
 
 def _library(bias, a, b):
+    """The library for this product: remembered per operand layout and knob value, since
+    working it out again took 10 us a call (a wrapper calls the same products every step)."""
     choice = dicp_config.gemm_library
+    site = (choice, a.shape, a.stride(), a.dtype, b.shape, b.stride(), b.dtype,
+            None if bias is None else (bias.shape, bias.stride(), bias.dtype),
+            a.device, b.device, torch.get_num_threads())
+    library = _chosen.get(site)
+    if library is None:
+        if len(_chosen) >= MAX_REMEMBERED_SITES:  # dynamic shapes: one site per size seen
+            _chosen.clear()
+        library = _chosen[site] = _library_for(choice, bias, a, b)
+    return library
+
+
+def _library_for(choice, bias, a, b):
     if choice == "aten" or not _onednn_applies(bias, a, b):
         return "aten"
     if choice == "onednn":
@@ -141,6 +152,7 @@ def _measure(bias, a, b):
 # ---- choices: in memory for this process, on disk for the next ----
 
 _decided = {}  # shape key -> library, whatever the cache directory: a fact about this machine
+_chosen = {}  # operand layouts and knob value (_library's site) -> library
 
 
 def _measured(key, bias, a, b):
