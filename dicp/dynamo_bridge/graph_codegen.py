@@ -162,6 +162,9 @@ class GraphCodegenBase:
     def output(self, node):
         # outputs take the ATen graph's layouts, which callers rely on
         for arg, val in zip(node.args[0], self.ctx.output_vals, strict=True):
+            if isinstance(arg, fx.Node) and arg.op == "placeholder":  # the input itself
+                self.wrapper.outputs.append(arg.name)  # (a training graph's saved input)
+                continue
             value = self.input_view(val) or self.output_in_layout(arg, val)
             self.wrapper.outputs.append(self.wrapper.literal(value))
 
