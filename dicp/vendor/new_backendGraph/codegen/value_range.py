@@ -192,10 +192,15 @@ def _target_name(arg):
     return getattr(arg.target, "name", None) if isinstance(arg, fx.Node) else None
 
 
+def _argument(node, position, name):
+    """A reduction's argument, passed by position or by name (None: not passed)."""
+    return node.args[position] if len(node.args) > position else node.kwargs.get(name)
+
+
 def _is_max_of(row_max, x):
     """Whether `row_max` is ReduceMax(x, dims, keepdim=True): broadcast back over x."""
     return _target_name(row_max) == "ReduceMax" and row_max.args[0] is x \
-        and row_max.args[2] is True
+        and _argument(row_max, 2, "keepdim") is True
 
 
 def _is_softmax_denominator(row_sum):
@@ -203,13 +208,16 @@ def _is_softmax_denominator(row_sum):
     exp = row_sum.args[0]
     if _target_name(exp) != "Exp" or _target_name(exp.args[0]) != "Sub":
         return False
-    x, row_max = exp.args[0].args
-    return _is_max_of(row_max, x) and sorted(row_max.args[1]) == sorted(row_sum.args[1])
+    x, row_max = exp.args[0].args[:2]
+    if not _is_max_of(row_max, x):
+        return False
+    max_dims, sum_dims = _argument(row_max, 1, "dims"), _argument(row_sum, 1, "dims")
+    return max_dims is not None and sum_dims is not None and sorted(max_dims) == sorted(sum_dims)
 
 
 def _reduced_count(row_sum):
     """The number of terms each sum adds, or None where it is not a static number."""
-    x, dims = row_sum.args[0], row_sum.args[1]
+    x, dims = row_sum.args[0], _argument(row_sum, 1, "dims")
     sizes = x.meta["val"].shape if isinstance(x, fx.Node) and "val" in x.meta else None
     if sizes is None:
         return None
