@@ -165,6 +165,14 @@ inline float madd(float a, float b, float c) {
   return a * b + c;
 #endif
 }
+// c0 x^n + c1 x^(n-1) + ... + cn by Horner's rule, one multiply-add a term: the polynomials of
+// the functions below. A fold, not a loop over an array: g++ left such a loop in place and
+// then vectorized none of the loops calling these functions.
+template <typename... C> inline float horner(float x, float c0, C... c) {
+  float p = c0;
+  ((p = madd(p, x, c)), ...);
+  return p;
+}
 // exp without a libm call, so loops using it (softmax, sigmoid, SiLU) vectorize: Cephes'
 // expf, e^x = 2^n e^r with |r| <= ln2/2 and a degree-6 polynomial. 2^n is applied as two
 // normal factors, so overflow to inf and the denormal range come out as in std::exp.
@@ -189,12 +197,8 @@ inline NearestMultipleOfLn2 nearest_multiple_of_ln2(float x) {
 // e^(x - n ln2), n the integer nearest x / ln2: the reduced exponent's degree-6 polynomial.
 inline float exp_of_remainder(float x, float n) {
   const float r = madd(n, 2.12194440e-4f, madd(n, -0.693359375f, x));  // two-part ln2
-  float p = 1.9875691500e-4f;
-  p = madd(p, r, 1.3981999507e-3f);
-  p = madd(p, r, 8.3334519073e-3f);
-  p = madd(p, r, 4.1665795894e-2f);
-  p = madd(p, r, 1.6666665459e-1f);
-  p = madd(p, r, 5.0000001201e-1f);
+  const float p = horner(r, 1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f);
   return madd(p * r, r, r) + 1.0f;
 }
 // Every select here is a clamp: the loop is about 25 vector instructions, and each one
@@ -219,13 +223,8 @@ template <typename T> inline T exp(T v) {
 template <typename T> inline T erf_central(T v) {
   if constexpr (std::is_same_v<T, float>) {
     const float z = v * v;
-    float p = 7.854220894e-05f;
-    p = madd(p, z, -8.010311285e-04f);
-    p = madd(p, z, 5.188342649e-03f);
-    p = madd(p, z, -2.685382031e-02f);
-    p = madd(p, z, 1.128358543e-01f);
-    p = madd(p, z, -3.761262596e-01f);
-    p = madd(p, z, 1.283791661e-01f);
+    const float p = horner(z, 7.854220894e-05f, -8.010311285e-04f, 5.188342649e-03f,
+        -2.685382031e-02f, 1.128358543e-01f, -3.761262596e-01f, 1.283791661e-01f);
     return madd(v, p, v);
   } else {
     return std::erf(v);
@@ -250,13 +249,8 @@ template <typename T> inline T erf(T v) {
     const float a = std::fabs(v);
     const float central = erf_central(v);
     const float c = a > 4.f ? 4.f : a;
-    float h = 1.855775190e-04f;
-    h = madd(h, c, -2.939640777e-03f);
-    h = madd(h, c, 2.180544846e-02f);
-    h = madd(h, c, -1.030376330e-01f);
-    h = madd(h, c, 3.617746234e-01f);
-    h = madd(h, c, -1.127040267e+00f);
-    h = madd(h, c, -3.536774602e-04f);
+    const float h = horner(c, 1.855775190e-04f, -2.939640777e-03f, 2.180544846e-02f,
+        -1.030376330e-01f, 3.617746234e-01f, -1.127040267e+00f, -3.536774602e-04f);
     const float exponent = madd(-c, c, h);
     const auto [n, k] = nearest_multiple_of_ln2(exponent);
     const float tail = 1.f - exp_of_remainder(exponent, n) * pow2_int(k);
@@ -279,15 +273,9 @@ template <typename T> inline T log(T v) {
     e = small ? e - 1.f : e;
     const float x = small ? m + m - 1.f : m - 1.f;
     const float z = x * x;
-    float p = 7.0376836292e-2f;
-    p = madd(p, x, -1.1514610310e-1f);
-    p = madd(p, x, 1.1676998740e-1f);
-    p = madd(p, x, -1.2420140846e-1f);
-    p = madd(p, x, 1.4249322787e-1f);
-    p = madd(p, x, -1.6668057665e-1f);
-    p = madd(p, x, 2.0000714765e-1f);
-    p = madd(p, x, -2.4999993993e-1f);
-    p = madd(p, x, 3.3333331174e-1f);
+    const float p = horner(x, 7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f,
+        -1.2420140846e-1f, 1.4249322787e-1f, -1.6668057665e-1f, 2.0000714765e-1f,
+        -2.4999993993e-1f, 3.3333331174e-1f);
     float y = p * x * z + e * -2.12194440e-4f - 0.5f * z;
     y = (x + y) + e * 0.693359375f;
     y = v == INFINITY ? v : y;
@@ -312,14 +300,8 @@ template <typename T> inline T expm1(T v) {
   if constexpr (std::is_same_v<T, float>) {
     // |x| <= 0.5: the Taylor series to x^9 (truncation < 1e-9 relative); beyond, e^x - 1
     // loses at most ~2 ulp to cancellation. NaN passes through the series.
-    float p = 1.f / 362880.f;
-    p = madd(p, v, 1.f / 40320.f);
-    p = madd(p, v, 1.f / 5040.f);
-    p = madd(p, v, 1.f / 720.f);
-    p = madd(p, v, 1.f / 120.f);
-    p = madd(p, v, 1.f / 24.f);
-    p = madd(p, v, 1.f / 6.f);
-    p = madd(p, v, 0.5f);
+    const float p = horner(v, 1.f / 362880.f, 1.f / 40320.f, 1.f / 5040.f, 1.f / 720.f,
+        1.f / 120.f, 1.f / 24.f, 1.f / 6.f, 0.5f);
     const float series = v == 0.f ? v : v + v * v * p;  // v + ... is +0 at -0
     return std::fabs(v) > 0.5f ? dicp::exp<float>(v) - 1.f : series;
   } else {
@@ -333,11 +315,8 @@ template <typename T> inline T tanh(T v) {
   if constexpr (std::is_same_v<T, float>) {
     const float a = std::fabs(v);
     const float z = v * v;
-    float p = -5.70498872745e-3f;
-    p = madd(p, z, 2.06390887954e-2f);
-    p = madd(p, z, -5.37397155531e-2f);
-    p = madd(p, z, 1.33314422036e-1f);
-    p = madd(p, z, -3.33332819422e-1f);
+    const float p = horner(z, -5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f,
+        1.33314422036e-1f, -3.33332819422e-1f);
     const float small = p * z * v + v;
     const float large = std::copysign(1.f - 2.f / (dicp::exp<float>(a + a) + 1.f), v);
     return a > 0.625f ? large : (a == 0.f ? v : small);  // p * z * v + v is +0 at -0
