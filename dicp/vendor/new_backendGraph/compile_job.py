@@ -2,6 +2,7 @@
 compile job: build the graph's C++, then load its wrapper with the kernels."""
 import ctypes
 import hashlib
+import math
 import os
 import platform
 import subprocess
@@ -66,9 +67,58 @@ def toolchain() -> Toolchain:
     variant = config.chip_variant()
     key_variant = f"native:{_host_cpu()}" if variant == "native" else variant
     flags = BASE_FLAGS + chip_flags(variant)
+    libraries = ()
+    if has_libmvec(config.compiler(), flags):
+        flags, libraries = flags + ("-DDICP_HAVE_LIBMVEC",), ("-lmvec",)
     include = precompiled_header_dir(config.compiler(), flags) or INCLUDE_DIR
-    command = (config.compiler(), *flags, f"-I{include}", "{source}", "-o", "{artifact}")
+    command = (config.compiler(), *flags, f"-I{include}", "{source}", "-o", "{artifact}",
+               *libraries)
     return Toolchain(command, key=(key_variant, *_header_texts()))
+
+
+_LIBMVEC_PROBE = """#include "dicp_runtime.h"
+extern "C" void probe(const float* __restrict__ x, float* __restrict__ y, long n) {
+  for (long i = 0; i < n; ++i) y[i] = dicp::sin<float>(x[i]) + dicp::cos<float>(x[i]);
+}
+"""
+
+
+@lru_cache(maxsize=None)
+def has_libmvec(compiler, flags) -> bool:
+    """Whether kernels built with `flags` may call glibc's vector sin and cos: a probe library
+    using them builds, loads and computes sin + cos right. Remembered on disk per compiler,
+    flags and C library (`<cache>/toolchain/`), so only a cold start pays the probe's build."""
+    key = hashlib.sha256(repr((compiler, flags, platform.libc_ver())).encode()).hexdigest()[:16]
+    remembered = dicp_config.cache_dir / "toolchain" / f"libmvec-{key}"
+    try:
+        return remembered.read_text() == "yes"
+    except OSError:
+        pass
+    with profile.stage("build"):
+        works = _libmvec_probe(compiler, flags)
+    try:
+        atomic_write(remembered, b"yes" if works else b"no")
+    except OSError:  # a read-only cache probes again in the next process
+        pass
+    return works
+
+
+def _libmvec_probe(compiler, flags) -> bool:
+    with tempfile.TemporaryDirectory() as directory:
+        source, library = Path(directory) / "probe.cpp", Path(directory) / "probe.so"
+        source.write_text(_LIBMVEC_PROBE)
+        if not _runs([compiler, *flags, "-DDICP_HAVE_LIBMVEC", f"-I{INCLUDE_DIR}", str(source),
+                      "-o", str(library), "-lmvec"]):
+            return False
+        try:
+            probe = ctypes.CDLL(str(library)).probe
+        except OSError:
+            return False
+        probe.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+        xs = [0.5 * i - 7.0 for i in range(40)]
+        x, y = (ctypes.c_float * len(xs))(*xs), (ctypes.c_float * len(xs))()
+        probe(ctypes.addressof(x), ctypes.addressof(y), len(xs))
+        return all(abs(got - (math.sin(v) + math.cos(v))) < 1e-5 for v, got in zip(xs, y))
 
 
 def build_spec(source: str) -> BuildSpec:

@@ -16,7 +16,7 @@ from .sym import cpp_expr
 UNARY = {
     "Abs": "std::abs({0})", "Neg": "-{0}", "Exp": "dicp::exp<{T}>({0})",
     "Log": "dicp::log<{T}>({0})", "Sqrt": "std::sqrt({0})", "Rsqrt": "({T}(1) / std::sqrt({0}))",
-    "Sin": "std::sin({0})", "Cos": "std::cos({0})", "Tan": "std::tan({0})",
+    "Sin": "dicp::sin<{T}>({0})", "Cos": "dicp::cos<{T}>({0})", "Tan": "std::tan({0})",
     "Tanh": "dicp::tanh<{T}>({0})", "Sigmoid": "({T}(1) / ({T}(1) + dicp::exp<{T}>(-{0})))",
     "Relu": "dicp::maximum<{T}>({0}, {T}(0))", "Erf": "dicp::erf<{T}>({0})",
     "ErfCentral": "dicp::erf_central<{T}>({0})",

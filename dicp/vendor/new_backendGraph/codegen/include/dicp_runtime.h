@@ -11,6 +11,19 @@
 
 #include <type_traits>
 
+// glibc's vector sinf and cosf (libmvec: within 1 ulp here, any argument, NaN and -0 as
+// std::sin): declared SIMD-callable under names of their own, so g++ calls _ZGVeN16v_sinf and
+// its kin in vectorized loops, where std::sin stays one scalar call per element. `const`
+// because kernels build with -fno-math-errno: without it g++ assumes the call writes memory
+// and vectorizes nothing. The toolchain defines DICP_HAVE_LIBMVEC and links -lmvec only where
+// a probe build works (compile_job.has_libmvec).
+#ifdef DICP_HAVE_LIBMVEC
+extern "C" __attribute__((const, simd("notinbranch"))) float dicp_libmvec_sinf(float) noexcept
+    __asm__("sinf");
+extern "C" __attribute__((const, simd("notinbranch"))) float dicp_libmvec_cosf(float) noexcept
+    __asm__("cosf");
+#endif
+
 namespace dicp {
 
 struct half_t { uint16_t bits; };
@@ -323,6 +336,18 @@ template <typename T> inline T tanh(T v) {
   } else {
     return std::tanh(v);
   }
+}
+template <typename T> inline T sin(T v) {
+#ifdef DICP_HAVE_LIBMVEC
+  if constexpr (std::is_same_v<T, float>) return dicp_libmvec_sinf(v);
+#endif
+  return std::sin(v);
+}
+template <typename T> inline T cos(T v) {
+#ifdef DICP_HAVE_LIBMVEC
+  if constexpr (std::is_same_v<T, float>) return dicp_libmvec_cosf(v);
+#endif
+  return std::cos(v);
 }
 template <typename T> inline bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(v); else return false;
