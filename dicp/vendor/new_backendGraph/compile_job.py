@@ -17,6 +17,7 @@ from dicp.dynamo_bridge.compile import BuildSpec, Toolchain, atomic_write, load_
 from dicp.dynamo_bridge.graph_codegen import load_wrapper
 
 from . import bounds, config
+from .blas import sgemm_address
 from .codegen.templates import INCLUDE_DIR
 
 # -fno-math-errno and -fno-trapping-math change no value: they drop errno writes and FP
@@ -182,6 +183,19 @@ class KernelTable:
             raise AttributeError(f"{graph_name}: kernels {missing} are in none of its libraries")
 
 
+def _give_sgemm(libraries, graph_name):
+    """Pass torch's BLAS product to the library holding the graph's native entry."""
+    address = sgemm_address()
+    if address is None:
+        raise RuntimeError(f"{graph_name}: its native entry calls the BLAS sgemm_, which this "
+                           f"torch does not export; set DICP_NATIVE_ENTRY=0")
+    for library in libraries:
+        setter = getattr(library, "dicp_set_sgemm", None)
+        if setter is not None:
+            setter.argtypes, setter.restype = [ctypes.c_void_p], None
+            setter(address)
+
+
 def python_kernels(generated):
     """The kernels of a graph printed as Python, as attributes."""
     scope = {}
@@ -194,12 +208,17 @@ def compile_job(generated, ctx):
     """Build the graph's C++ (if any), then load its wrapper; returns `call(args)`."""
     signatures = generated.metadata.get("kernels", {})
     profile.count("kernels", len(signatures))
+    entry = generated.metadata.get("entry")
+    if entry is not None:
+        signatures = {**signatures, "graph_entry": (entry[0], 0)}
     sources = [text for name, text in sorted(generated.files.items())  # kernels*.cpp
                if name.startswith("kernels") and name.endswith(".cpp")]
     kernels = None
     if sources:
         libraries = load_artifacts([build_spec(text) for text in sources])
         kernels = KernelTable(libraries, signatures, generated.name)
+        if entry is not None and entry[1]:
+            _give_sgemm(libraries, generated.name)
     elif "kernels.py" in generated.files:  # the python_loops target: no build
         kernels = python_kernels(generated)
     namespace = {"kernels": kernels, "storage_extent": bounds.storage_extent}

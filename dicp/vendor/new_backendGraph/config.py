@@ -22,6 +22,11 @@ dicp_config.declare("bounds_check", dicp_config.Flag(), False,
                     "build kernels that check every load and store against its tensor's "
                     "storage: an access outside raises `BoundsError` naming the graph, kernel, "
                     "buffer and element (slower; part of the cache key)", owner=OWNER)
+dicp_config.declare("native_entry", dicp_config.Flag(), True,
+                    "run a graph from one native call (its kernels and small float32 matrix "
+                    "products in a generated C++ function) when every step of its wrapper "
+                    "allows it and its shapes are static; off: a Python call per kernel",
+                    owner=OWNER)
 
 # Composite ops decomposed into the vocabulary before conversion (on top of torch's core
 # ATen decompositions).
@@ -65,3 +70,7 @@ def compiler() -> str:
 
 def bounds_check() -> bool:
     return dicp_config.bounds_check
+
+
+def native_entry() -> bool:
+    return dicp_config.native_entry

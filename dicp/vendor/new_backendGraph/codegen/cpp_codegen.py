@@ -9,6 +9,7 @@ import torch.fx as fx
 from dicp.dynamo_bridge.graph_codegen import GeneratedGraph, GraphCodegenBase, sizes_as_sympy
 from dicp.dynamo_bridge.operator import Operator
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
+from dicp.dynamo_bridge.utils import log
 
 from .. import config
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
@@ -22,6 +23,7 @@ from .loop_ir import computed_ops, walk
 from .loop_split import split_loops
 from .loops import KernelLoops, PhaseLoops, plan_loops
 from .lowering import LOWERINGS
+from .native_entry import NotNative, plan as plan_native_entry
 from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
 from .templates import render
 from .transpose import transposed_dims, transposing_kernel
@@ -211,6 +213,8 @@ class CppCodegen(GraphCodegenBase):
     def __init__(self, gm, ctx):
         super().__init__(gm, ctx)
         self.kernels, self.signatures = [], {}
+        self.kernel_types = {}  # kernel -> the C++ types of its pointer parameters
+        self.input_dtypes = {}  # wrapper variable holding an input or constant -> its dtype
         self.size_params, self.defined_size_params = {}, set()  # see KernelBuilder._hoist
         self.bounds_check = config.bounds_check()
         self.lazy_reductions = False  # whether any value so far is a LazyReduction
@@ -222,6 +226,7 @@ class CppCodegen(GraphCodegenBase):
         name = name or node.name
         sizes, strides = shape_of(val), strides_of(val)
         self.wrapper.layouts[name] = (sizes, strides)
+        self.input_dtypes[name] = val.dtype
         return Buffer(name, val.dtype, sizes, strides, 0)
 
     def value_range(self, arg):
@@ -452,6 +457,8 @@ class CppCodegen(GraphCodegenBase):
         self.kernels.append(self._render(k, (signature, params, symbols), loops, plan, work))
         extents = [f"*storage_extent({p.base})" for p in params if self.bounds_check]
         self.signatures[k.name] = (len(params), len(symbols) + 2 * len(extents))
+        self.kernel_types[k.name] = [f"{'' if p.writable else 'const '}{p.ctype}*"
+                                     for p in params]
         self.define_size_params(symbols)
         arguments = [f"{p.base}.data_ptr()" for p in params] + [s.name for s in symbols] + extents
         self.wrapper.lines.append(f"kernels.{k.name}({', '.join(arguments)})")
@@ -484,12 +491,31 @@ class CppCodegen(GraphCodegenBase):
                 self.defined_size_params.add(symbol)
 
     def finish(self):
-        files = {}
-        for name, kernels in kernel_sources(self.kernels):
-            files[name] = render("module.cpp.j2", kernels=kernels, bounds_check=self.bounds_check)
-        return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(), files,
-                              dict(self.vendor_ops), self.wrapper.constants,
-                              {"kernels": dict(self.signatures)})
+        wrapper_source, sources = self.wrapper.render(), kernel_sources(self.kernels)
+        files = {name: render("module.cpp.j2", kernels=kernels, bounds_check=self.bounds_check)
+                 for name, kernels in sources}
+        metadata = {"kernels": dict(self.signatures)}
+        entry = self._native_entry(wrapper_source, len(sources))
+        if entry is not None:
+            wrapper_source = entry.wrapper_source
+            files["kernels.cpp"] += "\n" + entry.source
+            metadata["entry"] = (entry.pointers, entry.products)
+        return GeneratedGraph(self.ctx.graph_name, self.target, wrapper_source, files,
+                              dict(self.vendor_ops), self.wrapper.constants, metadata)
+
+    def _native_entry(self, wrapper_source, sources):
+        """The graph as one native call (native_entry.py), or None: switched off, bounds
+        checks on, kernels in several sources (the entry calls them from its own), or a
+        statement the entry cannot run."""
+        if not config.native_entry() or self.bounds_check or sources != 1:
+            return None
+        try:
+            return plan_native_entry(wrapper_source, self.wrapper.layouts,
+                                     {**self.input_dtypes, **self.wrapper.dtypes},
+                                     self.kernel_types)
+        except NotNative as reason:
+            log.debug("%s keeps a call per kernel: %s", self.ctx.graph_name, reason)
+            return None
 
     def inject_fault(self, node, value, kind):
         """Accuracy and compile faults go into the kernels' C++; the rest into the wrapper."""
