@@ -3,10 +3,12 @@
 Each case is compiled static and dynamic, run at sizes 1, odd and even with indices that
 repeat, and with one and with four OpenMP threads (the generated kernels share torch's OpenMP
 runtime, so torch.set_num_threads sets their thread count too). Each case also guards the
-generated C++: a kernel that stores through a computed (data-dependent) index carries no
-`omp simd`, and a parallel loop in it must be one its stores are indexed by (each thread then
-writes its own elements). Stores that collide under SIMD lose updates only where the CPU has
-scatter instructions (AVX-512), so the guard reads the source instead of trusting this machine.
+generated C++: a store through a computed (data-dependent) index under `omp simd` must be
+indexed by the SIMD loop's variable, through computed indices that do not depend on it (then
+every lane stores to its own element), and a parallel loop in such a kernel must be one its
+stores are indexed by (each thread then writes its own elements). Stores that collide under
+SIMD lose updates only where the CPU has scatter instructions (AVX-512), so the guard reads
+the source instead of trusting this machine.
 """
 import re
 
@@ -167,6 +169,9 @@ KERNEL = re.compile(r'extern "C" void (\w+)\(.*?\n\}', re.S)
 COMPUTED = re.compile(r"const int64_t (t\d+) = dicp::(?:wrap|checked)_index")
 STORE = re.compile(r"(out_\w+)\[([^\]]*)\] = ")
 PARALLEL = re.compile(r"#pragma omp parallel for(?: collapse\((\d+)\))?")
+SIMD_LOOP = re.compile(r"#pragma omp simd[^\n]*\n\s*for \(int64_t (\w+) = [^;]*; \w+ < ([^;]*);")
+DEFINITION = re.compile(r"const \w+ (t\d+) = (.*);")
+NAME = re.compile(r"\b[a-z]\w*\b")
 
 
 def kernel_source(key):
@@ -181,8 +186,7 @@ def check_computed_stores(source, case):
                   if computed & set(re.findall(r"\bt\d+\b", index))]
         if not stores:
             continue
-        assert "omp simd" not in text, f"{case}: {name} stores through a computed index " \
-                                       f"under omp simd:\n{text}"
+        check_simd_lanes(text, name, case, computed)
         parallel = PARALLEL.search(text)
         if parallel:
             loops = [f"i{d}" for d in range(int(parallel.group(1) or 1))]
@@ -190,6 +194,51 @@ def check_computed_stores(source, case):
                 missing = [v for v in loops if not re.search(rf"\b{v}\b", index)]
                 assert not missing, (f"{case}: {name} runs loop(s) {missing} in parallel but "
                                      f"its store [{index}] is not indexed by them:\n{text}")
+
+
+def check_simd_lanes(text, name, case, computed):
+    """Each store through a computed index inside an `omp simd` loop over v (of more than one
+    iteration) is indexed by v, through computed indices whose definitions never read v."""
+    definitions = dict(DEFINITION.findall(text))
+    for loop in SIMD_LOOP.finditer(text):
+        var, extent = loop.groups()
+        if extent.strip() == "1L":
+            continue
+        for index in [i for _, i in STORE.findall(_block(text, loop.end()))]:
+            used = computed & set(re.findall(r"\bt\d+\b", index))
+            if not used:
+                continue
+            assert re.search(rf"\b{var}\b", index), \
+                f"{case}: {name} stores [{index}] under omp simd over {var}, not indexed by it"
+            for symbol in used:
+                assert var not in _reads(symbol, definitions), \
+                    f"{case}: {name} stores [{index}] under omp simd over {var}, and " \
+                    f"{symbol} varies with {var}:\n{text}"
+
+
+def _block(text, start):
+    """The text of the braced block opening at or after `start`."""
+    opening = text.index("{", start)
+    depth = 0
+    for position in range(opening, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[position], 0)
+        if depth == 0:
+            return text[opening:position]
+    return text[opening:]
+
+
+def _reads(symbol, definitions, seen=None):
+    """The names `symbol`'s definition reads, through other definitions; a name without a
+    `const` definition (a mutable local) reads everything, so it counts as every loop's."""
+    seen = set() if seen is None else seen
+    if symbol not in definitions:
+        return {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7", "r0", "r1", "r2", "r3"}
+    names = set()
+    for name in set(NAME.findall(definitions[symbol])) - seen:
+        seen.add(name)
+        names |= {name} | (_reads(name, definitions, seen) if re.fullmatch(r"t\d+", name)
+                           else set())
+    return names
 
 
 # the issue's repros, at every input size from 1 to 32 (one dynamic graph each, so this costs

@@ -1,6 +1,8 @@
 """The loop plan (codegen/loops.py): which loops may be parallel or SIMD, from a kernel's
-accesses alone. Stores through computed indices never get `omp simd` and are never parallel
-over the loops they index; read-modify-writes of one's own element keep both."""
+accesses alone. Stores through computed indices are never parallel over the loops they index,
+and get `omp simd` only on a loop whose lanes provably store to distinct elements (the
+computed index the same in every lane, or in another dim); read-modify-writes of one's own
+element keep both."""
 import pytest
 import sympy
 
@@ -23,11 +25,13 @@ def load(index, sizes, base="out"):
     return Access(base, tuple(index), tuple(contiguous_strides(sizes)), 0, False)
 
 
-def plan(sizes, post, pre=(), body=(), inner=(), simd_reduction=None):
+def plan(sizes, post, pre=(), body=(), inner=(), simd_reduction=None, t_varies_with=None):
+    """`t_varies_with`: the symbols computed index t is loaded at (None: unknown)."""
     outer, inner_vars = loop_index(len(sizes)), loop_index(len(inner), "r")
     extents = dict(zip(outer, sizes)) | dict(zip(inner_vars, inner))
     phase = PhaseLoops(tuple(inner_vars), tuple(body), tuple(pre) + tuple(post), simd_reduction)
-    return plan_loops(KernelLoops(outer, (phase,), extents, {t}))
+    known = {} if t_varies_with is None else {t: frozenset(t_varies_with)}
+    return plan_loops(KernelLoops(outer, (phase,), extents, {t}, computed_symbols=known))
 
 
 def expect(parallel=0, simd_outer=False, simd=None):
@@ -42,13 +46,22 @@ CASES = {
     # scatter along the last dim: parallel over the others, never SIMD over the scattered one
     "scatter last dim": (plan([4, 5, 6], [load([i0, i1, t], [4, 5, 3]),
                                           store([i0, i1, t], [4, 5, 3])]), expect(2, False)),
-    # scatter along dim 0 (embedding backward, index_put): serial rows, and no SIMD at all in
-    # a kernel that stores through a computed index, not even along a row
+    # scatter along dim 0 (embedding backward, index_put): serial rows, each row's columns
+    # SIMD (the lanes differ in the column, whatever t is)
     "scatter first dim": (plan([7, 16], [load([t, i1], [9, 16]), store([t, i1], [9, 16])]),
-                          expect(0, False)),
+                          expect(0, True)),
     "scatter 1-d": (plan([7], [store([t], [9])]), expect(0, False)),
-    # a computed index mixed with a loop variable in one dim pins nothing
+    # a computed index mixed with a loop variable in one dim pins nothing, unless t is loaded
+    # at indices free of that loop variable (the same in every lane: a KV-cache write)
     "mixed index": (plan([4, 6], [store([i0, t + i1], [4, 9])]), expect(1, False)),
+    "mixed index, t varies in lanes": (plan([4, 6], [store([i0, t + i1], [4, 9])],
+                                            t_varies_with={i0, i1}), expect(1, False)),
+    "mixed index, t the same in lanes": (plan([4, 6], [store([i0, t + i1], [4, 9])],
+                                              t_varies_with={i0, s0}), expect(1, True)),
+    "row scatter, t the same in lanes": (plan([4, 6], [store([16 * t + i1], [64])],
+                                              t_varies_with={i0}), expect(0, True)),
+    "t as coefficient": (plan([4, 6], [store([t * i1], [64])], t_varies_with={i0}),
+                         expect(0, False)),
     # reading another element of a written buffer: serial, no SIMD
     "foreign load": (plan([4, 6], [load([i0, 5 - i1], [4, 6]), store([i0, i1], [4, 6])]),
                      expect()),

@@ -82,3 +82,27 @@ def test_float32_reduction_loops_vectorize(cold_cache, tmp_path, case):
     assert simd, "no reduction loop"
     reported = vectorized_lines(sources[0], tmp_path)
     assert all(reported & {line, line + 1} for line in simd), "\n".join(lines)
+
+
+def kv_cache_write(cache, positions, rows):
+    """Rows written at computed positions, as a LLaMA's rotary key goes into its cache."""
+    return cache.index_put((positions,), torch.sin(rows) * 2)
+
+
+def test_rows_scattered_to_computed_positions_vectorize_along_the_row(cold_cache, tmp_path):
+    """A store through a computed row index is serial over rows, and SIMD along each row:
+    the row's columns are the lanes, and the position is the same in every lane."""
+    cache, rows = torch.randn(64, 128), torch.randn(16, 128)
+    positions = torch.randperm(64, generator=torch.Generator().manual_seed(0))[:16]
+    torch.testing.assert_close(compiled(kv_cache_write)(cache, positions, rows),
+                               kv_cache_write(cache, positions, rows))
+    sources = sorted(cold_cache.glob("kernels/*/*.cpp"))
+    assert len(sources) == 1, sources
+    text = sources[0].read_text()
+    scatter = next(k for k in text.split('extern "C"') if "wrap_index" in k)
+    first = text.splitlines().index(scatter.splitlines()[1]) + 1  # 1-based line of the kernel
+    simd = [first + i + 1 for i, line in enumerate(scatter.splitlines()[1:])
+            if "#pragma omp simd" in line]
+    assert simd, scatter
+    reported = vectorized_lines(sources[0], tmp_path)
+    assert all(reported & {line, line + 1} for line in simd), scatter

@@ -95,7 +95,8 @@ def _loop_nest(k, outer, sizes):
         pre, body, post = phase.accesses
         phases.append(PhaseLoops(tuple(v for v, _, _ in phase.inner), body, pre + post,
                                  phase.simd))
-    return KernelLoops(outer, tuple(phases), extents, k.computed, starts)
+    return KernelLoops(outer, tuple(phases), extents, k.computed, starts,
+                       k.computed_symbols)
 
 
 def _fuses(user):

@@ -116,6 +116,8 @@ class KernelBuilder:
         self.loop_vars = set(loop_vars)
         self.extents = {}  # loop variable -> its static extent (index simplification)
         self.computed: set = set()   # symbols of data-dependent indices (loaded at run time)
+        self.computed_symbols = {}   # computed index -> the symbols its value varies with
+        self._var_symbols = {}       # Let-bound var name -> the symbols its value varies with
         self.accesses: list[Access] = []
         self.blocks = [Block()]
         self._next = 0
@@ -163,7 +165,36 @@ class KernelBuilder:
             wrapped = L.Op("WrapIndex", "int64_t", (value, self.index(size)))
         symbol = sympy.Symbol(self.emit(wrapped).name, integer=True)
         self.computed.add(symbol)
+        self.computed_symbols[symbol] = self._varies_with(wrapped)
         return symbol
+
+    def _varies_with(self, expr):
+        """The symbols (loop variables, sizes) the value of IR `expr` depends on through its
+        indices, computed indices expanded; None when unknown (a mutable local's value)."""
+        if isinstance(expr, (L.Index, L.Load)) or isinstance(expr, sympy.Basic):
+            index = expr.expr if isinstance(expr, L.Index) else \
+                expr.position if isinstance(expr, L.Load) else expr
+            found = set()
+            for symbol in sympy.sympify(index).free_symbols:
+                inner = self.computed_symbols.get(symbol, {symbol}) \
+                    if symbol in self.computed else {symbol}
+                if inner is None:
+                    return None
+                found |= inner
+            return frozenset(found)
+        if isinstance(expr, L.Var):
+            return self._var_symbols.get(expr.name)
+        if isinstance(expr, L.Op):
+            found = set()
+            for arg in expr.args:
+                inner = self._varies_with(arg)
+                if inner is None:
+                    return None
+                found |= inner
+            return frozenset(found)
+        if isinstance(expr, (L.Const, bool, int, float, str)):
+            return frozenset()
+        return None
 
     # ---- memory ----
     def load(self, buffer, index) -> L.Var:
@@ -196,6 +227,7 @@ class KernelBuilder:
             if expr in block.cse:
                 return block.cse[expr]
         var = L.Var(self._fresh(), expr.type)
+        self._var_symbols[var.name] = self._varies_with(expr)
         self.blocks[-1].statements.append(L.Let(var, expr))
         self.blocks[-1].cse[expr] = var
         if expr.type in INDEX_CTYPES and _index_arithmetic(expr):

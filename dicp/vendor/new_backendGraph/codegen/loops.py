@@ -8,11 +8,14 @@ its accesses prove it:
   constant `a != 0`, a nonzero stride, and `b` free of the iterations that vary. Then two
   iterations store to different elements of a buffer whose layout does not overlap itself
   (every buffer a kernel writes: fresh allocations and the graph inputs eager writes in place);
-- a store through a computed (data-dependent) index pins nothing: scatter, index_put and
-  every backward that torch decomposes into them may hit one element from several iterations.
-  Such a loop runs serially. A kernel with such a store gets no `omp simd` at all, not even on
-  a loop the store does pin (embedding backward's row): what is safe there rests on index
-  arithmetic a later change could break, and the gain is small next to a lost update;
+- a store through a computed (data-dependent) index pins no loop for `parallel for`:
+  scatter, index_put and every backward that torch decomposes into them may hit one element
+  from several iterations. Such a loop runs serially. For `omp simd`, whose lanes differ only
+  in the vectorized loop's variable, a computed index whose value is loaded at indices free of
+  that variable (KernelBuilder.computed_symbols) is the same in every lane, and counts as
+  fixed: a scattered row's columns (embedding backward, a KV-cache write) still pin their
+  loop. A computed index that may vary across lanes, or whose dependence is unknown, pins
+  nothing;
 - a kernel that loads an element it also stores must do so at the very index of its one store
   to that buffer (a read-modify-write of its own element); any other load of a written buffer
   may read what another iteration writes, and the kernel runs serially without SIMD.
@@ -55,11 +58,25 @@ class KernelLoops:
     extents: dict
     computed: set
     starts: dict = field(default_factory=dict)  # inner loops not starting at 0: their start
+    # computed index -> the symbols its value varies with (None or absent: unknown)
+    computed_symbols: dict = field(default_factory=dict)
 
     def pinned(self, var, stores, varying):
         bounded = {v: e for v, e in self.extents.items() if self.starts.get(v, 0) == 0}
         return sympy.sympify(self.extents[var]) == 1 or all(
             _pins(s, var, varying, set(self.extents), bounded, self.computed) for s in stores)
+
+    def lanes_pinned(self, var, stores):
+        """Whether SIMD lanes over `var`, every other variable fixed, store to distinct
+        elements: as `pinned`, with each computed index the same in every lane taken as
+        fixed (a nonzero coefficient still may not name it)."""
+        same_in_lanes = {s for s in self.computed
+                         if self.computed_symbols.get(s) is not None
+                         and var not in self.computed_symbols[s]}
+        bounded = {v: e for v, e in self.extents.items() if self.starts.get(v, 0) == 0}
+        return sympy.sympify(self.extents[var]) == 1 or all(
+            _pins(s, var, {var}, set(self.extents) | same_in_lanes, bounded,
+                  self.computed - same_in_lanes) for s in stores)
 
     def accesses(self):
         return [a for phase in self.phases for a in phase.around + phase.body]
@@ -79,10 +96,7 @@ def plan_loops(nest: KernelLoops):
     everything = set(nest.extents)
     while parallel and not all(nest.pinned(v, stores, everything) for v in nest.outer[:parallel]):
         parallel -= 1
-    if any(_is_computed(store, nest.computed) for store in stores):
-        return LoopPlan(parallel, simd_phases=no_simd)
-    simd_outer = depth > 1 and not has_inner and \
-        nest.pinned(nest.outer[-1], stores, {nest.outer[-1]})
+    simd_outer = depth > 1 and not has_inner and nest.lanes_pinned(nest.outer[-1], stores)
     return LoopPlan(parallel, simd_outer, tuple(_phase_simd(nest, p) for p in nest.phases))
 
 
@@ -90,12 +104,7 @@ def _phase_simd(nest, phase):
     if phase.simd is None or not phase.inner:
         return None
     body_stores = [a for a in phase.body if a.is_store]
-    return phase.simd if nest.pinned(phase.inner[-1], body_stores, {phase.inner[-1]}) else None
-
-
-def _is_computed(store, computed):
-    """A store whose address depends on a value loaded at run time."""
-    return any(sympy.sympify(index).free_symbols & computed for index in store.index)
+    return phase.simd if nest.lanes_pinned(phase.inner[-1], body_stores) else None
 
 
 def _own_elements_only(accesses):

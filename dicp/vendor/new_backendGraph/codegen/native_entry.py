@@ -123,7 +123,7 @@ class _Planner:
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript):
             self._product(node, name, value)
         else:
-            self.pointers[name] = self._pointer(value)
+            self.pointers[name] = None if _is_python_view(value) else self._pointer(value)
             self.views[name] = node
 
     def _allocate(self, node, name, sizes, strides, dtype):
@@ -139,7 +139,9 @@ class _Planner:
     def _pointer(self, expr):
         """The memory a wrapper expression names: a variable, `x.as_strided(sizes, strides)`
         or `torch.as_strided(x, sizes, strides, x.storage_offset() + k)`."""
-        if isinstance(expr, ast.Name) and expr.id in self.pointers:
+        if isinstance(expr, ast.Name) and expr.id not in self.pointers:
+            self._input(expr.id)  # a constant tensor of the wrapper's scope
+        if isinstance(expr, ast.Name) and self.pointers.get(expr.id) is not None:
             return self.pointers[expr.id]
         if _is_call(expr, None, "as_strided") and len(expr.args) == 2 and \
                 isinstance(expr.func.value, ast.Name):
@@ -208,7 +210,8 @@ class _Planner:
                      ast.parse(f"kernels.graph_entry({', '.join(f'{r}.data_ptr()' for r in self.roots)})"
                                ).body[0], *after, self.result]
         parameters = [f"char* {root}" for root in self.roots]
-        source = render("graph_entry.cpp.j2", parameters=parameters, steps=self.steps)
+        source = render("graph_entry.cpp.j2", parameters=parameters, steps=self.steps,
+                        products=self.products)
         python = ast.unparse(ast.fix_missing_locations(tree))
         return NativeEntry(f"{_HEADER}\n{python}\n", source, len(self.roots), self.products)
 
@@ -265,6 +268,14 @@ def _matrix(pointer):
     if ld > INT_MAX:
         raise NotNative(f"a leading dimension of {ld}")
     return transposed, ld
+
+
+def _is_python_view(expr):
+    """Whether `expr` is `x.as_strided(sizes, strides, storage_offset)`: a view from the start
+    of x's storage (a returned view of an input, built in Python after the call), whose
+    address the entry does not know."""
+    return _is_call(expr, None, "as_strided") and len(expr.args) == 3 and \
+        isinstance(expr.func.value, ast.Name)
 
 
 def _allocation(name, sizes, strides, dtype):

@@ -1,0 +1,147 @@
+"""A static graph of kernels, views and small float32 products runs from one native call,
+graph_entry (codegen/native_entry.py), and computes what eager does; any other graph keeps a
+Python call per kernel."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from .helpers import cold_cache, compiled, dumps  # noqa: F401  (fixtures)
+from .helpers import wrapper_sources as wrappers
+
+NATIVE = "kernels.graph_entry("
+
+
+def mlp(x, w1, b1, w2):
+    return F.gelu(F.linear(x, w1, b1)) @ w2.t() + 1
+
+
+def attention(q, k, v):
+    scores = torch.softmax(q @ k.transpose(-1, -2) / 4, -1)
+    return (scores @ v).tanh()
+
+
+def views_out(x, w):
+    h = (x @ w).relu()
+    return h.t(), (h * 2).sum(0), x[:, 1:], x  # a transposed view, a view of an input, it
+
+
+def _operand(rows, columns, transposed, generator):
+    """A [rows, columns] matrix, rows or columns contiguous in memory."""
+    if transposed:
+        return torch.randn(columns, rows, generator=generator).t()
+    return torch.randn(rows, columns, generator=generator)
+
+
+def _product_chain(a, b, bias):
+    """Products around exactly rounded ops, so the result is eager's bit for bit when the
+    products are."""
+    return torch.addmm(bias, a * 2, b).relu() + (a.neg() @ b) * 0.5
+
+
+SIZES = [(1, 1, 1), (1, 5, 3), (3, 1, 7), (7, 5, 1), (8, 6, 4), (9, 16, 33)]
+
+
+@pytest.mark.parametrize("m,n,k", SIZES)
+@pytest.mark.parametrize("a_t,b_t", [(False, False), (True, False), (False, True),
+                                     (True, True)])
+def test_products_in_every_layout_equal_eager_bit_for_bit(dumps, m, n, k, a_t, b_t):
+    """The entry calls the BLAS routine eager's mm calls, with the same operands: the same
+    bits, for row-major and transposed operands of sizes 1, odd and even."""
+    generator = torch.Generator().manual_seed(m * 100 + n * 10 + k)
+    a, b = _operand(m, k, a_t, generator), _operand(k, n, b_t, generator)
+    bias = torch.randn(n, generator=generator)
+    got = compiled(_product_chain)(a, b, bias)
+    assert NATIVE in wrappers(dumps)
+    assert torch.equal(got, _product_chain(a, b, bias))
+
+
+@pytest.mark.parametrize("batch,length", [(1, 1), (3, 5), (4, 8)])
+def test_batched_products_match_eager(dumps, batch, length):
+    generator = torch.Generator().manual_seed(batch * 10 + length)
+    q, k, v = (torch.randn(batch, length, 6, generator=generator) for _ in range(3))
+    torch.testing.assert_close(compiled(attention)(q, k, v), attention(q, k, v))
+    assert NATIVE in wrappers(dumps)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 8])
+def test_training_step_gradients_match_eager(dumps, rows):
+    """Forward and backward graphs (the backward reads saved activations and transposed
+    weights) run natively and give eager's gradients."""
+    generator = torch.Generator().manual_seed(rows)
+    params = [torch.randn(12, 10, generator=generator) / 3, torch.randn(12, generator=generator),
+              torch.randn(5, 12, generator=generator) / 3]
+    x = torch.randn(rows, 10, generator=generator)
+    results = []
+    for fn in (mlp, compiled(mlp)):
+        leaves = [p.clone().requires_grad_() for p in params]
+        fn(x, *leaves).square().sum().backward()
+        results.append([p.grad for p in leaves])
+    for got, want in zip(*reversed(results)):
+        torch.testing.assert_close(got, want)
+    assert wrappers(dumps).count(NATIVE) == 2
+
+
+def test_returned_views_and_inputs_are_the_callers(dumps):
+    x, w = torch.randn(6, 4), torch.randn(4, 5)
+    got, want = compiled(views_out)(x, w), views_out(x, w)
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e)
+        assert g.stride() == e.stride() and g.storage_offset() == e.storage_offset()
+    assert got[3] is x and got[2].data_ptr() == x.data_ptr() + 4
+    assert NATIVE in wrappers(dumps)
+
+
+def _with_constant(x, w):
+    return (x @ w).relu() * torch.tensor([1.0, -2.0, 3.0]) + 1
+
+
+def test_a_constant_tensor_is_passed_like_an_input(dumps):
+    x, w = torch.randn(4, 5), torch.randn(5, 3)
+    torch.testing.assert_close(compiled(_with_constant)(x, w), _with_constant(x, w))
+    assert NATIVE in wrappers(dumps) and "const" in wrappers(dumps).split(NATIVE)[1]
+
+
+def test_switched_off_by_the_knob(dumps, monkeypatch):
+    monkeypatch.setenv("DICP_NATIVE_ENTRY", "0")
+    x, w1, b1, w2 = torch.randn(3, 8), torch.randn(6, 8), torch.randn(6), torch.randn(4, 6)
+    torch.testing.assert_close(compiled(mlp)(x, w1, b1, w2), mlp(x, w1, b1, w2))
+    assert NATIVE not in wrappers(dumps) and "kernels.kernel_0(" in wrappers(dumps)
+
+
+def _large_product(a, b):
+    return (a.exp() @ b).relu()
+
+
+def _double_product(a, b):
+    return (a.exp() @ b).relu()
+
+
+def _fallback(x, w):
+    return torch.linalg.inv(x @ w + 4 * torch.eye(x.shape[0])).exp()
+
+
+def _offset_output(x, w):
+    h = (x @ w).relu()
+    return h[1:], h.sum()
+
+
+@pytest.mark.parametrize("case", ["dynamic", "large product", "float64 product", "fallback",
+                                  "offset output"])
+def test_other_graphs_keep_a_call_per_kernel_and_match_eager(dumps, monkeypatch, case):
+    """What the entry cannot run (symbolic sizes, a product for gemm.py to time, a product
+    BLAS sgemm does not compute, an eager fallback) keeps the per-kernel wrapper."""
+    monkeypatch.setenv("DICP_STRICT", "0")
+    fn, dynamic = _large_product, False
+    a, b = torch.randn(5, 7), torch.randn(7, 3)
+    if case == "dynamic":
+        dynamic = True
+    elif case == "large product":
+        a, b = torch.randn(256, 256) / 4, torch.randn(256, 256) / 16
+    elif case == "float64 product":
+        fn, a, b = _double_product, a.double(), b.double()
+    elif case == "offset output":
+        fn = _offset_output
+    else:
+        fn, a, b = _fallback, torch.randn(5, 5), torch.randn(5, 5)
+    torch.testing.assert_close(compiled(fn, dynamic)(a, b), fn(a, b), atol=1e-4, rtol=1e-4)
+    assert NATIVE not in wrappers(dumps) and "kernels.kernel_0(" in wrappers(dumps)
