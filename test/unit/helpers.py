@@ -63,6 +63,14 @@ def dumps(cold_cache, monkeypatch):
     return cold_cache
 
 
+@pytest.fixture
+def per_kernel_wrapper(cold_cache, monkeypatch):
+    """DICP_NATIVE_ENTRY=0: the Python wrapper with a call per kernel, for tests that read its
+    buffer plan in the wrapper's text (a native entry runs the same plan in C++)."""
+    monkeypatch.setenv("DICP_NATIVE_ENTRY", "0")
+    return cold_cache
+
+
 def wrapper_sources(cache):
     """Every wrapper dumped into `cache` (see dumps), concatenated."""
     return "".join(p.read_text() for p in sorted(cache.glob("debug/*/wrapper.py")))

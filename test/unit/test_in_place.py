@@ -6,8 +6,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .helpers import cold_cache, compiled, dumps  # noqa: F401  (fixtures)
+from .helpers import cold_cache, compiled, dumps, per_kernel_wrapper  # noqa: F401  (fixtures)
 from .helpers import wrapper_sources as wrappers
+
+# These read the buffer plan in the per-kernel wrapper's text (test_native_entry.py checks
+# the native entry, which runs the same plan).
+pytestmark = pytest.mark.usefixtures("per_kernel_wrapper")
 
 
 def in_place_count(cache):

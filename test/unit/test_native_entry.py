@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from .helpers import cold_cache, compiled, dumps  # noqa: F401  (fixtures)
 from .helpers import wrapper_sources as wrappers
+from .test_memory_reuse import chain, returns_intermediates
 
 NATIVE = "kernels.graph_entry("
 
@@ -91,6 +92,18 @@ def test_returned_views_and_inputs_are_the_callers(dumps):
     assert NATIVE in wrappers(dumps)
 
 
+def test_buffers_reused_in_place_and_after_death_match_eager(dumps):
+    """The per-kernel wrapper's buffer plan (kernels in place of their sources, products into
+    dead buffers) runs the same in the entry."""
+    generator = torch.Generator().manual_seed(5)
+    x, *ws = (torch.randn(12, 12, generator=generator) / 3 for _ in range(4))
+    torch.testing.assert_close(compiled(chain)(x, *ws), chain(x, *ws))
+    for got, want in zip(compiled(returns_intermediates)(x, ws[0]),
+                         returns_intermediates(x, ws[0])):
+        torch.testing.assert_close(got, want)
+    assert wrappers(dumps).count(NATIVE) == 1  # returns_intermediates returns b[1:]: a copy
+
+
 def _with_constant(x, w):
     return (x @ w).relu() * torch.tensor([1.0, -2.0, 3.0]) + 1
 
@@ -126,7 +139,7 @@ def _offset_output(x, w):
 
 
 @pytest.mark.parametrize("case", ["dynamic", "large product", "float64 product", "fallback",
-                                  "offset output"])
+                                  "offset output", "oneDNN asked for"])
 def test_other_graphs_keep_a_call_per_kernel_and_match_eager(dumps, monkeypatch, case):
     """What the entry cannot run (symbolic sizes, a product for gemm.py to time, a product
     BLAS sgemm does not compute, an eager fallback) keeps the per-kernel wrapper."""
@@ -141,6 +154,8 @@ def test_other_graphs_keep_a_call_per_kernel_and_match_eager(dumps, monkeypatch,
         fn, a, b = _double_product, a.double(), b.double()
     elif case == "offset output":
         fn = _offset_output
+    elif case == "oneDNN asked for":
+        monkeypatch.setenv("DICP_GEMM_LIBRARY", "onednn")
     else:
         fn, a, b = _fallback, torch.randn(5, 5), torch.randn(5, 5)
     torch.testing.assert_close(compiled(fn, dynamic)(a, b), fn(a, b), atol=1e-4, rtol=1e-4)

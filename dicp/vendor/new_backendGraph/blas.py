@@ -9,9 +9,7 @@ graphs with products keep the per-kernel wrapper.
 """
 import ctypes
 from functools import lru_cache
-from pathlib import Path
-
-import torch
+from importlib import resources
 
 
 @lru_cache(maxsize=None)
@@ -26,8 +24,8 @@ def sgemm_address():
 
 
 def _candidates():
-    library = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
-    if library.exists():
+    library = resources.files("torch").joinpath("lib", "libtorch_cpu.so")
+    if library.is_file():
         try:
             yield ctypes.CDLL(str(library))
         except OSError:

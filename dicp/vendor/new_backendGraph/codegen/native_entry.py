@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import sympy
 import torch
 
+from dicp import config as dicp_config
+
 from .. import gemm
 from ..blas import sgemm_address
 from .ctypes_map import STORAGE_CTYPE
@@ -176,6 +178,8 @@ class _Planner:
         keywords = {k.arg: k.value for k in call.keywords}
         if op not in ("Mm", "Addmm", "Bmm") or set(keywords) - {"out"}:
             raise NotNative(f"call `{ast.unparse(call)}`")
+        if dicp_config.gemm_library == "onednn":
+            raise NotNative("DICP_GEMM_LIBRARY=onednn asks for oneDNN's products")
         operands = [self._pointer(arg) for arg in call.args]
         bias = operands.pop(0) if op == "Addmm" else None
         if len(operands) != 2:
