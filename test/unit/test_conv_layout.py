@@ -1,5 +1,6 @@
-"""A plain NCHW batch of static size is convolved channels-last (conversion: ConvolutionNHWC),
-the kernels after it write channels-last (CppCodegen.realize) and the graph's outputs come
+"""A plain NCHW batch of static size is convolved channels-last (conversion: ConvolutionNHWC)
+where ATen itself would run oneDNN (small problems stay NCHW, for ATen's direct algorithm); the
+kernels after it write channels-last (CppCodegen.realize) and the graph's outputs come
 back in eager's layout. The kernels index every buffer with the strides its node's value
 has, so a layout mix-up would be a silent wrong result. Every case compares values and
 strides with eager, forward and backward, for the layouts and shapes where channels-last and
@@ -8,7 +9,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from .helpers import cold_cache, compiled, compiled_and_eager_grads  # noqa: F401  (fixture)
+from .helpers import cold_cache, compiled, compiled_and_eager_grads, dumps  # noqa: F401
+from .helpers import wrapper_sources as wrappers
 
 NHWC = torch.channels_last
 
@@ -91,3 +93,20 @@ def test_a_conv_net_matches_eager_through_channels_last_kernels(cold_cache, trai
     got, want = compiled_and_eager_grads(net, x, lambda y: y.pow(2).mean())
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-4)
+
+
+
+@pytest.mark.parametrize("batch,size,op", [
+    (1, 16, "Convolution"),       # 8,192 elements, one image, 3x3: ATen's direct algorithm
+    (1, 32, "ConvolutionNHWC"),   # 32,768 elements: oneDNN's
+    (2, 16, "ConvolutionNHWC"),   # a batch: oneDNN's
+])
+def test_small_problems_stay_nchw_for_atens_direct_convolution(dumps, batch, size, op):
+    """A UNet's 1x32x16x16 3x3 convolution took 45 us in ATen's direct algorithm (NCHW) and
+    135 us through oneDNN (NHWC)."""
+    conv = nn.Conv2d(32, 32, 3, padding=1)
+    x = torch.randn(batch, 32, size, size)
+    with torch.no_grad():
+        got, want = compiled(lambda x: conv(x).sum((2, 3)))(x), conv(x).sum((2, 3))
+    torch.testing.assert_close(got, want)
+    assert f"vendor_ops['{op}']" in wrappers(dumps)

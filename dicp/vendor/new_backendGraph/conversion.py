@@ -13,6 +13,7 @@ from dicp.dynamo_bridge.conversion import register_conversion
 from dicp.dynamo_bridge.op_transformer import Unsupported
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of
 
+from .convolution import aten_takes_onednn
 from .opset import ops
 
 aten = torch.ops.aten
@@ -67,15 +68,19 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, *re
     fastest (bench_workloads' conv net: 5.0 ms per convolution in NCHW, 3.2 ms in NHWC).
     Its result is channels-last, as eager's is for a channels-last input, and the kernels
     after it write channels-last too (CppCodegen.realize), so the next convolution gets NHWC
-    without a copy."""
-    op = ops.ConvolutionNHWC if _nhwc_pays(x.meta["val"], transposed) else ops.Convolution
+    without a copy. A problem ATen runs with its own direct algorithm rather than oneDNN's
+    (a small one: convolution.aten_takes_onednn) stays NCHW, where that algorithm runs."""
+    groups = rest[1] if len(rest) > 1 else 1
+    nhwc = _nhwc_pays(x.meta["val"], weight.meta["val"], stride, dilation, transposed, groups)
+    op = ops.ConvolutionNHWC if nhwc else ops.Convolution
     return ctx.op(op, x, weight, bias, stride, padding, dilation, transposed, *rest)
 
 
-def _nhwc_pays(x, transposed):
+def _nhwc_pays(x, weight, stride, dilation, transposed, groups):
     return (not transposed and x.dim() == 4 and x.dtype in (torch.float32, torch.bfloat16)
             and all(type(size) is int for size in x.shape) and x.shape[1] > 1
-            and x.shape[2] * x.shape[3] > 1 and x.is_contiguous())
+            and x.shape[2] * x.shape[3] > 1 and x.is_contiguous()
+            and aten_takes_onednn(x, weight, stride, dilation, groups))
 
 
 # --- pointwise with logic -------------------------------------------------------------
