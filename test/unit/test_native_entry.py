@@ -9,7 +9,7 @@ from .helpers import cold_cache, compiled, dumps  # noqa: F401  (fixtures)
 from .helpers import wrapper_sources as wrappers
 from .test_memory_reuse import chain, returns_intermediates
 
-NATIVE = "kernels.graph_entry("
+NATIVE = "kernels.graph_entry_"
 
 
 def mlp(x, w1, b1, w2):
@@ -101,7 +101,7 @@ def test_buffers_reused_in_place_and_after_death_match_eager(dumps):
     for got, want in zip(compiled(returns_intermediates)(x, ws[0]),
                          returns_intermediates(x, ws[0])):
         torch.testing.assert_close(got, want)
-    assert wrappers(dumps).count(NATIVE) == 1  # returns_intermediates returns b[1:]: a copy
+    assert wrappers(dumps).count(NATIVE) == 2
 
 
 def _with_constant(x, w):
@@ -129,21 +129,12 @@ def _double_product(a, b):
     return (a.exp() @ b).relu()
 
 
-def _fallback(x, w):
-    return torch.linalg.inv(x @ w + 4 * torch.eye(x.shape[0])).exp()
-
-
-def _offset_output(x, w):
-    h = (x @ w).relu()
-    return h[1:], h.sum()
-
-
-@pytest.mark.parametrize("case", ["dynamic", "large product", "float64 product", "fallback",
-                                  "offset output", "oneDNN asked for"])
+@pytest.mark.parametrize("case", ["dynamic", "large product", "float64 product",
+                                  "oneDNN asked for"])
 def test_other_graphs_keep_a_call_per_kernel_and_match_eager(dumps, monkeypatch, case):
-    """What the entry cannot run (symbolic sizes, a product for gemm.py to time, a product
-    BLAS sgemm does not compute, an eager fallback) keeps the per-kernel wrapper."""
-    monkeypatch.setenv("DICP_STRICT", "0")
+    """Where no two steps in a row are the entry's to run (kernels with symbolic sizes, a
+    product for gemm.py to time or that BLAS sgemm does not compute, products when
+    DICP_GEMM_LIBRARY=onednn) the wrapper keeps its call per kernel."""
     fn, dynamic = _large_product, False
     a, b = torch.randn(5, 7), torch.randn(7, 3)
     if case == "dynamic":
@@ -152,11 +143,44 @@ def test_other_graphs_keep_a_call_per_kernel_and_match_eager(dumps, monkeypatch,
         a, b = torch.randn(256, 256) / 4, torch.randn(256, 256) / 16
     elif case == "float64 product":
         fn, a, b = _double_product, a.double(), b.double()
-    elif case == "offset output":
-        fn = _offset_output
-    elif case == "oneDNN asked for":
-        monkeypatch.setenv("DICP_GEMM_LIBRARY", "onednn")
     else:
-        fn, a, b = _fallback, torch.randn(5, 5), torch.randn(5, 5)
+        monkeypatch.setenv("DICP_GEMM_LIBRARY", "onednn")
     torch.testing.assert_close(compiled(fn, dynamic)(a, b), fn(a, b), atol=1e-4, rtol=1e-4)
     assert NATIVE not in wrappers(dumps) and "kernels.kernel_0(" in wrappers(dumps)
+
+
+def around_a_fallback(x, w):
+    h = (x @ w).tanh() @ w
+    h = torch.linalg.inv(h + 4 * torch.eye(x.shape[0]))  # eager's: no vendor op
+    return (h @ w).sigmoid() @ w, h[1:]  # h[1:]: a view at an offset, copied in Python
+
+
+def test_steps_around_python_statements_run_in_native_segments(dumps, monkeypatch):
+    """An eager fallback (or any other Python statement) ends one entry; the steps after it
+    make another, reading what Python computed."""
+    monkeypatch.setenv("DICP_STRICT", "0")
+    generator = torch.Generator().manual_seed(3)
+    x, w = torch.randn(6, 6, generator=generator) / 3, torch.randn(6, 6, generator=generator) / 3
+    for got, want in zip(compiled(around_a_fallback)(x, w), around_a_fallback(x, w)):
+        torch.testing.assert_close(got, want)
+    source = wrappers(dumps)
+    assert "kernels.graph_entry_0(" in source and "kernels.graph_entry_1(" in source
+    assert "linalg_inv" in source or "inv" in source
+
+
+def deep_chain(x, w):
+    """70 products and 70 kernels of exactly rounded ops: eager's result bit for bit."""
+    for _ in range(70):
+        x = (x @ w).relu() + x * 0.5
+    return x
+
+
+def test_kernels_of_other_sources_are_called_through_pointers(cold_cache):
+    """A graph of more than 64 kernels is built from several sources; the entries, in the
+    last, call the others' kernels through pointers the loader passes."""
+    generator = torch.Generator().manual_seed(4)
+    x, w = torch.randn(5, 8, generator=generator), torch.randn(8, 8, generator=generator) / 4
+    assert torch.equal(compiled(deep_chain)(x, w), deep_chain(x, w))
+    sources = [p.read_text() for p in cold_cache.glob("kernels/*/*.cpp")]
+    assert len(sources) >= 2
+    assert sum("dicp_set_kernels" in text for text in sources) == 1

@@ -183,17 +183,23 @@ class KernelTable:
             raise AttributeError(f"{graph_name}: kernels {missing} are in none of its libraries")
 
 
-def _give_sgemm(libraries, graph_name):
-    """Pass torch's BLAS product to the library holding the graph's native entry."""
-    address = sgemm_address()
-    if address is None:
-        raise RuntimeError(f"{graph_name}: its native entry calls the BLAS sgemm_, which this "
-                           f"torch does not export; set DICP_NATIVE_ENTRY=0")
-    for library in libraries:
-        setter = getattr(library, "dicp_set_sgemm", None)
-        if setter is not None:
-            setter.argtypes, setter.restype = [ctypes.c_void_p], None
-            setter(address)
+def _connect_entry(library, kernels, entry, graph_name):
+    """Pass the native entries (in `library`) torch's BLAS product and the kernels of the
+    graph's other sources (codegen/native_entry.py)."""
+    if entry["products"]:
+        address = sgemm_address()
+        if address is None:
+            raise RuntimeError(f"{graph_name}: its native entry calls the BLAS sgemm_, which "
+                               f"this torch does not export; set DICP_NATIVE_ENTRY=0")
+        library.dicp_set_sgemm.argtypes, library.dicp_set_sgemm.restype = [ctypes.c_void_p], None
+        library.dicp_set_sgemm(address)
+    if entry["external"]:
+        table = (ctypes.c_void_p * len(entry["external"]))(
+            *(ctypes.cast(getattr(kernels, name), ctypes.c_void_p).value
+              for name in entry["external"]))
+        library.dicp_set_kernels.argtypes, library.dicp_set_kernels.restype = \
+            [ctypes.c_void_p], None
+        library.dicp_set_kernels(table)
 
 
 def python_kernels(generated):
@@ -210,15 +216,17 @@ def compile_job(generated, ctx):
     profile.count("kernels", len(signatures))
     entry = generated.metadata.get("entry")
     if entry is not None:
-        signatures = {**signatures, "graph_entry": (entry[0], 0)}
-    sources = [text for name, text in sorted(generated.files.items())  # kernels*.cpp
-               if name.startswith("kernels") and name.endswith(".cpp")]
+        signatures = {**signatures, **{name: (pointers, 0) for name, pointers
+                                       in entry["functions"].items()}}
+    names = [name for name in sorted(generated.files)  # kernels*.cpp
+             if name.startswith("kernels") and name.endswith(".cpp")]
     kernels = None
-    if sources:
-        libraries = load_artifacts([build_spec(text) for text in sources])
+    if names:
+        libraries = load_artifacts([build_spec(generated.files[name]) for name in names])
         kernels = KernelTable(libraries, signatures, generated.name)
-        if entry is not None and entry[1]:
-            _give_sgemm(libraries, generated.name)
+        if entry is not None:
+            _connect_entry(libraries[names.index(entry["source"])], kernels, entry,
+                           generated.name)
     elif "kernels.py" in generated.files:  # the python_loops target: no build
         kernels = python_kernels(generated)
     namespace = {"kernels": kernels, "storage_extent": bounds.storage_extent}

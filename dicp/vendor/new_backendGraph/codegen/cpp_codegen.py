@@ -496,26 +496,34 @@ class CppCodegen(GraphCodegenBase):
         files = {name: render("module.cpp.j2", kernels=kernels, bounds_check=self.bounds_check)
                  for name, kernels in sources}
         metadata = {"kernels": dict(self.signatures)}
-        entry = self._native_entry(wrapper_source, len(sources))
+        entry = self._native_entry(wrapper_source, sources)
         if entry is not None:
             wrapper_source = entry.wrapper_source
-            files["kernels.cpp"] += "\n" + entry.source
-            metadata["entry"] = (entry.pointers, entry.products)
+            files[sources[-1][0]] += "\n" + entry.source
+            metadata["entry"] = {"functions": entry.entries, "products": entry.products,
+                                 "external": entry.external, "source": sources[-1][0]}
         return GeneratedGraph(self.ctx.graph_name, self.target, wrapper_source, files,
                               dict(self.vendor_ops), self.wrapper.constants, metadata)
 
     def _native_entry(self, wrapper_source, sources):
-        """The graph as one native call (native_entry.py), or None: switched off, bounds
-        checks on, kernels in several sources (the entry calls them from its own), or a
-        statement the entry cannot run."""
-        if not config.native_entry() or self.bounds_check or sources != 1:
+        """Native entries running the wrapper's kernels and products (native_entry.py), in
+        the graph's last source, or None: switched off, bounds checks on, no kernels, or no
+        two steps in a row the entries can run."""
+        if not config.native_entry() or self.bounds_check or not sources:
             return None
+        first_local = KERNELS_PER_SOURCE * (len(sources) - 1)
+        local = {f"kernel_{i}" for i in range(first_local, len(self.kernels))}
         try:
             return plan_native_entry(wrapper_source, self.wrapper.layouts,
                                      {**self.input_dtypes, **self.wrapper.dtypes},
-                                     self.kernel_types)
+                                     self.kernel_types, local)
         except NotNative as reason:
             log.debug("%s keeps a call per kernel: %s", self.ctx.graph_name, reason)
+            return None
+        except Exception:  # a planner bug must not cost the graph: the wrapper still runs
+            log.warning("%s: planning its native entry failed; it keeps a call per kernel "
+                        "(DICP_NATIVE_ENTRY=0 skips the planning)", self.ctx.graph_name,
+                        exc_info=True)
             return None
 
     def inject_fault(self, node, value, kind):

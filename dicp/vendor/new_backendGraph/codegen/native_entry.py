@@ -56,179 +56,252 @@ class Pointer:
 
 @dataclass
 class NativeEntry:
-    wrapper_source: str   # the Python wrapper calling graph_entry
-    source: str           # graph_entry's C++, to follow the kernels in their source
-    pointers: int         # graph_entry's arguments
-    products: bool        # whether it calls sgemm_ (the loader passes its address)
+    wrapper_source: str   # the Python wrapper calling the entries
+    source: str           # the entries' C++, to follow the kernels of the graph's last source
+    entries: dict         # entry function -> how many pointers it takes
+    products: bool        # whether they call sgemm_ (the loader passes its address)
+    external: list        # kernels of the graph's other sources, called through pointers the
+                          # loader passes (dicp_set_kernels), in that order
 
 
-def plan(wrapper_source, layouts, dtypes, kernel_types):
-    """The native entry for `wrapper_source`, or NotNative raised with the reason.
+def plan(wrapper_source, layouts, dtypes, kernel_types, local_kernels):
+    """The native entries for `wrapper_source`, or NotNative raised with the reason.
     `layouts`/`dtypes`: wrapper variable -> (sizes, strides) / dtype of the tensors it holds;
-    `kernel_types`: kernel -> the C++ types of its pointer parameters."""
+    `kernel_types`: kernel -> the C++ types of its pointer parameters; `local_kernels`: those
+    defined in the source the entries join."""
     try:
         tree = ast.parse(wrapper_source)
     except SyntaxError:
         raise NotNative("the wrapper is not Python (an injected fault)") from None
     call = next(node for node in tree.body if isinstance(node, ast.FunctionDef))
-    planner = _Planner(layouts, dtypes, kernel_types)
+    planner = _Planner(layouts, dtypes, kernel_types, local_kernels)
     for statement in call.body:
         planner.statement(statement)
     return planner.finish(tree, call)
 
 
 class _Planner:
-    def __init__(self, layouts, dtypes, kernel_types):
+    """One pass over the wrapper's statements. Kernel calls and products join the open
+    segment, a run of steps one entry function makes; any other statement stays Python and
+    closes the segment before it. Views are only pointers until Python needs them."""
+
+    def __init__(self, layouts, dtypes, kernel_types, local_kernels):
         self.layouts, self.dtypes, self.kernel_types = layouts, dtypes, kernel_types
-        self.pointers = {}   # wrapper variable -> Pointer
-        self.header, self.allocations, self.steps = [], [], []
-        self.views = {}      # variable -> the Python statement binding it after the call
-        self.roots = []      # graph_entry's parameters, in order
-        self.result = None   # the return statement
-        self.allocated_bytes = 0
+        self.local_kernels = local_kernels
+        self.pointers = {}   # wrapper variable -> Pointer (None: only Python knows it)
+        self.pending = {}    # view -> the Python statement binding it, not yet emitted
+        self.body = []       # the rewritten wrapper's statements
+        self.steps, self.roots = [], []  # the open segment's C++ and the tensors it reads
+        self.segment_bytes = 0           # what the open segment's allocations take
+        self.segments = []   # (entry function, its roots, its C++ steps)
+        self.external = []   # kernels called through pointers, in table order
         self.products = False
+        self.inputs = set()
 
     # ---- statements ----
     def statement(self, node):
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
-            self.header.append(node)  # the inputs unpacked from `args`
-            for name in node.targets[0].elts:
-                self._input(name.id)
-        elif isinstance(node, ast.Expr) and _is_call(node.value, "args", "clear"):
-            self.header.append(node)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and \
+                node.value.id == "args":
+            self.body.append(node)  # the inputs unpacked from `args`
+            self.inputs = {name.id for name in node.targets[0].elts}
         elif isinstance(node, ast.Delete):
-            pass  # every buffer lives until the entry returns
+            pass  # finish() frees each buffer after its last use in the rewritten wrapper
         elif isinstance(node, ast.Return):
-            self.result = node
+            self._python(node)
         elif isinstance(node, ast.Expr) and _is_call(node.value, "kernels"):
-            self._kernel(node.value)
+            self._native_or_python(node, self._kernel, node.value)
         elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             self._assign(node, node.targets[0].id, node.value)
         else:
-            raise NotNative(f"statement `{ast.unparse(node)}`")
-
-    def _input(self, name):
-        if name in self.layouts and name in self.dtypes:
-            sizes, strides = (_static(v) for v in self.layouts[name])
-            self._root(name, sizes, strides, self.dtypes[name])
-
-    def _root(self, name, sizes, strides, dtype):
-        if dtype not in STORAGE_CTYPE:
-            raise NotNative(f"{name} is {dtype}")
-        self.pointers[name] = Pointer(name, 0, tuple(sizes), tuple(strides), dtype)
-        self.roots.append(name)
+            self._python(node)
 
     def _assign(self, node, name, value):
         if _is_call(value, "torch", "empty_strided"):
-            sizes, strides = (_static(ast.literal_eval(a)) for a in value.args[:2])
-            self._allocate(node, name, sizes, strides, self.dtypes.get(name))
+            self._native_or_python(node, self._allocation, node, name, value)
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript):
-            self._product(node, name, value)
+            self._native_or_python(node, self._product, name, value)
+        elif _is_view(value):
+            self.pointers[name] = self._view_pointer(value)
+            self.pending[name] = node
         else:
-            self.pointers[name] = None if _is_python_view(value) else self._pointer(value)
-            self.views[name] = node
+            self._python(node)
+
+    def _native_or_python(self, node, plan_step, *args):
+        roots = list(self.roots)
+        try:
+            plan_step(*args)
+        except NotNative:
+            self.roots = roots
+            self._python(node)
+
+    def _python(self, node):
+        """`node` as Python, after the open segment and the views it names."""
+        self._close_segment()
+        for name in _names(node):
+            self._materialize(name)
+        self.body.append(node)
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            self.pointers.pop(node.targets[0].id, None)  # a tensor Python holds: a root
+
+    def _materialize(self, name):
+        """Emit the Python binding of pending view `name` (and of the views it views)."""
+        node = self.pending.pop(name, None)
+        if node is not None:
+            for inner in _names(node.value):
+                self._materialize(inner)
+            self.body.append(node)
+
+    def _allocation(self, node, name, value):
+        try:
+            sizes, strides = (_static(ast.literal_eval(a)) for a in value.args[:2])
+        except ValueError:
+            raise NotNative(f"{name}'s sizes are symbolic") from None
+        self._allocate(node, name, sizes, strides, self.dtypes.get(name))
 
     def _allocate(self, node, name, sizes, strides, dtype):
-        if dtype is None:
-            raise NotNative(f"{name}'s dtype is unknown")
+        if dtype is None or dtype not in STORAGE_CTYPE:
+            raise NotNative(f"{name}'s dtype {dtype} is unknown to the entry")
         extent = 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides))
-        self.allocated_bytes += max(extent, 0) * dtype.itemsize
-        if self.allocated_bytes > NATIVE_MAX_BYTES:
-            raise NotNative(f"its buffers take over {NATIVE_MAX_BYTES >> 20} MiB at once")
-        self.allocations.append(node)
-        self._root(name, sizes, strides, dtype)
+        size = max(extent, 0) * dtype.itemsize
+        if self.steps and self.segment_bytes + size > NATIVE_MAX_BYTES:
+            self._close_segment()  # allocated up front, a segment's buffers all live at once
+        self.segment_bytes += size
+        self.body.append(node)
+        self.pointers[name] = Pointer(name, 0, tuple(sizes), tuple(strides), dtype)
+
+    # ---- pointers ----
+    def _root(self, name):
+        """The Pointer of a tensor Python holds under `name` (an input, a constant, an
+        allocation, a Python call's result), or NotNative when its layout is unknown."""
+        pointer = self.pointers.get(name)
+        if pointer is not None:
+            return pointer
+        if name in self.pending or name not in self.layouts or \
+                self.dtypes.get(name) not in STORAGE_CTYPE:
+            raise NotNative(f"{name}'s address or layout is unknown to the entry")
+        sizes, strides = (_static(v) for v in self.layouts[name])
+        return Pointer(name, 0, tuple(sizes), tuple(strides), self.dtypes[name])
 
     def _pointer(self, expr):
-        """The memory a wrapper expression names: a variable, `x.as_strided(sizes, strides)`
-        or `torch.as_strided(x, sizes, strides, x.storage_offset() + k)`."""
-        if isinstance(expr, ast.Name) and expr.id not in self.pointers:
-            self._input(expr.id)  # a constant tensor of the wrapper's scope
-        if isinstance(expr, ast.Name) and self.pointers.get(expr.id) is not None:
-            return self.pointers[expr.id]
-        if _is_call(expr, None, "as_strided") and len(expr.args) == 2 and \
-                isinstance(expr.func.value, ast.Name):
-            source = self._pointer(expr.func.value)
-            return source.view(*(_static(ast.literal_eval(a)) for a in expr.args))
-        if _is_call(expr, "torch", "as_strided") and len(expr.args) == 4:
-            source = self._pointer(expr.args[0])
-            offset = expr.args[3]
-            if not (isinstance(offset, ast.BinOp) and isinstance(offset.op, ast.Add) and
-                    _is_call(offset.left, ast.unparse(expr.args[0]), "storage_offset")):
-                raise NotNative(f"view `{ast.unparse(expr)}`")
-            sizes, strides = (_static(ast.literal_eval(a)) for a in expr.args[1:3])
-            return source.view(sizes, strides, _static([ast.literal_eval(offset.right)])[0])
-        raise NotNative(f"expression `{ast.unparse(expr)}`")
+        """The memory a wrapper expression names (see _view_pointer), used by the open
+        segment: its root becomes one of the segment's parameters."""
+        pointer = self._root(expr.id) if isinstance(expr, ast.Name) else \
+            self._view_pointer(expr)
+        if pointer is None:
+            raise NotNative(f"`{ast.unparse(expr)}` has no address the entry knows")
+        if pointer.root not in self.roots:
+            self.roots.append(pointer.root)
+        return pointer
+
+    def _view_pointer(self, expr):
+        """The Pointer of a view: a variable, `x.as_strided(sizes, strides)` or
+        `torch.as_strided(x, sizes, strides, x.storage_offset() + k)`; None for any other
+        (`x.as_strided(sizes, strides, offset)`, from the start of x's storage)."""
+        try:
+            if isinstance(expr, ast.Name):
+                return self._root(expr.id)
+            if _is_call(expr, None, "as_strided") and len(expr.args) == 2:
+                source = self._root(expr.func.value.id)
+                return source.view(*(_static(ast.literal_eval(a)) for a in expr.args))
+            if _is_call(expr, "torch", "as_strided") and len(expr.args) == 4:
+                offset = expr.args[3]
+                if not (isinstance(offset, ast.BinOp) and isinstance(offset.op, ast.Add) and
+                        _is_call(offset.left, ast.unparse(expr.args[0]), "storage_offset")):
+                    return None
+                source = self._view_pointer(expr.args[0])
+                sizes, strides = (_static(ast.literal_eval(a)) for a in expr.args[1:3])
+                return source and source.view(sizes, strides,
+                                              _static([ast.literal_eval(offset.right)])[0])
+        except (NotNative, ValueError):
+            return None
+        return None
 
     # ---- kernels ----
     def _kernel(self, call):
         name = call.func.attr
         types = self.kernel_types.get(name)
-        if types is None or len(types) != len(call.args) or call.keywords:
+        if types is None or len(types) != len(call.args) or call.keywords or \
+                not all(_is_call(arg, None, "data_ptr") for arg in call.args):
             raise NotNative(f"call `{ast.unparse(call)}`")
-        arguments = []
-        for ctype, arg in zip(types, call.args):
-            if not _is_call(arg, None, "data_ptr"):
-                raise NotNative(f"kernel argument `{ast.unparse(arg)}`")
-            arguments.append(f"reinterpret_cast<{ctype}>({self._pointer(arg.func.value).at()})")
-        self.steps.append(f"{name}({', '.join(arguments)});")
+        pointers = [self._pointer(arg.func.value) for arg in call.args]
+        arguments = [f"reinterpret_cast<{ctype}>({p.at()})" for ctype, p in zip(types, pointers)]
+        if name not in self.local_kernels and name not in self.external:
+            self.external.append(name)
+        function = name if name in self.local_kernels else f"{name}_pointer"
+        self.steps.append(f"{function}({', '.join(arguments)});")
 
     # ---- products ----
-    def _product(self, node, name, call):
+    def _product(self, name, call):
         op = call.func.slice.value if isinstance(call.func.slice, ast.Constant) else None
         keywords = {k.arg: k.value for k in call.keywords}
-        if op not in ("Mm", "Addmm", "Bmm") or set(keywords) - {"out"}:
+        if op not in ("Mm", "Addmm", "Bmm") or set(keywords) - {"out"} or \
+                len(call.args) != (3 if op == "Addmm" else 2):
             raise NotNative(f"call `{ast.unparse(call)}`")
         if dicp_config.gemm_library == "onednn":
             raise NotNative("DICP_GEMM_LIBRARY=onednn asks for oneDNN's products")
+        if sgemm_address() is None:
+            raise NotNative("torch exports no BLAS sgemm_ (blas.py)")
+        if "out" not in keywords:  # its result, allocated first: that may close the segment
+            out = self._fresh_result(name)
+            self._allocate(ast.parse(_allocation(name, out.sizes, out.strides, out.dtype)
+                                     ).body[0], name, out.sizes, out.strides, out.dtype)
         operands = [self._pointer(arg) for arg in call.args]
         bias = operands.pop(0) if op == "Addmm" else None
-        if len(operands) != 2:
-            raise NotNative(f"call `{ast.unparse(call)}`")
-        if "out" in keywords:
-            out = self._pointer(keywords["out"])
-            self.pointers[name] = out
-            self.views[name] = ast.Assign([ast.Name(name, ast.Store())], keywords["out"],
-                                          lineno=0)
-        else:
-            if name not in self.layouts:
-                raise NotNative(f"{name}'s layout is unknown")
-            self._allocate(ast.parse(_allocation(name, *self.layouts[name],
-                                                 self.dtypes.get(name))).body[0],
-                           name, *(_static(v) for v in self.layouts[name]),
-                           self.dtypes.get(name))
-            out = self.pointers[name]
+        out = self._pointer(keywords.get("out", ast.Name(name)))
         self.steps.append(_product_call(op, *operands, bias, out))
         self.products = True
+        if "out" in keywords:
+            self.pointers[name] = out
+            self.pending[name] = ast.Assign([ast.Name(name, ast.Store())], keywords["out"],
+                                            lineno=0)
+
+    def _fresh_result(self, name):
+        """The Pointer a product's own result will have: memory of its traced layout."""
+        if name not in self.layouts or self.dtypes.get(name) is None:
+            raise NotNative(f"{name}'s layout is unknown")
+        sizes, strides = (_static(v) for v in self.layouts[name])
+        return Pointer(name, 0, tuple(sizes), tuple(strides), self.dtypes[name])
 
     # ---- the rewritten wrapper ----
-    def finish(self, tree, call):
-        if self.result is None:
-            raise NotNative("no return statement")
-        if len(self.steps) < 2:
-            raise NotNative("fewer than two calls to make: one native call saves nothing")
-        if self.products and sgemm_address() is None:
-            raise NotNative("torch exports no BLAS sgemm_ (blas.py)")
-        returned = self._returned_views()
-        after = [node for name, node in self.views.items() if name in returned]
-        call.body = [*self.header, *self.allocations,
-                     ast.parse(f"kernels.graph_entry({', '.join(f'{r}.data_ptr()' for r in self.roots)})"
-                               ).body[0], *after, self.result]
-        parameters = [f"char* {root}" for root in self.roots]
-        source = render("graph_entry.cpp.j2", parameters=parameters, steps=self.steps,
-                        products=self.products)
-        python = ast.unparse(ast.fix_missing_locations(tree))
-        return NativeEntry(f"{_HEADER}\n{python}\n", source, len(self.roots), self.products)
+    def _close_segment(self):
+        if self.steps:
+            function = f"graph_entry_{len(self.segments)}"
+            arguments = ", ".join(f"{root}.data_ptr()" for root in self.roots)
+            self.body.append(ast.parse(f"kernels.{function}({arguments})").body[0])
+            self.segments.append((function, list(self.roots), list(self.steps)))
+        self.steps, self.roots, self.segment_bytes = [], [], 0
 
-    def _returned_views(self):
-        """The views the return statement needs, and those they are views of."""
-        needed, pending = set(), [n.id for n in ast.walk(self.result) if isinstance(n, ast.Name)]
-        while pending:
-            name = pending.pop()
-            if name in self.views and name not in needed:
-                needed.add(name)
-                pending += [n.id for n in ast.walk(self.views[name].value)
-                            if isinstance(n, ast.Name)]
-        return needed
+    def finish(self, tree, call):
+        if not any(len(steps) > 1 for _, _, steps in self.segments):
+            raise NotNative("no two native steps in a row: one native call saves nothing")
+        call.body = self._with_frees(self.body)
+        python = ast.unparse(ast.fix_missing_locations(tree))
+        source = render("graph_entry.cpp.j2", segments=self.segments, products=self.products,
+                        external=[(name, self.kernel_types[name]) for name in self.external])
+        return NativeEntry(f"{_HEADER}\n{python}\n", source,
+                           {function: len(roots) for function, roots, _ in self.segments},
+                           self.products, list(self.external))
+
+    def _with_frees(self, body):
+        """`body` with `del` of each variable it binds after the last statement naming it
+        (inputs are the caller's; what the return names lives on)."""
+        last_use, bound = {}, set()
+        for number, node in enumerate(body):
+            for name in _names(node):
+                last_use[name] = number
+            if isinstance(node, ast.Assign):
+                bound |= {n.id for n in ast.walk(node.targets[0]) if isinstance(n, ast.Name)}
+        returned = _names(body[-1]) if isinstance(body[-1], ast.Return) else set()
+        frees = {}
+        for name in bound - returned - self.inputs:
+            frees.setdefault(last_use.get(name, -1), []).append(name)
+        result = []
+        for number, node in enumerate(body):
+            result.append(node)
+            if number in frees:
+                names = [ast.Name(n, ast.Del()) for n in sorted(frees[number])]
+                result.append(ast.Delete(names, lineno=0))
+        return result
 
 
 def _product_call(op, a, b, bias, out):
@@ -274,12 +347,19 @@ def _matrix(pointer):
     return transposed, ld
 
 
-def _is_python_view(expr):
-    """Whether `expr` is `x.as_strided(sizes, strides, storage_offset)`: a view from the start
-    of x's storage (a returned view of an input, built in Python after the call), whose
-    address the entry does not know."""
-    return _is_call(expr, None, "as_strided") and len(expr.args) == 3 and \
-        isinstance(expr.func.value, ast.Name)
+def _is_view(expr):
+    """Whether `expr` is a variable or an `as_strided` view of one (no copy, no call)."""
+    if isinstance(expr, ast.Name):
+        return True
+    if _is_call(expr, None, "as_strided") and isinstance(expr.func.value, ast.Name):
+        return len(expr.args) in (2, 3)
+    return _is_call(expr, "torch", "as_strided") and len(expr.args) == 4 and \
+        isinstance(expr.args[0], ast.Name)
+
+
+def _names(node):
+    """The variables `node` reads or binds."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _allocation(name, sizes, strides, dtype):
