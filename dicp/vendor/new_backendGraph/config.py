@@ -23,9 +23,9 @@ dicp_config.declare("bounds_check", dicp_config.Flag(), False,
                     "storage: an access outside raises `BoundsError` naming the graph, kernel, "
                     "buffer and element (slower; part of the cache key)", owner=OWNER)
 dicp_config.declare("native_entry", dicp_config.Flag(), True,
-                    "run a graph from one native call (its kernels and small float32 matrix "
-                    "products in a generated C++ function) when every step of its wrapper "
-                    "allows it and its shapes are static; off: a Python call per kernel",
+                    "run each run of kernels and small float32 matrix products between a "
+                    "static-shape graph's Python steps (fallbacks, library calls) from one "
+                    "generated C++ function; off: a Python call per kernel",
                     owner=OWNER)
 
 # Composite ops decomposed into the vocabulary before conversion (on top of torch's core
