@@ -183,9 +183,9 @@ class KernelTable:
             raise AttributeError(f"{graph_name}: kernels {missing} are in none of its libraries")
 
 
-def _connect_entry(library, kernels, entry, graph_name):
+def _connect_entry(libraries, library, entry, graph_name):
     """Pass the native entries (in `library`) torch's BLAS product and the kernels of the
-    graph's other sources (codegen/native_entry.py)."""
+    graph's other `libraries` (codegen/native_entry.py)."""
     if entry["products"]:
         address = sgemm_address()
         if address is None:
@@ -195,11 +195,16 @@ def _connect_entry(library, kernels, entry, graph_name):
         library.dicp_set_sgemm(address)
     if entry["external"]:
         table = (ctypes.c_void_p * len(entry["external"]))(
-            *(ctypes.cast(getattr(kernels, name), ctypes.c_void_p).value
-              for name in entry["external"]))
+            *(_address(libraries, name) for name in entry["external"]))
         library.dicp_set_kernels.argtypes, library.dicp_set_kernels.restype = \
             [ctypes.c_void_p], None
         library.dicp_set_kernels(table)
+
+
+def _address(libraries, name):
+    """The address of function `name` in the one of `libraries` defining it."""
+    function = next(f for f in (getattr(lib, name, None) for lib in libraries) if f is not None)
+    return ctypes.cast(function, ctypes.c_void_p).value
 
 
 def python_kernels(generated):
@@ -225,7 +230,7 @@ def compile_job(generated, ctx):
         libraries = load_artifacts([build_spec(generated.files[name]) for name in names])
         kernels = KernelTable(libraries, signatures, generated.name)
         if entry is not None:
-            _connect_entry(libraries[names.index(entry["source"])], kernels, entry,
+            _connect_entry(libraries, libraries[names.index(entry["source"])], entry,
                            generated.name)
     elif "kernels.py" in generated.files:  # the python_loops target: no build
         kernels = python_kernels(generated)
