@@ -184,3 +184,14 @@ def test_kernels_of_other_sources_are_called_through_pointers(cold_cache):
     sources = [p.read_text() for p in cold_cache.glob("kernels/*/*.cpp")]
     assert len(sources) >= 2
     assert sum("dicp_set_kernels" in text for text in sources) == 1
+
+
+def test_a_product_gemm_py_gives_onednn_stays_python(dumps):
+    """A product large enough for gemm.py to time oneDNN against ATen runs where that timing
+    says (asked at planning): in the entry only when ATen's is the faster."""
+    from dicp.vendor.new_backendGraph import gemm
+    a, b = torch.randn(256, 128) / 8, torch.randn(128, 128) / 8
+    fn = compiled(_large_product)
+    torch.testing.assert_close(fn(a, b), _large_product(a, b), atol=1e-4, rtol=1e-4)
+    choice = gemm.library_for(((256, 128), (128, 1)), ((128, 128), (128, 1)), False)
+    assert ("vendor_ops['Mm']" in wrappers(dumps)) == (choice == "onednn")

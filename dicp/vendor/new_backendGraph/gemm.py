@@ -55,6 +55,14 @@ def bmm(a, b, out=None):
     return torch.bmm(a, b) if out is None else torch.bmm(a, b, out=out)
 
 
+def library_for(a_layout, b_layout, bias):
+    """The library `_product` takes for float32 operands of these (sizes, strides) layouts and
+    a bias or not, decided before any operand exists (the native entry: codegen/
+    native_entry.py), on random operands timed as the first product of a shape would be."""
+    a, b = (torch.empty_strided(*layout).normal_() for layout in (a_layout, b_layout))
+    return _library(torch.zeros(b.shape[1]) if bias else None, a, b)
+
+
 def _product(bias, a, b, out=None):
     library = _library(bias, a, b)
     if library == "onednn":

@@ -9,8 +9,9 @@ views are pointer arithmetic until Python needs one. Python allocates each buffe
 call of the segment that first writes it and frees it after the last call reading it.
 
 Products call the BLAS `sgemm_` that torch's own `mm` calls (blas.py), so they round as eager's
-ATen product does. Larger ones stay Python statements, where gemm.py times oneDNN against
-ATen. A segment closes once its allocations reach NATIVE_MAX_BYTES, since they live at once.
+ATen product does. Larger ones stay Python statements, and so do those for which gemm.py's
+timing of oneDNN against ATen (asked at planning, remembered per shape) picks oneDNN. A
+segment closes once its allocations reach NATIVE_MAX_BYTES, since they live at once.
 """
 import ast
 from dataclasses import dataclass
@@ -248,7 +249,12 @@ class _Planner:
         operands = [self._pointer(arg) for arg in call.args]
         bias = operands.pop(0) if op == "Addmm" else None
         out = self._pointer(keywords.get("out", ast.Name(name)))
-        self.steps.append(_product_call(op, *operands, bias, out))
+        step = _product_call(op, *operands, bias, out)
+        if op != "Bmm" and gemm.library_for(*((p.sizes, p.strides) for p in operands),
+                                            bias is not None) != "aten":
+            raise NotNative(f"gemm.py takes oneDNN's product for a {op} of {operands[0].sizes}"
+                            f" and {operands[1].sizes}")
+        self.steps.append(step)
         self.products = True
         if "out" in keywords:
             self.pointers[name] = out
