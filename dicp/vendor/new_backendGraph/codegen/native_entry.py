@@ -183,13 +183,18 @@ class _Planner:
         sizes, strides = (_static(v) for v in self.layouts[name])
         return Pointer(name, 0, tuple(sizes), tuple(strides), self.dtypes[name])
 
-    def _pointer(self, expr):
-        """The memory a wrapper expression names (see _view_pointer), used by the open
-        segment: its root becomes one of the segment's parameters."""
+    def _address(self, expr):
+        """The memory a wrapper expression names (see _view_pointer), or NotNative."""
         pointer = self._root(expr.id) if isinstance(expr, ast.Name) else \
             self._view_pointer(expr)
         if pointer is None:
             raise NotNative(f"`{ast.unparse(expr)}` has no address the entry knows")
+        return pointer
+
+    def _pointer(self, expr):
+        """`_address`, used by the open segment: its root becomes one of the segment's
+        parameters."""
+        pointer = self._address(expr)
         if pointer.root not in self.roots:
             self.roots.append(pointer.root)
         return pointer
@@ -242,31 +247,27 @@ class _Planner:
             raise NotNative("DICP_GEMM_LIBRARY=onednn asks for oneDNN's products")
         if sgemm_address() is None:
             raise NotNative("torch exports no BLAS sgemm_ (blas.py)")
-        if "out" not in keywords:  # its result, allocated first: that may close the segment
-            out = self._fresh_result(name)
-            self._allocate(ast.parse(_allocation(name, out.sizes, out.strides, out.dtype)
-                                     ).body[0], name, out.sizes, out.strides, out.dtype)
-        operands = [self._pointer(arg) for arg in call.args]
+        # decided before anything is emitted: a product left to Python allocates nothing
+        out_expr = keywords.get("out", ast.Name(name))
+        operands = [self._address(arg) for arg in call.args]
         bias = operands.pop(0) if op == "Addmm" else None
-        out = self._pointer(keywords.get("out", ast.Name(name)))
+        out = self._address(out_expr) if "out" in keywords else self._root(name)
         step = _product_call(op, *operands, bias, out)
         if op != "Bmm" and gemm.library_for(*((p.sizes, p.strides) for p in operands),
                                             bias is not None) != "aten":
             raise NotNative(f"gemm.py takes oneDNN's product for a {op} of {operands[0].sizes}"
                             f" and {operands[1].sizes}")
+        if "out" not in keywords:  # its own result: allocating it may close the segment
+            self._allocate(ast.parse(_allocation(name, out.sizes, out.strides, out.dtype)
+                                     ).body[0], name, out.sizes, out.strides, out.dtype)
+        for expr in [*call.args, out_expr]:
+            self._pointer(expr)
         self.steps.append(step)
         self.products = True
         if "out" in keywords:
             self.pointers[name] = out
             self.pending[name] = ast.Assign([ast.Name(name, ast.Store())], keywords["out"],
                                             lineno=0)
-
-    def _fresh_result(self, name):
-        """The Pointer a product's own result will have: memory of its traced layout."""
-        if name not in self.layouts or self.dtypes.get(name) is None:
-            raise NotNative(f"{name}'s layout is unknown")
-        sizes, strides = (_static(v) for v in self.layouts[name])
-        return Pointer(name, 0, tuple(sizes), tuple(strides), self.dtypes[name])
 
     # ---- the rewritten wrapper ----
     def _close_segment(self):
