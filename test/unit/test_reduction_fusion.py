@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ..common.tolerance import assert_close
-from .helpers import cold_cache, compiled, kernel_count  # noqa: F401  (fixture)
+from .helpers import cold_cache, compiled, kernel_count, kernel_sources  # noqa: F401
 
 
 def rms_norm(x, weight):
@@ -122,6 +122,38 @@ def test_fused_rows_pass_bounds_checks(cold_cache, monkeypatch, case):
     fn = ONE_ROW_KERNEL[case][0]
     x, weight = torch.randn(5, 17), torch.randn(17)
     torch.testing.assert_close(compiled(fn)(x, weight), fn(x, weight))
+
+
+def normed_rows_merged(x, weight):
+    """A LLaMA block's RMSNorm fed to a projection: [b, t, d] normalized, read as [b t, d]."""
+    return rms_norm(x, weight).reshape(-1, x.shape[-1]) * 2
+
+
+@pytest.mark.parametrize("length", [3, 4])
+def test_a_norm_read_through_merged_rows_keeps_one_reduction_per_row(cold_cache, length):
+    """With a dynamic length t, the merged rows divide by 64 t to find the batch: the norm's
+    reduction must still see that it depends on the row alone (sym._by_integer_factor) and run
+    once per row, not once per element of it (64 times the work, as LLaMA's did)."""
+    x, weight = torch.randn(2, length, 64), torch.randn(64)
+    torch._dynamo.mark_dynamic(x, 1)
+    torch.testing.assert_close(compiled(normed_rows_merged)(x, weight),
+                               normed_rows_merged(x, weight))
+    source = kernel_sources(cold_cache)
+    assert "s" in source.split("void kernel_0(")[1].split(")")[0]  # the length is symbolic
+    assert "for (int64_t i1 " not in source  # one loop over rows; the row's loops inside
+
+
+@pytest.mark.parametrize("length", [1, 3, 4])
+def test_a_norm_read_through_merged_rows_matches_eager_with_its_gradient(length):
+    fn = compiled(normed_rows_merged)
+    x = torch.randn(2, length, 64, requires_grad=True)
+    weight = torch.randn(64, requires_grad=True)
+    torch._dynamo.mark_dynamic(x, 1)
+    grad = torch.randn(2 * length, 64)
+    got = torch.autograd.grad(fn(x, weight), (x, weight), grad)
+    want = torch.autograd.grad(normed_rows_merged(x, weight), (x, weight), grad)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
 
 
 def softmax_read_by_three_kernels(x):

@@ -155,6 +155,12 @@ def _costly_and_read_broadly(node, value):
     return not reads_reduction and not COSTLY_OPS.isdisjoint(computed_ops(probe.statements()))
 
 
+def _static_extents_of(variables, sizes):
+    """Loop variable -> extent, for the loops of static extent (index simplification)."""
+    return {v: int(size) for v, size in zip(variables, sizes)
+            if isinstance(size, (int, sympy.Integer))}
+
+
 def _static_numel(val):
     if not isinstance(val, torch.Tensor):
         return None
@@ -394,6 +400,7 @@ class CppCodegen(GraphCodegenBase):
             return None
         variables = loop_index(len(value.sizes))
         probe = KernelBuilder("probe", variables)
+        probe.extents = _static_extents_of(variables, value.sizes)
         probe.reduction_uses = []
         value.load(probe, variables)
         if not probe.reduction_uses:
@@ -434,8 +441,7 @@ class CppCodegen(GraphCodegenBase):
         k = KernelBuilder(f"kernel_{len(self.kernels)}", outer, self.bounds_check, self.size_params,
                           row_caches)
         k.unit_loops = {v for v, size in zip(outer, sizes) if size == 1}
-        k.extents = {v: int(size) for v, size in zip(outer, sizes)
-                     if isinstance(size, (int, sympy.Integer))}
+        k.extents = _static_extents_of(outer, sizes)
         for phase in phases:
             pre, body, post = phase["pre"], phase["body"], phase["post"]
             k.phase(phase["inner"], pre=pre and (lambda k, pre=pre: pre(k, outer)),

@@ -316,6 +316,7 @@ class KernelBuilder:
         variables = loop_index(len(inner), f"r{started}_" if started else "r")
         self.loop_vars |= set(variables)
         loops = [(v, sympy.sympify(lo), sympy.sympify(hi)) for v, (lo, hi) in zip(variables, inner)]
+        self.extents.update({v: int(hi) for v, lo, hi in loops if lo == 0 and hi.is_Integer})
         identity = self._pending_identity or ("own", self._own_phases)
         self._own_phases += identity[0] == "own"
         self._pending_identity = None
@@ -413,7 +414,7 @@ class KernelBuilder:
         (a padded or masked index may be out of range where the condition fails). A second
         kernel reading it would compute it again: it reads it from memory instead. Otherwise
         the reduction is listed in `unfused`: the caller realizes it and emits again."""
-        kept_index = tuple(sympy.sympify(i) for i in kept_index)
+        kept_index = tuple(simplify_in_loops(sympy.sympify(i), self.extents) for i in kept_index)
         key = (id(reduction), kept_index)
         if key in self.fused:
             return self.fused[key]

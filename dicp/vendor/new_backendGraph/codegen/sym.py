@@ -149,7 +149,7 @@ def _quotient_or_remainder(e, extents):
     division of r vanishes where r < c over the loops."""
     a, c = e.args
     if not (c.is_Integer and c > 0):
-        return e
+        return _by_integer_factor(e, extents)
     quotient, remainder = [], []
     for term in sympy.Add.make_args(sympy.expand(a)):
         coefficient = term.as_coeff_Mul()[0]
@@ -161,6 +161,29 @@ def _quotient_or_remainder(e, extents):
     if not quotient or not _nonnegative(r):
         return e
     return q + IDiv(r, c) if isinstance(e, IDiv) else IMod(r, c)
+
+
+def _by_integer_factor(e, extents):
+    """IDiv(a, g n) = IDiv(IDiv(a, g), n) and IMod(a, g n) = g IMod(IDiv(a, g), n) + IMod(a, g)
+    for a >= 0, an integer g > 1 and a positive size n, where the division by g vanishes over
+    the loops. Under dynamic shapes a view merging a dim of static size g with one of size n
+    divides by their product: a [2, s, 64] buffer read as [2 s, 64] divided the row by 64 s.
+    The RMSNorm of a LLaMA then saw its row reduction depend on the column and recomputed it
+    for every element (64 times the work). Split so, the division is gone, and fold_div_mod
+    folds the rest back into the row."""
+    a, c = e.args
+    g, n = c.as_coeff_Mul()
+    if not (g.is_Integer and g > 1 and n.is_positive):
+        return e
+    inner = IDiv(a, g)
+    inner = _quotient_or_remainder(inner, extents) if isinstance(inner, IDiv) else inner
+    if inner.has(IDiv):  # the division by g stays: one division by g n is simpler
+        return e
+    if isinstance(e, IDiv):
+        return IDiv(inner, n)
+    low = IMod(a, g)
+    low = _quotient_or_remainder(low, extents) if isinstance(low, IMod) else low
+    return g * IMod(inner, n) + low
 
 
 def _largest(expr, extents):
