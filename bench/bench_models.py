@@ -7,6 +7,7 @@ which includes one run of the step. `eager` is plain PyTorch: the baseline of th
 
     python bench/bench_models.py                       # eager, inductor, new_backendgraph
     python bench/bench_models.py --backends eager,aot_eager,inductor --models bert,llama
+    python bench/bench_models.py --dynamic             # dynamic shapes (dynamic=True)
 """
 import argparse
 import os
@@ -126,20 +127,20 @@ def steady_ms(case, fn, repeat, warmup=3):
     return 1e3 * statistics.median(timed(lambda: case.step(fn)) for _ in range(repeat))
 
 
-def first_call_s(case, backend):
+def first_call_s(case, backend, dynamic):
     """Wall time of the first call of a freshly compiled model, and the compiled model."""
     reset_compilers()
-    compiled = torch.compile(case.model, backend=backend)
+    compiled = torch.compile(case.model, backend=backend, dynamic=dynamic or None)
     return timed(lambda: case.step(compiled)), compiled
 
 
-def bench_backend(case, backend, repeat):
+def bench_backend(case, backend, repeat, dynamic=False):
     if backend == EAGER:
         return {"step_ms": steady_ms(case, case.model, repeat)}
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as cache_dir:
         os.environ.update({var: cache_dir for var in CACHE_ENV_VARS})
-        cold, _ = first_call_s(case, backend)
-        warm, compiled = first_call_s(case, backend)
+        cold, _ = first_call_s(case, backend, dynamic)
+        warm, compiled = first_call_s(case, backend, dynamic)
         step = steady_ms(case, compiled, repeat)
     return {"step_ms": step, "cold_s": cold, "warm_s": warm}
 
@@ -180,11 +181,14 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(),
                         help="intra-op threads (default: %(default)s); 1 gives steadier numbers "
                              "on a busy machine, where OpenMP threads wait for each other")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="compile with dynamic=True: every size symbolic, as the graphs "
+                             "dynamo recompiles after an input's size changes")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     load, cpus = os.getloadavg()[0], os.cpu_count()
     print(f"# torch {torch.__version__}, {args.threads} thread(s), {cpus} CPUs, load {load:.1f}, "
-          f"median of {args.repeat}", flush=True)
+          f"median of {args.repeat}{', dynamic shapes' if args.dynamic else ''}", flush=True)
     if load > cpus:
         print("# warning: the machine is busy; timings will be noisy", file=sys.stderr)
     backends = [EAGER] + [b for b in args.backends if b != EAGER]
@@ -194,7 +198,7 @@ def main(argv=None):
     for name in args.models:
         eager_ms = None
         for backend in backends:
-            result = bench_backend(MODELS[name](), backend, args.repeat)
+            result = bench_backend(MODELS[name](), backend, args.repeat, args.dynamic)
             eager_ms = eager_ms or result["step_ms"]
             rows.append((name, backend, result, eager_ms))
             print(f"# {name} / {backend}: done", file=sys.stderr, flush=True)
