@@ -6,6 +6,7 @@ import sympy
 
 from . import loop_ir as L
 from .ctypes_map import compute_ctype, storage_ctype
+from .invariants import hoist_invariants
 from .row_cache import LoadRecord, costly, plan_row_caches
 from .sym import flat_index, loop_index, simplify_in_loops
 
@@ -336,6 +337,8 @@ class KernelBuilder:
             self._open.pop()
             self._lazy_chain = chain
         bounds = [(v, self.index(lo), self.index(hi)) for v, lo, hi in loops]
+        if loops:
+            parts[0], parts[1] = hoist_invariants(parts[0], parts[1], variables, self.computed)
         chunked = chunk() if chunk is not None and loops else None
         if chunked is not None:
             chunked, simd = chunked
