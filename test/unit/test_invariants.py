@@ -54,3 +54,13 @@ def test_log_softmax_takes_the_log_once_per_row(cold_cache):
     last_loop = source.rindex("for (int64_t")
     assert "dicp::log<float>" in source[:last_loop]
     assert "dicp::log<float>" not in source[last_loop:]
+
+
+def test_a_value_a_chunk_updates_stays():
+    """A chunked sum adds each chunk's total to its accumulator after the chunk (Chunk.close):
+    inside the loop, not fixed over it."""
+    total = L.Var("total", "double")
+    reads_total = let("t", "Mul", total, L.Const(2.0, "double"), type_="double")
+    close = [L.Assign(total, L.Var("chunk", "double"), combine="+")]
+    assert hoist_invariants([], [reads_total], [r], set(), close) == ([], [reads_total])
+    assert hoist_invariants([], [reads_total], [r], set()) == ([reads_total], [])

@@ -18,24 +18,25 @@ from .loop_ir import Assign, Declare, Index, Let, Op, Var, walk
 FLOAT_TYPES = ("float", "double")
 
 
-def hoist_invariants(pre, body, loop_vars, computed):
+def hoist_invariants(pre, body, loop_vars, computed, around=()):
     """(pre, body) with body's loop-invariant float arithmetic appended to pre. `loop_vars`:
     the loop's variables; `computed`: the symbols of data-dependent indices (defined in the
-    loop, so never invariant)."""
+    loop, so never invariant); `around`: statements run in the loop around body (a chunk's
+    open and close), whose assignments change values too."""
     varying = set(loop_vars) | set(computed)
-    changed = {s.target.name for s in walk(body) if isinstance(s, Assign)
+    inside = [*body, *around]
+    changed = {s.target.name for s in walk(inside) if isinstance(s, Assign)
                and isinstance(s.target, Var)}
-    changed |= {s.var.name for s in walk(body) if isinstance(s, Declare)}
+    changed |= {s.var.name for s in walk(inside) if isinstance(s, (Declare, Let))}
     hoisted, kept, moved = [], [], set()
 
     def fixed(atom):
         if isinstance(atom, Var):
-            return atom.name in moved or (atom.name not in changed and atom.name not in defined)
+            return atom.name in moved or atom.name not in changed
         if isinstance(atom, Index):
             return not (getattr(atom.expr, "free_symbols", set()) & varying)
         return True  # a Const
 
-    defined = {s.var.name for s in walk(body) if isinstance(s, Let)}
     for statement in body:
         if isinstance(statement, Let) and isinstance(statement.value, Op) and \
                 statement.value.type in FLOAT_TYPES and all(map(fixed, statement.value.args)):

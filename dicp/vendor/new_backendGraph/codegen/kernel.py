@@ -337,11 +337,13 @@ class KernelBuilder:
             self._open.pop()
             self._lazy_chain = chain
         bounds = [(v, self.index(lo), self.index(hi)) for v, lo, hi in loops]
-        if loops:
-            parts[0], parts[1] = hoist_invariants(parts[0], parts[1], variables, self.computed)
         chunked = chunk() if chunk is not None and loops else None
         if chunked is not None:
             chunked, simd = chunked
+        if loops:  # a chunk's open and close run inside the loop too
+            around = [*chunked.open, *chunked.close] if chunked is not None else []
+            parts[0], parts[1] = hoist_invariants(parts[0], parts[1], variables, self.computed,
+                                                  around)
         self._phase_order[identity] = len(self.phases)
         self.phases.append(Phase(loops, bounds, *parts, tuple(accesses), simd, chunked))
         return result
