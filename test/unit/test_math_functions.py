@@ -15,8 +15,8 @@ import torch
 from ..common.utils import assert_close
 from .helpers import cold_cache, compiled, warm_cache  # noqa: F401  (fixture)
 
-SPECIAL = [float("-inf"), -1e4, -104.5, -104.0, -103.98, -103.9, -88.0, -87.3, -20.0, -1e-30, 0.0, -0.0, 1e-30, 1e-6,
-           20.0, 88.0, 88.5, 89.0, 1e4, float("inf"), float("nan"),
+SPECIAL = [float("-inf"), -1e4, -104.5, -104.0, -103.98, -103.9, -88.0, -87.3, -20.0, -1e-30,
+           0.0, -0.0, 1e-30, 1e-6, 20.0, 88.0, 88.5, 89.0, 1e4, float("inf"), float("nan"),
            1e-40, -1e-40, 1.4e-45, -1.4e-45, 1.1754942e-38, 1.1754944e-38, 3.4e38, -3.4e38,
            0.625, -0.625, 0.6250001, 1.0, -1.0, 1.0000001, 0.99999994]
 

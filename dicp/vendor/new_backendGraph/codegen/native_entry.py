@@ -192,9 +192,12 @@ class _Planner:
         return pointer
 
     def _pointer(self, expr):
-        """`_address`, used by the open segment: its root becomes one of the segment's
+        """`_address`, used by the open segment (`_use`)."""
+        return self._use(self._address(expr))
+
+    def _use(self, pointer):
+        """`pointer`, used by the open segment: its root becomes one of the segment's
         parameters."""
-        pointer = self._address(expr)
         if pointer.root not in self.roots:
             self.roots.append(pointer.root)
         return pointer
@@ -248,10 +251,9 @@ class _Planner:
         if sgemm_address() is None:
             raise NotNative("torch exports no BLAS sgemm_ (blas.py)")
         # decided before anything is emitted: a product left to Python allocates nothing
-        out_expr = keywords.get("out", ast.Name(name))
         operands = [self._address(arg) for arg in call.args]
         bias = operands.pop(0) if op == "Addmm" else None
-        out = self._address(out_expr) if "out" in keywords else self._root(name)
+        out = self._address(keywords["out"]) if "out" in keywords else self._root(name)
         step = _product_call(op, *operands, bias, out)
         if op != "Bmm" and gemm.library_for(*((p.sizes, p.strides) for p in operands),
                                             bias is not None) != "aten":
@@ -260,8 +262,9 @@ class _Planner:
         if "out" not in keywords:  # its own result: allocating it may close the segment
             self._allocate(ast.parse(_allocation(name, out.sizes, out.strides, out.dtype)
                                      ).body[0], name, out.sizes, out.strides, out.dtype)
-        for expr in [*call.args, out_expr]:
-            self._pointer(expr)
+        for pointer in [bias, *operands, out]:
+            if pointer is not None:
+                self._use(pointer)
         self.steps.append(step)
         self.products = True
         if "out" in keywords:
