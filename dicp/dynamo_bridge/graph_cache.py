@@ -239,6 +239,21 @@ def _shape_env_fingerprint(fake_mode) -> str:
     return repr(facts)
 
 
+def size_hints(fake_mode) -> dict:
+    """Size variable name -> (the value the graph was traced with, the least value its guards
+    allow); none without a shape env."""
+    env = getattr(fake_mode, "shape_env", None)
+    if env is None:
+        return {}
+    hints = {}
+    for symbol, value in _example_values(env).items():
+        lower = getattr(env.var_to_range.get(symbol), "lower", None)
+        if getattr(value, "is_integer", False) or isinstance(value, int):
+            hints[str(symbol)] = (int(value), int(lower) if getattr(lower, "is_integer", False)
+                                  and lower.is_finite else 0)
+    return hints
+
+
 def _example_values(env) -> dict:
     # torch 2.13 renamed var_to_val (now deprecated) to backed_var_to_val
     values = getattr(env, "backed_var_to_val", None)

@@ -221,7 +221,7 @@ def compile_job(generated, ctx):
     profile.count("kernels", len(signatures))
     entry = generated.metadata.get("entry")
     if entry is not None:
-        signatures = {**signatures, **{name: (pointers, 0) for name, pointers
+        signatures = {**signatures, **{name: tuple(counts) for name, counts
                                        in entry["functions"].items()}}
     names = [name for name in sorted(generated.files)  # kernels*.cpp
              if name.startswith("kernels") and name.endswith(".cpp")]

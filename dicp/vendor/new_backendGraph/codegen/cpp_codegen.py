@@ -7,6 +7,7 @@ import torch
 import torch.fx as fx
 
 from dicp.dynamo_bridge.graph_codegen import GeneratedGraph, GraphCodegenBase, sizes_as_sympy
+from dicp.dynamo_bridge.graph_cache import size_hints
 from dicp.dynamo_bridge.operator import Operator
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
 from dicp.dynamo_bridge.utils import log
@@ -522,7 +523,7 @@ class CppCodegen(GraphCodegenBase):
         try:
             return plan_native_entry(wrapper_source, self.wrapper.layouts,
                                      {**self.input_dtypes, **self.wrapper.dtypes},
-                                     self.kernel_types, local)
+                                     self.kernel_types, local, size_hints(self.ctx.fake_mode))
         except NotNative as reason:
             log.debug("%s keeps a call per kernel: %s", self.ctx.graph_name, reason)
             return None

@@ -12,6 +12,13 @@ Products call the BLAS `sgemm_` that torch's own `mm` calls (blas.py), so they r
 ATen product does. Larger ones stay Python statements, and so do those for which gemm.py's
 timing of oneDNN against ATen (asked at planning, remembered per shape) picks oneDNN. A
 segment closes once its allocations reach NATIVE_MAX_BYTES, since they live at once.
+
+Under dynamic shapes sizes, strides and offsets are polynomials in the wrapper's size variables
+(`s70 = primals_2.size(0)`), which the entry takes as int64 parameters after its pointers: a
+LoRA fine-tuning step with symbolic sizes spent 3.5 of its 4.5 ms in its wrapper's ~200 Python
+statements. Layout facts a product needs (a row stride at least the row's length) must hold for
+every value of the variables (sympy proves them, or the step stays Python); the size checks use
+the values the graph was traced with (`hints`), as the static checks use the sizes.
 """
 import ast
 from dataclasses import dataclass
@@ -24,6 +31,7 @@ from dicp import config as dicp_config
 from .. import gemm
 from ..blas import sgemm_address
 from .ctypes_map import STORAGE_CTYPE
+from .sym import cpp_expr, py_expr
 from .templates import render
 
 NATIVE_PRODUCT_MAX_WORK = 16 * gemm.AUTOTUNE_MIN_WORK  # multiply-adds, batch included
@@ -40,15 +48,16 @@ class NotNative(Exception):
 @dataclass
 class Pointer:
     """Memory a wrapper expression names: `offset` bytes past the data pointer of tensor `root`
-    (an input or an allocation the entry receives), seen with `sizes` and `strides`."""
+    (an input or an allocation the entry receives), seen with `sizes` and `strides`; each an
+    int or a polynomial in size variables (sympy)."""
     root: str
-    offset: int
+    offset: object
     sizes: tuple
     strides: tuple
     dtype: torch.dtype
 
     def at(self, elements=0):
-        return f"{self.root} + {self.offset + elements * self.dtype.itemsize}"
+        return f"{self.root} + {_cpp(self.offset + elements * self.dtype.itemsize)}"
 
     def view(self, sizes, strides, elements=0):
         return Pointer(self.root, self.offset + elements * self.dtype.itemsize, tuple(sizes),
@@ -59,23 +68,24 @@ class Pointer:
 class NativeEntry:
     wrapper_source: str   # the Python wrapper calling the entries
     source: str           # the entries' C++, to follow the kernels of the graph's last source
-    entries: dict         # entry function -> how many pointers it takes
+    entries: dict         # entry function -> (how many pointers, how many ints) it takes
     products: bool        # whether they call sgemm_ (the loader passes its address)
     external: list        # kernels of the graph's other sources, called through pointers the
                           # loader passes (dicp_set_kernels), in that order
 
 
-def plan(wrapper_source, layouts, dtypes, kernel_types, local_kernels):
+def plan(wrapper_source, layouts, dtypes, kernel_types, local_kernels, hints=None):
     """The native entries for `wrapper_source`, or NotNative raised with the reason.
     `layouts`/`dtypes`: wrapper variable -> (sizes, strides) / dtype of the tensors it holds;
     `kernel_types`: kernel -> the C++ types of its pointer parameters; `local_kernels`: those
-    defined in the source the entries join."""
+    defined in the source the entries join; `hints`: size variable name -> (its traced value,
+    the least value the graph's guards allow it)."""
     try:
         tree = ast.parse(wrapper_source)
     except SyntaxError:
         raise NotNative("the wrapper is not Python (an injected fault)") from None
     call = next(node for node in tree.body if isinstance(node, ast.FunctionDef))
-    planner = _Planner(layouts, dtypes, kernel_types, local_kernels)
+    planner = _Planner(layouts, dtypes, kernel_types, local_kernels, hints or {})
     for statement in call.body:
         planner.statement(statement)
     return planner.finish(tree, call)
@@ -86,16 +96,18 @@ class _Planner:
     segment, a run of steps one entry function makes; any other statement stays Python and
     closes the segment before it. Views are only pointers until Python needs them."""
 
-    def __init__(self, layouts, dtypes, kernel_types, local_kernels):
+    def __init__(self, layouts, dtypes, kernel_types, local_kernels, hints):
         self.layouts, self.dtypes, self.kernel_types = layouts, dtypes, kernel_types
-        self.local_kernels = local_kernels
+        self.local_kernels, self.hints = local_kernels, hints
+        self.ints = set()    # wrapper variables holding Python ints (size variables)
+        self.params = []     # the open segment's int parameters (size variables it reads)
         self.pointers = {}   # wrapper variable -> Pointer (None: only Python knows it)
         self.pending = {}    # view -> the Python statement binding it, not yet emitted
         self.body = []       # the rewritten wrapper's statements
         self.steps, self.roots = [], []  # the open segment's C++ and the tensors it reads
         self.segment_bytes = 0           # what the open segment's allocations take
-        self.segments = []   # (entry function, its roots, its C++ steps)
-        self.external = []   # kernels called through pointers, in table order
+        self.segments = []   # (entry function, its roots, its int parameters, its C++ steps)
+        self.external = {}   # kernels called through pointers, in table order -> their types
         self.products = False
         self.inputs = set()
 
@@ -117,7 +129,9 @@ class _Planner:
             self._python(node)
 
     def _assign(self, node, name, value):
-        if _is_call(value, "torch", "empty_strided"):
+        if self._is_int(value):
+            self._int_binding(node, name, value)
+        elif _is_call(value, "torch", "empty_strided"):
             self._native_or_python(node, self._allocation, node, name, value)
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript):
             self._native_or_python(node, self._product, name, value)
@@ -128,12 +142,105 @@ class _Planner:
             self._python(node)
 
     def _native_or_python(self, node, plan_step, *args):
-        roots = list(self.roots)
+        roots, params = list(self.roots), list(self.params)
         try:
             plan_step(*args)
         except NotNative:
-            self.roots = roots
+            self.roots, self.params = roots, params
             self._python(node)
+
+    # ---- size variables ----
+    def _is_int(self, value):
+        """Whether `value` computes a Python int from size variables, ints, and the sizes,
+        strides and offsets of tensors (`x.size(0)`), with nothing else."""
+        if isinstance(value, ast.Constant):
+            return type(value.value) is int
+        if isinstance(value, ast.Name):
+            return value.id in self.ints or (value.id in self.inputs and
+                                             value.id not in self.layouts and
+                                             value.id not in self.dtypes)
+        if isinstance(value, ast.BinOp):
+            return isinstance(value.op, _INT_OPS) and self._is_int(value.left) and \
+                self._is_int(value.right)
+        if isinstance(value, ast.UnaryOp):
+            return isinstance(value.op, ast.USub) and self._is_int(value.operand)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            return value.func.id in ("max", "min") and not value.keywords and \
+                all(self._is_int(arg) for arg in value.args)
+        return any(_is_call(value, None, method) and isinstance(value.func.value, ast.Name)
+                   for method in ("size", "stride", "storage_offset"))
+
+    def _int_binding(self, node, name, value):
+        """A size variable. Arithmetic on ints is evaluated where it stands, before the call
+        of the open segment, which may read it; reading a tensor's size ends the segment."""
+        if any(isinstance(n, ast.Call) for n in ast.walk(value)) and \
+                not all(isinstance(n.func, ast.Name) for n in ast.walk(value)
+                        if isinstance(n, ast.Call)):
+            self._python(node)
+        else:
+            self.body.append(node)
+        self.ints.add(name)
+
+    def _param(self, expr):
+        """`expr` (an int or a polynomial in size variables), its variables made parameters
+        of the open segment."""
+        for symbol in sorted(sympy.sympify(expr).free_symbols, key=str):
+            if symbol.name not in self.params:
+                self.params.append(symbol.name)
+        return expr
+
+    def _values(self, node):
+        """The ints or polynomials in size variables of a list or tuple of Python source."""
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise NotNative(f"`{ast.unparse(node)}` is no list of sizes")
+        return tuple(self._value(ast.unparse(element)) for element in node.elts)
+
+    def _value(self, source):
+        """`source` (Python or a sympy expression) as a polynomial with integer coefficients
+        in size variables this wrapper binds, or NotNative. Each variable's least value
+        decides the min and max of sizes (`min(2, s27)` is 2 where s27 >= 2)."""
+        try:
+            if isinstance(source, str):  # every other name a size variable, as sympy reads it
+                names = {n.id for n in ast.walk(ast.parse(source, mode="eval"))
+                         if isinstance(n, ast.Name)}
+                source = sympy.sympify(source, locals={**{n: _symbol(n) for n in names},
+                                                       "min": sympy.Min, "max": sympy.Max})
+            expr = sympy.sympify(source)
+        except (sympy.SympifyError, SyntaxError, TypeError):
+            raise NotNative(f"size {source}") from None
+        symbols = expr.free_symbols
+        expr = expr.xreplace({s: _symbol(s.name) for s in symbols})
+        expr = self._from_least(self._to_least(expr)).expand()
+        if expr.is_Integer:
+            return expr
+        if not all(s.name in self.ints for s in symbols) or not expr.is_polynomial() or \
+                not all(c.is_Integer for c in sympy.Poly(expr, *expr.free_symbols).coeffs()):
+            raise NotNative(f"size {source}")
+        return expr
+
+    def _least(self, symbol):
+        return self.hints.get(symbol.name, (None, 0))[1]
+
+    def _to_least(self, expr):
+        """`expr` with each variable s written as its least value plus a variable >= 0."""
+        return expr.xreplace({s: s + self._least(s) for s in expr.free_symbols})
+
+    def _from_least(self, expr):
+        return expr.xreplace({s: s - self._least(s) for s in expr.free_symbols})
+
+    def _proven(self, expr):
+        """Whether `expr` >= 0 for every value of its size variables the guards allow."""
+        return sympy.expand(self._to_least(sympy.sympify(expr))).is_nonnegative is True
+
+    def _hint(self, expr):
+        """`expr`'s value at the sizes the graph was traced with, or NotNative."""
+        expr = sympy.sympify(expr)
+        value = sympy.sympify(expr.xreplace({s: sympy.Integer(self.hints[s.name][0])
+                                             for s in expr.free_symbols
+                                             if s.name in self.hints}))
+        if not value.is_Integer:
+            raise NotNative(f"no traced value for {expr}")
+        return int(value)
 
     def _python(self, node):
         """`node` as Python, after the open segment and the views it names."""
@@ -153,16 +260,13 @@ class _Planner:
             self.body.append(node)
 
     def _allocation(self, node, name, value):
-        try:
-            sizes, strides = (_static(ast.literal_eval(a)) for a in value.args[:2])
-        except ValueError:
-            raise NotNative(f"{name}'s sizes are symbolic") from None
+        sizes, strides = (self._values(a) for a in value.args[:2])
         self._allocate(node, name, sizes, strides, self.dtypes.get(name))
 
     def _allocate(self, node, name, sizes, strides, dtype):
         if dtype is None or dtype not in STORAGE_CTYPE:
             raise NotNative(f"{name}'s dtype {dtype} is unknown to the entry")
-        extent = 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides))
+        extent = self._hint(1 + sum((size - 1) * stride for size, stride in zip(sizes, strides)))
         size = max(extent, 0) * dtype.itemsize
         if self.steps and self.segment_bytes + size > NATIVE_MAX_BYTES:
             self._close_segment()  # allocated up front, a segment's buffers all live at once
@@ -180,8 +284,8 @@ class _Planner:
         if name in self.pending or name not in self.layouts or \
                 self.dtypes.get(name) not in STORAGE_CTYPE:
             raise NotNative(f"{name}'s address or layout is unknown to the entry")
-        sizes, strides = (_static(v) for v in self.layouts[name])
-        return Pointer(name, 0, tuple(sizes), tuple(strides), self.dtypes[name])
+        sizes, strides = (tuple(self._value(v) for v in values) for values in self.layouts[name])
+        return Pointer(name, 0, sizes, strides, self.dtypes[name])
 
     def _address(self, expr):
         """The memory a wrapper expression names (see _view_pointer), or NotNative."""
@@ -200,6 +304,7 @@ class _Planner:
         parameters."""
         if pointer.root not in self.roots:
             self.roots.append(pointer.root)
+        self._param(pointer.offset)
         return pointer
 
     def _view_pointer(self, expr):
@@ -211,17 +316,17 @@ class _Planner:
                 return self._root(expr.id)
             if _is_call(expr, None, "as_strided") and len(expr.args) == 2:
                 source = self._root(expr.func.value.id)
-                return source.view(*(_static(ast.literal_eval(a)) for a in expr.args))
+                return source.view(*(self._values(a) for a in expr.args))
             if _is_call(expr, "torch", "as_strided") and len(expr.args) == 4:
                 offset = expr.args[3]
                 if not (isinstance(offset, ast.BinOp) and isinstance(offset.op, ast.Add) and
                         _is_call(offset.left, ast.unparse(expr.args[0]), "storage_offset")):
                     return None
                 source = self._view_pointer(expr.args[0])
-                sizes, strides = (_static(ast.literal_eval(a)) for a in expr.args[1:3])
+                sizes, strides = (self._values(a) for a in expr.args[1:3])
                 return source and source.view(sizes, strides,
-                                              _static([ast.literal_eval(offset.right)])[0])
-        except (NotNative, ValueError):
+                                              self._value(ast.unparse(offset.right)))
+        except NotNative:
             return None
         return None
 
@@ -229,13 +334,16 @@ class _Planner:
     def _kernel(self, call):
         name = call.func.attr
         types = self.kernel_types.get(name)
-        if types is None or len(types) != len(call.args) or call.keywords or \
-                not all(_is_call(arg, None, "data_ptr") for arg in call.args):
+        if types is None or call.keywords or len(call.args) < len(types) or \
+                not all(_is_call(arg, None, "data_ptr") for arg in call.args[:len(types)]) or \
+                not all(isinstance(arg, ast.Name) and arg.id in self.ints
+                        for arg in call.args[len(types):]):
             raise NotNative(f"call `{ast.unparse(call)}`")
-        pointers = [self._pointer(arg.func.value) for arg in call.args]
+        pointers = [self._pointer(arg.func.value) for arg in call.args[:len(types)]]
         arguments = [f"reinterpret_cast<{ctype}>({p.at()})" for ctype, p in zip(types, pointers)]
+        arguments += [self._param(_symbol(arg.id)).name for arg in call.args[len(types):]]
         if name not in self.local_kernels and name not in self.external:
-            self.external.append(name)
+            self.external[name] = types + ["int64_t"] * (len(call.args) - len(types))
         function = name if name in self.local_kernels else f"{name}_pointer"
         self.steps.append(f"{function}({', '.join(arguments)});")
 
@@ -254,8 +362,10 @@ class _Planner:
         operands = [self._address(arg) for arg in call.args]
         bias = operands.pop(0) if op == "Addmm" else None
         out = self._address(keywords["out"]) if "out" in keywords else self._root(name)
-        step = _product_call(op, *operands, bias, out)
-        if op != "Bmm" and gemm.library_for(*((p.sizes, p.strides) for p in operands),
+        step, numbers = _product_call(op, *operands, bias, out, self._proven)
+        if self._hint(sympy.Mul(*numbers[:4])) > NATIVE_PRODUCT_MAX_WORK:
+            raise NotNative(f"a {op} of {'x'.join(map(str, numbers[:4]))}")
+        if op != "Bmm" and gemm.library_for(*(self._hinted(p) for p in operands),
                                             bias is not None) != "aten":
             raise NotNative(f"gemm.py takes oneDNN's product for a {op} of {operands[0].sizes}"
                             f" and {operands[1].sizes}")
@@ -265,6 +375,8 @@ class _Planner:
         for pointer in [bias, *operands, out]:
             if pointer is not None:
                 self._use(pointer)
+        for number in numbers:
+            self._param(number)
         self.steps.append(step)
         self.products = True
         if "out" in keywords:
@@ -272,24 +384,31 @@ class _Planner:
             self.pending[name] = ast.Assign([ast.Name(name, ast.Store())], keywords["out"],
                                             lineno=0)
 
+    def _hinted(self, pointer):
+        """`pointer`'s (sizes, strides) at the traced sizes."""
+        return tuple(tuple(self._hint(v) for v in values)
+                     for values in (pointer.sizes, pointer.strides))
+
     # ---- the rewritten wrapper ----
     def _close_segment(self):
         if self.steps:
             function = f"graph_entry_{len(self.segments)}"
-            arguments = ", ".join(f"{root}.data_ptr()" for root in self.roots)
+            arguments = ", ".join([f"{root}.data_ptr()" for root in self.roots] + self.params)
             self.body.append(ast.parse(f"kernels.{function}({arguments})").body[0])
-            self.segments.append((function, list(self.roots), list(self.steps)))
-        self.steps, self.roots, self.segment_bytes = [], [], 0
+            self.segments.append((function, list(self.roots), list(self.params),
+                                  list(self.steps)))
+        self.steps, self.roots, self.params, self.segment_bytes = [], [], [], 0
 
     def finish(self, tree, call):
-        if not any(len(steps) > 1 for _, _, steps in self.segments):
+        if not any(len(steps) > 1 for *_, steps in self.segments):
             raise NotNative("no two native steps in a row: one native call saves nothing")
         call.body = self._with_frees(self.body)
         python = ast.unparse(ast.fix_missing_locations(tree))
         source = render("graph_entry.cpp.j2", segments=self.segments, products=self.products,
-                        external=[(name, self.kernel_types[name]) for name in self.external])
+                        external=list(self.external.items()))
         return NativeEntry(f"{_HEADER}\n{python}\n", source,
-                           {function: len(roots) for function, roots, _ in self.segments},
+                           {function: (len(roots), len(params))
+                            for function, roots, params, _ in self.segments},
                            self.products, list(self.external))
 
     def _with_frees(self, body):
@@ -314,47 +433,74 @@ class _Planner:
         return result
 
 
-def _product_call(op, a, b, bias, out):
+def _product_call(op, a, b, bias, out, proven):
     """A call of graph_entry.cpp.j2's `product` computing out = a @ b (+ bias), batched for
-    Bmm, or NotNative when an operand's layout or the size is outside what it takes."""
+    Bmm, and the numbers it passes, sizes (batch, m, n, k) first; NotNative when a layout is
+    outside what it takes. `proven(e)`: whether e >= 0 for every value of its variables."""
     if not (a.dtype == b.dtype == out.dtype == torch.float32) or \
             (bias is not None and bias.dtype != torch.float32):
         raise NotNative(f"a {op} of {a.dtype} and {b.dtype}")
     batched = op == "Bmm"
-    batch = a.sizes[0] if batched else 1
+    batch = a.sizes[0] if batched else sympy.Integer(1)
     m, k = a.sizes[-2:]
     n = b.sizes[-1]
-    if min(batch, m, n, k) <= 0 or batch * m * n * k > NATIVE_PRODUCT_MAX_WORK:
-        raise NotNative(f"a {op} of {batch}x{m}x{n}x{k}")
-    (a_t, lda), (b_t, ldb) = _matrix(a), _matrix(b)
-    c_t, ldc = _matrix(out)
-    if c_t or (batched and out.strides[0] < m * ldc and batch > 1):
+    sizes = (batch, m, n, k)
+    if any(size.is_Integer and size <= 0 for size in sizes):
+        raise NotNative(f"a {op} of {'x'.join(map(str, sizes))}")
+    (a_t, lda), (b_t, ldb) = _matrix(a, proven), _matrix(b, proven)
+    c_t, ldc = _matrix(out, proven)
+    if c_t or (batched and not _equal(batch, 1) and not proven(out.strides[0] - m * ldc)):
         raise NotNative(f"a {op} result in layout {out.strides}")
-    if bias is not None and (bias.sizes != (n,) or (bias.strides != (1,) and n > 1)):
+    if bias is not None and (not _equal(bias.sizes[0], n) or len(bias.sizes) != 1 or
+                             not (_equal(bias.strides[0], 1) or _equal(n, 1))):
         raise NotNative(f"an Addmm bias of layout {bias.sizes}, {bias.strides}")
     steps = [s[0] if batched else 0 for s in (a.strides, b.strides, out.strides)]
     bias_pointer = f"reinterpret_cast<const float*>({bias.at()})" if bias else "nullptr"
-    return (f"product({batch}, {m}, {n}, {k}, reinterpret_cast<const float*>({a.at()}), "
-            f"{str(a_t).lower()}, {lda}, {steps[0]}, reinterpret_cast<const float*>({b.at()}), "
-            f"{str(b_t).lower()}, {ldb}, {steps[1]}, {bias_pointer}, "
-            f"reinterpret_cast<float*>({out.at()}), {ldc}, {steps[2]});")
+    return (f"product({_cpp(batch)}, {_cpp(m)}, {_cpp(n)}, {_cpp(k)}, "
+            f"reinterpret_cast<const float*>({a.at()}), {str(a_t).lower()}, {_cpp(lda)}, "
+            f"{_cpp(steps[0])}, reinterpret_cast<const float*>({b.at()}), "
+            f"{str(b_t).lower()}, {_cpp(ldb)}, {_cpp(steps[1])}, {bias_pointer}, "
+            f"reinterpret_cast<float*>({out.at()}), {_cpp(ldc)}, {_cpp(steps[2])});"), \
+        (*sizes, lda, ldb, ldc, *steps)
 
 
-def _matrix(pointer):
+def _matrix(pointer, proven):
     """(transposed, leading dimension) of the last two dims of `pointer` as a BLAS operand:
-    rows in memory (row-major) or columns (transposed); NotNative for any other layout."""
+    rows in memory (row-major) or columns (transposed); NotNative for any other layout, or
+    one that is either only for some values of the size variables."""
     (rows, columns), (row_stride, column_stride) = pointer.sizes[-2:], pointer.strides[-2:]
-    if (column_stride == 1 or columns == 1) and (rows == 1 or row_stride >= max(columns, 1)):
-        ld = row_stride if rows > 1 else max(columns, 1)
+    if (_equal(column_stride, 1) or _equal(columns, 1)) and \
+            (_equal(rows, 1) or proven(row_stride - columns)):
+        ld = columns if _equal(rows, 1) else row_stride
         transposed = False
-    elif (row_stride == 1 or rows == 1) and (columns == 1 or column_stride >= max(rows, 1)):
-        ld = column_stride if columns > 1 else max(rows, 1)
+    elif (_equal(row_stride, 1) or _equal(rows, 1)) and \
+            (_equal(columns, 1) or proven(column_stride - rows)):
+        ld = rows if _equal(columns, 1) else column_stride
         transposed = True
     else:
         raise NotNative(f"a matrix operand of layout {pointer.sizes}, {pointer.strides}")
-    if ld > INT_MAX:
+    if ld.is_Integer:  # a symbolic one that is 0 at run time, the product raises to 1
+        ld = max(ld, sympy.Integer(1))
+    if ld.is_Integer and ld > INT_MAX:
         raise NotNative(f"a leading dimension of {ld}")
     return transposed, ld
+
+
+def _equal(a, b):
+    return sympy.expand(a - b) == 0
+
+
+def _cpp(value):
+    """An int or a polynomial in size variables as C++ (the entry's int64 parameters)."""
+    value = sympy.sympify(value)
+    return str(int(value)) if value.is_Integer else cpp_expr(value)
+
+
+def _symbol(name):
+    return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+_INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 
 
 def _is_view(expr):
@@ -373,19 +519,9 @@ def _names(node):
 
 
 def _allocation(name, sizes, strides, dtype):
-    return (f"{name} = torch.empty_strided({tuple(_static(sizes))}, {tuple(_static(strides))}, "
-            f"dtype={dtype})")
-
-
-def _static(values):
-    """`values` as Python ints; NotNative for a symbolic one."""
-    result = []
-    for value in values:
-        value = sympy.sympify(value)
-        if not value.is_Integer:
-            raise NotNative(f"symbolic size {value}")
-        result.append(int(value))
-    return result
+    def python(values):
+        return f"({', '.join(py_expr(v) for v in values)}{',' if len(values) == 1 else ''})"
+    return f"{name} = torch.empty_strided({python(sizes)}, {python(strides)}, dtype={dtype})"
 
 
 def _is_call(node, owner, method=None):

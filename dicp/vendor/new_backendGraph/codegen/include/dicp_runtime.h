@@ -2,10 +2,12 @@
 // Half types are stored as 16-bit patterns and computed in float.
 #ifndef DICP_RUNTIME_H
 #define DICP_RUNTIME_H
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
