@@ -241,7 +241,7 @@ def _shape_env_fingerprint(fake_mode) -> str:
 
 def size_hints(fake_mode) -> dict:
     """Size variable name -> (the value the graph was traced with, the least value its guards
-    allow); none without a shape env."""
+    allow, None if it may be negative); none without a shape env."""
     env = getattr(fake_mode, "shape_env", None)
     if env is None:
         return {}
@@ -249,8 +249,8 @@ def size_hints(fake_mode) -> dict:
     for symbol, value in _example_values(env).items():
         lower = getattr(env.var_to_range.get(symbol), "lower", None)
         if getattr(value, "is_integer", False) or isinstance(value, int):
-            hints[str(symbol)] = (int(value), int(lower) if getattr(lower, "is_integer", False)
-                                  and lower.is_finite else 0)
+            known = getattr(lower, "is_integer", False) and lower.is_finite and lower >= 0
+            hints[str(symbol)] = (int(value), int(lower) if known else None)
     return hints
 
 

@@ -209,6 +209,8 @@ class _Planner:
         except (sympy.SympifyError, SyntaxError, TypeError):
             raise NotNative(f"size {source}") from None
         symbols = expr.free_symbols
+        if any(self._least(s) is None for s in symbols):  # a traced value, never negative
+            raise NotNative(f"size {source}")
         expr = expr.xreplace({s: _symbol(s.name) for s in symbols})
         expr = self._from_least(self._to_least(expr)).expand()
         if expr.is_Integer:
@@ -219,7 +221,8 @@ class _Planner:
         return expr
 
     def _least(self, symbol):
-        return self.hints.get(symbol.name, (None, 0))[1]
+        """The least value of size variable `symbol`, None if unknown or negative."""
+        return self.hints.get(symbol.name, (None, None))[1]
 
     def _to_least(self, expr):
         """`expr` with each variable s written as its least value plus a variable >= 0."""
