@@ -24,8 +24,9 @@ dicp_config.declare("bounds_check", dicp_config.Flag(), False,
                     "buffer and element (slower; part of the cache key)", owner=OWNER)
 dicp_config.declare("native_entry", dicp_config.Flag(), True,
                     "run each run of kernels and small float32 matrix products between a "
-                    "static-shape graph's Python steps (fallbacks, library calls) from one "
-                    "generated C++ function; off: a Python call per kernel",
+                    "graph's Python steps (fallbacks, library calls) from one generated C++ "
+                    "function, symbolic sizes passed to it as int64; off: a Python call per "
+                    "kernel",
                     owner=OWNER)
 
 # Composite ops decomposed into the vocabulary before conversion (on top of torch's core
