@@ -65,21 +65,30 @@ def test_batched_products_match_eager(dumps, batch, length):
     assert NATIVE in wrappers(dumps)
 
 
+def _mlp_params(generator):
+    return [torch.randn(12, 10, generator=generator) / 3, torch.randn(12, generator=generator),
+            torch.randn(5, 12, generator=generator) / 3]
+
+
+def _assert_mlp_gradients_match_eager(fn, x, params):
+    """The gradients of mlp's parameters through `fn` are eager's."""
+    results = []
+    for f in (mlp, fn):
+        leaves = [p.clone().requires_grad_() for p in params]
+        f(x, *leaves).square().sum().backward()
+        results.append([p.grad for p in leaves])
+    for got, want in zip(*reversed(results)):
+        torch.testing.assert_close(got, want)
+
+
 @pytest.mark.parametrize("rows", [1, 7, 8])
 def test_training_step_gradients_match_eager(dumps, rows):
     """Forward and backward graphs (the backward reads saved activations and transposed
     weights) run natively and give eager's gradients."""
     generator = torch.Generator().manual_seed(rows)
-    params = [torch.randn(12, 10, generator=generator) / 3, torch.randn(12, generator=generator),
-              torch.randn(5, 12, generator=generator) / 3]
-    x = torch.randn(rows, 10, generator=generator)
-    results = []
-    for fn in (mlp, compiled(mlp)):
-        leaves = [p.clone().requires_grad_() for p in params]
-        fn(x, *leaves).square().sum().backward()
-        results.append([p.grad for p in leaves])
-    for got, want in zip(*reversed(results)):
-        torch.testing.assert_close(got, want)
+    params = _mlp_params(generator)
+    _assert_mlp_gradients_match_eager(compiled(mlp), torch.randn(rows, 10, generator=generator),
+                                      params)
     assert wrappers(dumps).count(NATIVE) == 2
 
 
@@ -219,18 +228,9 @@ def test_products_with_symbolic_sizes_equal_eager_bit_for_bit(dumps, a_t, b_t):
 def test_symbolic_training_step_gradients_match_eager(dumps):
     """Forward and backward of a dynamic-shape graph run natively at each batch size."""
     generator = torch.Generator().manual_seed(11)
-    params = [torch.randn(12, 10, generator=generator) / 3, torch.randn(12, generator=generator),
-              torch.randn(5, 12, generator=generator) / 3]
-    fn = compiled(mlp, dynamic=True)
+    params, fn = _mlp_params(generator), compiled(mlp, dynamic=True)
     for rows in (3, 8, 5):
-        x = torch.randn(rows, 10, generator=generator)
-        results = []
-        for f in (mlp, fn):
-            leaves = [p.clone().requires_grad_() for p in params]
-            f(x, *leaves).square().sum().backward()
-            results.append([p.grad for p in leaves])
-        for got, want in zip(*reversed(results)):
-            torch.testing.assert_close(got, want)
+        _assert_mlp_gradients_match_eager(fn, torch.randn(rows, 10, generator=generator), params)
     assert wrappers(dumps).count(NATIVE) == 2
 
 
