@@ -144,7 +144,7 @@ def test_other_graphs_keep_a_call_per_kernel_and_match_eager(dumps, monkeypatch,
     """Where no two steps in a row are the entry's to run (a product for gemm.py to time or
     that BLAS sgemm does not compute, products when DICP_GEMM_LIBRARY=onednn) the wrapper
     keeps its call per kernel."""
-    fn, dynamic = _large_product, False
+    fn = _large_product
     a, b = torch.randn(5, 7), torch.randn(7, 3)
     if case == "large product":
         a, b = torch.randn(256, 256) / 4, torch.randn(256, 256) / 16
@@ -152,7 +152,7 @@ def test_other_graphs_keep_a_call_per_kernel_and_match_eager(dumps, monkeypatch,
         fn, a, b = _double_product, a.double(), b.double()
     else:
         monkeypatch.setenv("DICP_GEMM_LIBRARY", "onednn")
-    torch.testing.assert_close(compiled(fn, dynamic)(a, b), fn(a, b), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(compiled(fn)(a, b), fn(a, b), atol=1e-4, rtol=1e-4)
     assert NATIVE not in wrappers(dumps) and "kernels.kernel_0(" in wrappers(dumps)
 
 

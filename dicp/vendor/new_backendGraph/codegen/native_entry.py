@@ -173,9 +173,8 @@ class _Planner:
     def _int_binding(self, node, name, value):
         """A size variable. Arithmetic on ints is evaluated where it stands, before the call
         of the open segment, which may read it; reading a tensor's size ends the segment."""
-        if any(isinstance(n, ast.Call) for n in ast.walk(value)) and \
-                not all(isinstance(n.func, ast.Name) for n in ast.walk(value)
-                        if isinstance(n, ast.Call)):
+        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               for n in ast.walk(value)):  # x.size(0): x may be a view not yet bound
             self._python(node)
         else:
             self.body.append(node)
@@ -407,7 +406,9 @@ class _Planner:
             raise NotNative("no two native steps in a row: one native call saves nothing")
         call.body = self._with_frees(self.body)
         python = ast.unparse(ast.fix_missing_locations(tree))
-        source = render("graph_entry.cpp.j2", segments=self.segments, products=self.products,
+        signatures = [(function, [f"char* {r}" for r in roots] + [f"int64_t {p}" for p in params],
+                       steps) for function, roots, params, steps in self.segments]
+        source = render("graph_entry.cpp.j2", segments=signatures, products=self.products,
                         external=list(self.external.items()))
         return NativeEntry(f"{_HEADER}\n{python}\n", source,
                            {function: (len(roots), len(params))
@@ -482,9 +483,7 @@ def _matrix(pointer, proven):
         transposed = True
     else:
         raise NotNative(f"a matrix operand of layout {pointer.sizes}, {pointer.strides}")
-    if ld.is_Integer:  # a symbolic one that is 0 at run time, the product raises to 1
-        ld = max(ld, sympy.Integer(1))
-    if ld.is_Integer and ld > INT_MAX:
+    if ld.is_Integer and ld > INT_MAX:  # (the product raises one below 1 to 1)
         raise NotNative(f"a leading dimension of {ld}")
     return transposed, ld
 
