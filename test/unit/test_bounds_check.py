@@ -65,6 +65,50 @@ def test_load_outside_storage_names_graph_kernel_buffer_and_element(checked):
         call([bad])
 
 
+def product_then_add(graph, x, w):
+    return graph.call_function(ops.Add, (graph.call_function(ops.Mm, (x, w)), 1.0))
+
+
+def add_then_product(graph, x, w):
+    return graph.call_function(ops.Mm, (graph.call_function(ops.Add, (x, 1.0)), w))
+
+
+def test_a_native_entry_checks_its_products_operands(checked):
+    """The product and the kernel run in one native entry; its operands' spans are checked
+    against their storage before sgemm_ runs, as a kernel's accesses are."""
+    x, w = torch.randn(3, 4), torch.randn(4, 5)
+    call, graph_name = vendor_graph(product_then_add, x, w)
+    torch.testing.assert_close(call([x, w])[0], x @ w + 1)
+    # built for 3 rows, called with 1: the product's last row of x ends at element 11
+    with pytest.raises(BoundsError, match=rf"{graph_name} graph_entry_0: product 0 of this "
+                                          rf"entry, operand a 11, outside \[0, 4\)"):
+        call([torch.randn(1, 4), w])
+
+
+def rows_after_the_first_product_then_add(graph, x, w):
+    rows = graph.call_function(ops.Slice, (x, 0, 1, 4, 1))
+    return product_then_add(graph, rows, w)
+
+
+def test_a_native_entry_checks_an_operand_at_an_offset_against_what_follows_it(checked):
+    x, w = torch.randn(4, 4), torch.randn(4, 5)
+    call, graph_name = vendor_graph(rows_after_the_first_product_then_add, x, w)
+    torch.testing.assert_close(call([x, w])[0], x[1:] @ w + 1)
+    # 3 rows from row 1 of a 3-row x: 12 elements from element 4, of which 8 are its storage
+    with pytest.raises(BoundsError, match=rf"{graph_name} graph_entry_0: product 0 of this "
+                                          rf"entry, operand a 11, outside \[-4, 8\)"):
+        call([torch.randn(3, 4), w])
+
+
+def test_a_native_entry_passes_its_kernels_their_extents(checked):
+    x, w = torch.randn(6, 4)[2:], torch.randn(4, 5)  # x: storage from 8 elements before it
+    call, graph_name = vendor_graph(add_then_product, x, w)
+    torch.testing.assert_close(call([x, w])[0], (x + 1) @ w)
+    with pytest.raises(BoundsError, match=rf"{graph_name} graph_entry_0: load of buffer arg0 "
+                                          rf"at element 4, outside \[0, 4\)"):
+        call([torch.randn(1, 4), w])
+
+
 def test_load_inside_storage_of_a_view_is_allowed(checked):
     base = torch.randn(6, 4)
     view = base[3:]                     # storage offset 12: rows before it are its storage

@@ -28,13 +28,14 @@ def error_reader(library):
     return reader
 
 
-def checked(kernel, where, reader):
-    """`kernel` raising BoundsError after any call that accessed memory out of bounds."""
+def checked(kernel, where, readers):
+    """`kernel` raising BoundsError after any call that accessed memory out of bounds, as
+    any of `readers` (the libraries whose code it runs) recorded."""
     def call(*args):
         kernel(*args)
-        message = reader()
-        if message:
-            raise BoundsError(f"{where}: {message.decode()} (a buffer's elements count from its "
-                              f"data pointer over its storage; DICP_DEBUG=1 dumps the kernel "
-                              f"source)")
+        messages = [message for message in (reader() for reader in readers) if message]
+        if messages:
+            raise BoundsError(f"{where}: {messages[0].decode()} (a buffer's elements count "
+                              f"from its data pointer over its storage; DICP_DEBUG=1 dumps "
+                              f"the kernel source)")
     return call

@@ -165,19 +165,23 @@ def _runs(command) -> bool:
 
 class KernelTable:
     """Attribute access to the kernels of a graph's built libraries, with their ctypes
-    signatures."""
+    signatures. Built with bounds checks, each raises BoundsError after a call that accessed
+    memory outside a buffer; an entry (`entries`) runs kernels of every library, so it reads
+    all their records."""
 
-    def __init__(self, libraries, signatures, graph_name):
-        for library in libraries:
-            reader = bounds.error_reader(library)
+    def __init__(self, libraries, signatures, graph_name, entries=()):
+        readers = [bounds.error_reader(library) for library in libraries]
+        for library, reader in zip(libraries, readers):
             for name, (pointers, symbols) in signatures.items():
                 fn = getattr(library, name, None)
                 if fn is None:  # in another of the graph's libraries
                     continue
                 fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int64] * symbols
                 fn.restype = None
-                setattr(self, name, fn if reader is None else
-                        bounds.checked(fn, f"{graph_name} {name}", reader))
+                recorders = [r for r in readers if r is not None] if name in entries else \
+                    [reader] if reader is not None else []
+                setattr(self, name, bounds.checked(fn, f"{graph_name} {name}", recorders)
+                        if recorders else fn)
         missing = [name for name in signatures if not hasattr(self, name)]
         if missing:
             raise AttributeError(f"{graph_name}: kernels {missing} are in none of its libraries")
@@ -228,7 +232,8 @@ def compile_job(generated, ctx):
     kernels = None
     if names:
         libraries = load_artifacts([build_spec(generated.files[name]) for name in names])
-        kernels = KernelTable(libraries, signatures, generated.name)
+        kernels = KernelTable(libraries, signatures, generated.name,
+                              entry["functions"] if entry is not None else ())
         if entry is not None:
             _connect_entry(libraries, libraries[names.index(entry["source"])], entry,
                            generated.name)

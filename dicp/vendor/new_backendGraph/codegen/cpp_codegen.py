@@ -514,16 +514,17 @@ class CppCodegen(GraphCodegenBase):
 
     def _native_entry(self, wrapper_source, sources):
         """Native entries running the wrapper's kernels and products (native_entry.py), in
-        the graph's last source, or None: switched off, bounds checks on, no kernels, or no
-        two steps in a row the entries can run."""
-        if not config.native_entry() or self.bounds_check or not sources:
+        the graph's last source, or None: switched off, no kernels, or no two steps in a row
+        the entries can run."""
+        if not config.native_entry() or not sources:
             return None
         first_local = KERNELS_PER_SOURCE * (len(sources) - 1)
         local = {f"kernel_{i}" for i in range(first_local, len(self.kernels))}
         try:
             return plan_native_entry(wrapper_source, self.wrapper.layouts,
                                      {**self.input_dtypes, **self.wrapper.dtypes},
-                                     self.kernel_types, local, size_hints(self.ctx.fake_mode))
+                                     self.kernel_types, local, size_hints(self.ctx.fake_mode),
+                                     self.bounds_check)
         except NotNative as reason:
             log.debug("%s keeps a call per kernel: %s", self.ctx.graph_name, reason)
             return None

@@ -74,18 +74,21 @@ class NativeEntry:
                           # loader passes (dicp_set_kernels), in that order
 
 
-def plan(wrapper_source, layouts, dtypes, kernel_types, local_kernels, hints=None):
+def plan(wrapper_source, layouts, dtypes, kernel_types, local_kernels, hints=None,
+         bounds_check=False):
     """The native entries for `wrapper_source`, or NotNative raised with the reason.
     `layouts`/`dtypes`: wrapper variable -> (sizes, strides) / dtype of the tensors it holds;
     `kernel_types`: kernel -> the C++ types of its pointer parameters; `local_kernels`: those
     defined in the source the entries join; `hints`: size variable name -> (its traced value,
-    the least value the graph's guards allow it)."""
+    the least value the graph's guards allow it). `bounds_check`: the kernels were built with
+    DICP_BOUNDS_CHECK; the entries then take each root's storage extent, pass the kernels
+    theirs, and check every product's operands against theirs."""
     try:
         tree = ast.parse(wrapper_source)
     except SyntaxError:
         raise NotNative("the wrapper is not Python (an injected fault)") from None
     call = next(node for node in tree.body if isinstance(node, ast.FunctionDef))
-    planner = _Planner(layouts, dtypes, kernel_types, local_kernels, hints or {})
+    planner = _Planner(layouts, dtypes, kernel_types, local_kernels, hints or {}, bounds_check)
     for statement in call.body:
         planner.statement(statement)
     return planner.finish(tree, call)
@@ -96,9 +99,9 @@ class _Planner:
     segment, a run of steps one entry function makes; any other statement stays Python and
     closes the segment before it. Views are only pointers until Python needs them."""
 
-    def __init__(self, layouts, dtypes, kernel_types, local_kernels, hints):
+    def __init__(self, layouts, dtypes, kernel_types, local_kernels, hints, bounds_check):
         self.layouts, self.dtypes, self.kernel_types = layouts, dtypes, kernel_types
-        self.local_kernels, self.hints = local_kernels, hints
+        self.local_kernels, self.hints, self.bounds_check = local_kernels, hints, bounds_check
         self.ints = set()    # wrapper variables holding Python ints (size variables)
         self.params = []     # the open segment's int parameters (size variables it reads)
         self.pointers = {}   # wrapper variable -> Pointer (None: only Python knows it)
@@ -336,18 +339,33 @@ class _Planner:
     def _kernel(self, call):
         name = call.func.attr
         types = self.kernel_types.get(name)
-        if types is None or call.keywords or len(call.args) < len(types) or \
-                not all(_is_call(arg, None, "data_ptr") for arg in call.args[:len(types)]) or \
-                not all(isinstance(arg, ast.Name) and arg.id in self.ints
-                        for arg in call.args[len(types):]):
+        if types is None or call.keywords:
             raise NotNative(f"call `{ast.unparse(call)}`")
-        pointers = [self._pointer(arg.func.value) for arg in call.args[:len(types)]]
+        pointer_args, size_args = call.args[:len(types)], call.args[len(types):]
+        if self.bounds_check:  # the extents come last: `*storage_extent(x)` for each pointer
+            size_args, extent_args = size_args[:-len(types)], size_args[-len(types):]
+            if len(extent_args) != len(types) or not all(
+                    _is_extent_of(e, p) for e, p in zip(extent_args, pointer_args)):
+                raise NotNative(f"call `{ast.unparse(call)}` without its storage extents")
+        if not all(_is_call(arg, None, "data_ptr") for arg in pointer_args) or \
+                not all(isinstance(arg, ast.Name) and arg.id in self.ints for arg in size_args):
+            raise NotNative(f"call `{ast.unparse(call)}`")
+        pointers = [self._pointer(arg.func.value) for arg in pointer_args]
         arguments = [f"reinterpret_cast<{ctype}>({p.at()})" for ctype, p in zip(types, pointers)]
-        arguments += [self._param(_symbol(arg.id)).name for arg in call.args[len(types):]]
+        arguments += [self._param(_symbol(arg.id)).name for arg in size_args]
+        if self.bounds_check:
+            arguments += [bound for p in pointers for bound in self._extent(p)]
         if name not in self.local_kernels and name not in self.external:
-            self.external[name] = types + ["int64_t"] * (len(call.args) - len(types))
+            self.external[name] = types + ["int64_t"] * (len(arguments) - len(types))
         function = name if name in self.local_kernels else f"{name}_pointer"
         self.steps.append(f"{function}({', '.join(arguments)});")
+
+    def _extent(self, pointer):
+        """C++ for [lo, hi): the elements of `pointer`'s storage around it, from its root's
+        extent, which the entry takes after its size variables (`lo_<root>`, `hi_<root>`)."""
+        elements = sympy.expand(sympy.sympify(pointer.offset) / pointer.dtype.itemsize)
+        shift = "" if elements == 0 else f" - ({_cpp(elements)})"
+        return tuple(f"{bound}_{pointer.root}{shift}" for bound in ("lo", "hi"))
 
     # ---- products ----
     def _product(self, name, call):
@@ -364,7 +382,7 @@ class _Planner:
         operands = [self._address(arg) for arg in call.args]
         bias = operands.pop(0) if op == "Addmm" else None
         out = self._address(keywords["out"]) if "out" in keywords else self._root(name)
-        step, numbers = _product_call(op, *operands, bias, out, self._proven)
+        step, numbers, matrices = _product_call(op, *operands, bias, out, self._proven)
         if self._hint(sympy.Mul(*numbers[:4])) > NATIVE_PRODUCT_MAX_WORK:
             raise NotNative(f"a {op} of {'x'.join(map(str, numbers[:4]))}")
         if op != "Bmm" and gemm.library_for(*(self._hinted(p) for p in operands),
@@ -379,12 +397,23 @@ class _Planner:
                 self._use(pointer)
         for number in numbers:
             self._param(number)
+        if self.bounds_check:
+            step = self._checked_product(step, matrices)
         self.steps.append(step)
         self.products = True
         if "out" in keywords:
             self.pointers[name] = out
             self.pending[name] = ast.Assign([ast.Name(name, ast.Store())], keywords["out"],
                                             lineno=0)
+
+    def _checked_product(self, step, matrices):
+        """`step`, run only when every element each operand spans lies in its storage (the
+        first one outside is reported, as a kernel's access is)."""
+        site = f"product {sum('product(' in s for s in self.steps)} of this entry, operand"
+        checks = [f"matrix_in_bounds({', '.join(_cpp(v) for v in shape)}, "
+                  f"{str(transposed).lower()}, {', '.join(self._extent(pointer))}, "
+                  f"\"{site} {role}\")" for role, pointer, transposed, shape in matrices]
+        return f"if ({' & '.join(checks)}) {step}"
 
     def _hinted(self, pointer):
         """`pointer`'s (sizes, strides) at the traced sizes."""
@@ -395,7 +424,9 @@ class _Planner:
     def _close_segment(self):
         if self.steps:
             function = f"graph_entry_{len(self.segments)}"
-            arguments = ", ".join([f"{root}.data_ptr()" for root in self.roots] + self.params)
+            extents = [f"*storage_extent({root})" for root in self.roots if self.bounds_check]
+            arguments = ", ".join([f"{root}.data_ptr()" for root in self.roots] + self.params +
+                                  extents)
             self.body.append(ast.parse(f"kernels.{function}({arguments})").body[0])
             self.segments.append((function, list(self.roots), list(self.params),
                                   list(self.steps)))
@@ -406,14 +437,20 @@ class _Planner:
             raise NotNative("no two native steps in a row: one native call saves nothing")
         call.body = self._with_frees(self.body)
         python = ast.unparse(ast.fix_missing_locations(tree))
-        signatures = [(function, [f"char* {r}" for r in roots] + [f"int64_t {p}" for p in params],
-                       steps) for function, roots, params, steps in self.segments]
+        signatures = [(function, [f"char* {r}" for r in roots] + [f"int64_t {p}" for p in params]
+                       + self._extent_parameters(roots), steps)
+                      for function, roots, params, steps in self.segments]
         source = render("graph_entry.cpp.j2", segments=signatures, products=self.products,
-                        external=list(self.external.items()))
+                        external=list(self.external.items()), bounds_check=self.bounds_check)
         return NativeEntry(f"{_HEADER}\n{python}\n", source,
-                           {function: (len(roots), len(params))
-                            for function, roots, params, _ in self.segments},
+                           {function: (len(roots), len(params) + len(self._extent_parameters(
+                               roots))) for function, roots, params, _ in self.segments},
                            self.products, list(self.external))
+
+    def _extent_parameters(self, roots):
+        if not self.bounds_check:
+            return []
+        return [f"int64_t {bound}_{root}" for root in roots for bound in ("lo", "hi")]
 
     def _with_frees(self, body):
         """`body` with `del` of each variable it binds after the last statement naming it
@@ -439,8 +476,9 @@ class _Planner:
 
 def _product_call(op, a, b, bias, out, proven):
     """A call of graph_entry.cpp.j2's `product` computing out = a @ b (+ bias), batched for
-    Bmm, and the numbers it passes, sizes (batch, m, n, k) first; NotNative when a layout is
-    outside what it takes. `proven(e)`: whether e >= 0 for every value of its variables."""
+    Bmm, the numbers it passes, sizes (batch, m, n, k) first, and the operands' spans (for
+    bounds checks); NotNative when a layout is outside what it takes. `proven(e)`: whether
+    e >= 0 for every value of its variables."""
     if not (a.dtype == b.dtype == out.dtype == torch.float32) or \
             (bias is not None and bias.dtype != torch.float32):
         raise NotNative(f"a {op} of {a.dtype} and {b.dtype}")
@@ -459,13 +497,19 @@ def _product_call(op, a, b, bias, out, proven):
                              not (_equal(bias.strides[0], 1) or _equal(n, 1))):
         raise NotNative(f"an Addmm bias of layout {bias.sizes}, {bias.strides}")
     steps = [s[0] if batched else 0 for s in (a.strides, b.strides, out.strides)]
+    # (role, pointer, transposed, (batch, rows, columns, ld, step)): the elements each spans
+    matrices = [("a", a, a_t, (batch, m, k, lda, steps[0])),
+                ("b", b, b_t, (batch, k, n, ldb, steps[1])),
+                ("out", out, False, (batch, m, n, ldc, steps[2]))]
+    if bias is not None:
+        matrices.append(("bias", bias, False, (1, 1, n, n, 0)))
     bias_pointer = f"reinterpret_cast<const float*>({bias.at()})" if bias else "nullptr"
     return (f"product({_cpp(batch)}, {_cpp(m)}, {_cpp(n)}, {_cpp(k)}, "
             f"reinterpret_cast<const float*>({a.at()}), {str(a_t).lower()}, {_cpp(lda)}, "
             f"{_cpp(steps[0])}, reinterpret_cast<const float*>({b.at()}), "
             f"{str(b_t).lower()}, {_cpp(ldb)}, {_cpp(steps[1])}, {bias_pointer}, "
             f"reinterpret_cast<float*>({out.at()}), {_cpp(ldc)}, {_cpp(steps[2])});"), \
-        (*sizes, lda, ldb, ldc, *steps)
+        (*sizes, lda, ldb, ldc, *steps), matrices
 
 
 def _matrix(pointer, proven):
@@ -513,6 +557,14 @@ def _is_view(expr):
         return len(expr.args) in (2, 3)
     return _is_call(expr, "torch", "as_strided") and len(expr.args) == 4 and \
         isinstance(expr.args[0], ast.Name)
+
+
+def _is_extent_of(extent, pointer):
+    """Whether `extent` is `*storage_extent(x)` for the `x.data_ptr()` of `pointer`."""
+    return isinstance(extent, ast.Starred) and isinstance(extent.value, ast.Call) and \
+        isinstance(extent.value.func, ast.Name) and extent.value.func.id == "storage_extent" \
+        and len(extent.value.args) == 1 and _is_call(pointer, None, "data_ptr") and \
+        ast.dump(extent.value.args[0]) == ast.dump(pointer.func.value)
 
 
 def _names(node):
