@@ -20,8 +20,9 @@ dicp_config.declare("chip_variant", dicp_config.Text(), "native",
 dicp_config.declare("cxx", dicp_config.Text(), "g++", "the C++ compiler", owner=OWNER)
 dicp_config.declare("bounds_check", dicp_config.Flag(), False,
                     "build kernels that check every load and store against its tensor's "
-                    "storage: an access outside raises `BoundsError` naming the graph, kernel, "
-                    "buffer and element (slower; part of the cache key)", owner=OWNER)
+                    "storage, and native entries that check each matrix product's operands: "
+                    "an access outside raises `BoundsError` naming the graph, kernel or "
+                    "product, buffer and element (slower; part of the cache key)", owner=OWNER)
 dicp_config.declare("native_entry", dicp_config.Flag(), True,
                     "run each run of kernels and small float32 matrix products between a "
                     "graph's Python steps (fallbacks, library calls) from one generated C++ "
