@@ -193,6 +193,25 @@ def test_kernels_of_other_sources_are_called_through_pointers(cold_cache):
     assert sum("dicp_set_kernels" in text for text in sources) == 1
 
 
+def many_inputs_chain(x, *inputs):
+    for w, y in zip(inputs[::2], inputs[1::2]):
+        x = x @ w + y
+    return x
+
+
+def test_an_entry_takes_no_more_arguments_than_ctypes_can_pass(dumps, monkeypatch):
+    """Each step here reads inputs no other step reads. With bounds checks an entry takes 3
+    arguments per tensor (its pointer and extent): one entry for all 180 products and adds
+    would take over 1024, more than a ctypes call can pass, so they are split."""
+    monkeypatch.setenv("DICP_BOUNDS_CHECK", "1")
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 4, generator=generator)
+    inputs = [torch.randn(4, 4, generator=generator) / 4 if i % 2 == 0 else
+              torch.randn(3, 4, generator=generator) for i in range(360)]
+    assert torch.equal(compiled(many_inputs_chain)(x, *inputs), many_inputs_chain(x, *inputs))
+    assert "kernels.graph_entry_1(" in wrappers(dumps)
+
+
 def test_a_product_gemm_py_gives_onednn_stays_python(dumps):
     """A product large enough for gemm.py to time oneDNN against ATen runs where that timing
     says (asked at planning): in the entry only when ATen's is the faster."""
