@@ -100,6 +100,13 @@ def _loop_nest(k, outer, sizes):
                        k.computed_symbols)
 
 
+# Lazy values inlined into one another, at most: each is a nested expression the kernel
+# builder walks recursively, and a chain of 400 adds (a sum over a list of tensors) passed
+# Python's recursion limit; under bounds checks its kernel also took more arguments than
+# ctypes can pass. A longer chain is written to memory every MAX_LAZY_DEPTH values.
+MAX_LAZY_DEPTH = 64
+
+
 def _fuses(user):
     return isinstance(user.target, Operator) and user.target.family != "library"
 
@@ -226,6 +233,7 @@ class CppCodegen(GraphCodegenBase):
         self.size_params, self.defined_size_params = {}, set()  # see KernelBuilder._hoist
         self.bounds_check = config.bounds_check()
         self.lazy_reductions = False  # whether any value so far is a LazyReduction
+        self._lazy_depths = {}  # node -> how many lazy values its value nests (_lazy_depth)
         self._matrices_read = []  # nodes the library call being emitted reads as matrices
         self._value_ranges = None
 
@@ -299,6 +307,13 @@ class CppCodegen(GraphCodegenBase):
                                       value.sizes[rows]])
         return [*strides[:rows], 1, strides[rows]]
 
+    def _lazy_depth(self, node):
+        """How many lazy values `node`'s value nests, itself included (MAX_LAZY_DEPTH)."""
+        inlined = [self._lazy_depths.get(arg, 1) for arg in node.all_input_nodes
+                   if type(self.env.get(arg)) is Pointwise]
+        depth = self._lazy_depths[node] = 1 + max(inlined, default=0)
+        return depth
+
     def _size_or_node(self, arg):
         """Size arithmetic nodes become their sympy expression; tensors stay nodes."""
         value = self.env[arg]
@@ -312,6 +327,8 @@ class CppCodegen(GraphCodegenBase):
             return False
         if isinstance(value, LazyReduction):
             return len(node.users) != 1 or not _fuses(next(iter(node.users)))
+        if self._lazy_depth(node) > MAX_LAZY_DEPTH:
+            return True
         if _costly_and_read_broadly(node, value):
             return True
         if not all(_fuses(u) for u in node.users if u.op != "output"):

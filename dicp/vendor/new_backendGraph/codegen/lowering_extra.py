@@ -370,11 +370,30 @@ def _in_layout(g, x, strides):
     return g.realize(Pointwise(x.dtype, x.sizes, x.load), strides)
 
 
+# Parts one concatenation kernel reads, at most. Each is a nested select in the kernel: 1,100
+# passed Python's recursion limit, and under bounds checks 400 took more arguments than ctypes
+# can pass. More parts are concatenated in groups first, written to memory.
+CAT_MAX_PARTS = 64
+
+
 @lowering("Cat")
 def cat(g, node, tensors, dim):
-    parts = [g.value(t) for t in tensors]
-    out_val = node.meta["val"]
-    T = compute_ctype(out_val.dtype)
+    parts, out_val = [g.value(t) for t in tensors], node.meta["val"]
+    while len(parts) > CAT_MAX_PARTS:
+        groups = [parts[i:i + CAT_MAX_PARTS] for i in range(0, len(parts), CAT_MAX_PARTS)]
+        parts = [g.realize(_concatenated(group, dim, out_val.dtype, _cat_sizes(group, dim)))
+                 for group in groups]
+    return _concatenated(parts, dim, out_val.dtype, shape_of(out_val))
+
+
+def _cat_sizes(parts, dim):
+    sizes = list(parts[0].sizes)
+    sizes[dim] = sum(part.sizes[dim] for part in parts)
+    return sizes
+
+
+def _concatenated(parts, dim, dtype, sizes):
+    T = compute_ctype(dtype)
     starts, total = [], 0
     for part in parts:
         starts.append(total)
@@ -388,9 +407,9 @@ def cat(g, node, tensors, dim):
             condition = None if last else k.op("Lt", "bool", k.index(index[dim]),
                                                k.index(start + part.sizes[dim]))
             cases.append((condition, lambda part=part, local=local: cast_value(
-                k, part.load(k, local), part.dtype, out_val.dtype)))
+                k, part.load(k, local), part.dtype, dtype)))
         return k.select_first(cases, T)
-    return Pointwise(out_val.dtype, shape_of(out_val), fn)
+    return Pointwise(dtype, sizes, fn)
 
 
 @lowering("ConstantPad")
