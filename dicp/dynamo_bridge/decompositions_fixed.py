@@ -75,7 +75,16 @@ def tanh_backward(out_grad, y):
     return (out_grad.to(opmath) * ((1 - y) * (1 + y))).to(dtype)
 
 
-FIXED = {aten.index_add.default: index_add, aten.tanh_backward.default: tanh_backward}
+def repeat(x, repeats):
+    """Eager's repeat returns a contiguous tensor. torch's decomposition clones the expanded
+    input in the input's layout, so a permuted input gave a permuted result, and a `view`
+    after it, legal in eager, failed to trace (Hugging Face WavLM permutes its position bias,
+    repeats it over the batch and views it)."""
+    return _torch_decomposition(aten.repeat.default)(x, repeats).contiguous()
+
+
+FIXED = {aten.index_add.default: index_add, aten.tanh_backward.default: tanh_backward,
+         aten.repeat.default: repeat}
 FIXED |= {overload: linspace for overload in (aten.linspace.default, aten.linspace.Tensor_Tensor,
                                              aten.linspace.Tensor_Scalar,
                                              aten.linspace.Scalar_Tensor)}

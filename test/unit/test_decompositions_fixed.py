@@ -80,3 +80,32 @@ def test_tanh_backward_compiled_matches_eager_at_large_x():
     got, = torch.autograd.grad(fn(x).sum(), x)
     want, = torch.autograd.grad(x.tanh().log1p().sum(), x)
     torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def permuted_repeated_viewed(x):
+    """WavLM's position bias: permuted, repeated over the batch, then viewed, which eager's
+    contiguous repeat allows."""
+    return (x.permute(0, 3, 1, 2).repeat(2, 1, 1, 1).view(-1, x.shape[1], x.shape[2]) * 2).exp()
+
+
+def test_repeat_is_contiguous_as_eager():
+    x = torch.randn(1, 3, 5, 4).permute(0, 3, 1, 2)
+    got = FIXED[aten.repeat.default](x, [2, 1, 1, 1])
+    assert got.is_contiguous() and torch.equal(got, x.repeat(2, 1, 1, 1))
+    decomposed = get_decompositions([aten.repeat.default])[aten.repeat.default]
+    assert not decomposed(x, [2, 1, 1, 1]).is_contiguous()  # the reason for the row
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_view_of_a_repeated_permuted_tensor_compiles_with_its_gradient(dynamic):
+    torch._dynamo.reset()
+    compiled = torch.compile(permuted_repeated_viewed, backend="new_backendgraph",
+                             dynamic=dynamic)
+    for size in (5, 1, 6):
+        x = torch.randn(1, size, size, 4, requires_grad=True)
+        got = compiled(x)
+        grad = torch.randn_like(got)
+        want = permuted_repeated_viewed(x)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(torch.autograd.grad(got, x, grad),
+                                   torch.autograd.grad(want, x, grad))
