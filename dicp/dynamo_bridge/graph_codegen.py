@@ -165,8 +165,14 @@ class GraphCodegenBase:
             if isinstance(arg, fx.Node) and arg.op == "placeholder":  # the input itself
                 self.wrapper.outputs.append(arg.name)  # (a training graph's saved input)
                 continue
-            value = self.input_view(val) or self.output_in_layout(arg, val)
-            self.wrapper.outputs.append(self.wrapper.literal(value))
+            view = self.input_view(val)
+            if view is not None:
+                self.wrapper.outputs.append(self.wrapper.literal(view))
+                continue
+            output = self.wrapper.literal(self.output_in_layout(arg, val))
+            # new memory in the traced graph: not a view at run time either (aliasing.py)
+            fresh = isinstance(val, torch.Tensor) and not val._is_view()
+            self.wrapper.outputs.append(f"own({output})" if fresh else output)
 
     def input_view(self, val):
         """An output that views a graph input, as that same view of the runtime input; None for

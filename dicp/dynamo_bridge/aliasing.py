@@ -1,0 +1,18 @@
+"""Graph outputs that are tensors of their own, as eager's are.
+
+A compiled graph may return an output that eager computes as new memory as a view of a buffer
+of its own instead: a product's result reshaped, a dropout with p=0 that is the identity. A
+view returned by the autograd.Function AOTAutograd wraps a training graph in may not be
+modified in place ("a view created inside a custom Function"): Hugging Face Wav2Vec2's
+`hidden_states[mask] = ...` after its feature projection failed. The wrapper passes each such
+output through `own`.
+"""
+import torch
+
+
+def own(tensor):
+    """`tensor`, or, if it is a view, a tensor on the same memory that is not one."""
+    if tensor._base is None:
+        return tensor
+    return torch.empty((0,), dtype=tensor.dtype, device=tensor.device).set_(
+        tensor.untyped_storage(), tensor.storage_offset(), tensor.size(), tensor.stride())
