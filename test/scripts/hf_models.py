@@ -45,6 +45,16 @@ TEXT = {
     "bart": dict(vocab_size=128, d_model=64, encoder_layers=2, decoder_layers=2,
                  encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
                  decoder_ffn_dim=128, max_position_embeddings=128),
+    "mixtral": dict(SMALL, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2),
+    "qwen2_moe": dict(SMALL, num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=32, shared_expert_intermediate_size=64),
+    "gpt_neox": dict(SMALL, rotary_pct=0.5),
+    "gemma2": dict(SMALL, num_key_value_heads=2, head_dim=16, sliding_window=4),
+    "qwen3": dict(SMALL, num_key_value_heads=2, head_dim=16),
+    "mpt": dict(d_model=64, n_heads=4, n_layers=2, expansion_ratio=2, max_seq_len=128,
+                vocab_size=128),
+    "xlnet": dict(vocab_size=128, d_model=64, n_layer=2, n_head=4, d_inner=128),
+    "modernbert": dict(SMALL, pad_token_id=0, global_attn_every_n_layers=2, local_attention=4),
 }
 VISION = {
     "vit": dict(image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2,
@@ -53,8 +63,24 @@ VISION = {
     "resnet": dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic"),
     "swin": dict(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 4],
                  window_size=4),
+    "swinv2": dict(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 4],
+                   window_size=4),
+    "segformer": dict(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+                      num_attention_heads=[1, 2], decoder_hidden_size=32, strides=[4, 2],
+                      patch_sizes=[7, 3]),
+    "mobilevit": dict(image_size=32, hidden_sizes=[16, 24, 32],
+                      neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64]),
+    "dinov2": dict(image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2,
+                   num_attention_heads=4),
+    "beit": dict(image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2,
+                 num_attention_heads=4, intermediate_size=128, use_relative_position_bias=True),
 }
-ALL = list(TEXT) + list(VISION)
+# speech encoders on raw audio; no time masks in training (they are random)
+SPEECH = dict(mask_time_prob=0.0, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+              intermediate_size=128, conv_dim=[16, 16], conv_stride=[5, 2], conv_kernel=[10, 3],
+              num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)
+AUDIO = {"wav2vec2": SPEECH, "wavlm": SPEECH}
+ALL = list(TEXT) + list(VISION) + list(AUDIO)
 SIZES = [(2, 7), (3, 12)]  # (batch, sequence length): the static size, then a second dynamic one
 TOLERANCE = dict(rtol=1e-4, atol=1e-4)
 GRAD_TOLERANCE = dict(rtol=1e-3, atol=1e-5)
@@ -65,7 +91,7 @@ class Refused(Exception):
 
 
 def build(name, attention):
-    config = transformers.AutoConfig.for_model(name, **{**TEXT, **VISION}[name])
+    config = transformers.AutoConfig.for_model(name, **{**TEXT, **VISION, **AUDIO}[name])
     for key, value in config.to_dict().items():
         if "drop" in key and isinstance(value, float):  # dropout, pdrop, drop_path, layerdrop
             setattr(config, key, 0.0)
@@ -80,6 +106,8 @@ def build(name, attention):
 def sample(name, batch, length):
     if name in VISION:
         return dict(pixel_values=torch.randn(batch, 3, 32, 32))
+    if name in AUDIO:
+        return dict(input_values=torch.randn(batch, 400 + 40 * length))
     inputs = dict(input_ids=torch.randint(0, 128, (batch, length)),
                   attention_mask=torch.ones(batch, length, dtype=torch.long))
     if name != "distilbert":
