@@ -178,8 +178,8 @@ class KernelTable:
                     continue
                 fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int64] * symbols
                 fn.restype = None
-                recorders = [r for r in readers if r is not None] if name in entries else \
-                    [reader] if reader is not None else []
+                own = [reader] if reader is not None else []
+                recorders = [r for r in readers if r is not None] if name in entries else own
                 setattr(self, name, bounds.checked(fn, f"{graph_name} {name}", recorders)
                         if recorders else fn)
         missing = [name for name in signatures if not hasattr(self, name)]

@@ -465,8 +465,9 @@ class _Planner:
         source = render("graph_entry.cpp.j2", segments=signatures, products=self.products,
                         external=list(self.external.items()), bounds_check=self.bounds_check)
         return NativeEntry(f"{_HEADER}\n{python}\n", source,
-                           {function: (len(roots), len(params) + len(self._extent_parameters(
-                               roots))) for function, roots, params, _ in self.segments},
+                           {function: (len(roots), len(parameters) - len(roots))
+                            for (function, parameters, _), (_, roots, _, _)
+                            in zip(signatures, self.segments)},
                            self.products, list(self.external))
 
     def _extent_parameters(self, roots):
