@@ -15,7 +15,8 @@ def parse(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m dicp.tools.fuzz",
         description="Generate random programs (pointwise, reduction, view, indexing, concat, "
-                    "type-promotion ops), compile them with a dicp backend, compare with "
+                    "type-promotion, matrix product, normalization, sort and scan, padding "
+                    "ops), compile them with a dicp backend, compare with "
                     "eager (values, dtypes, shapes; gradients), shrink and print every failure "
                     "as a standalone repro.")
     parser.add_argument("--seed", type=int, default=0, help="fixes the programs (default 0)")

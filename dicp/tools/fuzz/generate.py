@@ -14,11 +14,12 @@ import warnings
 
 import torch
 
-from . import ops_index, ops_pointwise, ops_shape
+from . import ops_index, ops_nn, ops_pointwise, ops_shape
 from .inputs import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, Input
 from .program import Op, Program, evaluate
 
-CATALOG = {**ops_pointwise.CATALOG, **ops_shape.CATALOG, **ops_index.CATALOG}
+CATALOG = {**ops_pointwise.CATALOG, **ops_shape.CATALOG, **ops_index.CATALOG,
+           **ops_nn.CATALOG}
 FAMILIES = tuple(sorted({family for family, _ in CATALOG.values()}))
 MAX_NUMEL = 2 ** 19
 # Some programs draw half their dims from one large size, so that kernels get past the OpenMP
