@@ -50,8 +50,8 @@ def as_tuple(value):
     return value if isinstance(value, tuple) else (value,)
 
 
-def check(fn, *args):
-    got, want = as_tuple(compiled(fn)(*args)), as_tuple(fn(*args))
+def check(fn, *args, dynamic=False):
+    got, want = as_tuple(compiled(fn, dynamic)(*args)), as_tuple(fn(*args))
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert_close(g, w)  # also checks shape and dtype
@@ -83,3 +83,18 @@ def test_float_constants_into_integer_types_convert_like_eager(warm_cache, dtype
     # wrapping); a C++ float-to-unsigned conversion of -4.0 is undefined (g++ folded it to 0)
     check(lambda: (torch.arange(0.1, -7.9, -4.0, dtype=dtype),
                    torch.arange(0.5, 5, 1.5, dtype=dtype)))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_float16_results_past_its_range_are_inf_wherever_they_are_used(warm_cache, dynamic):
+    """A float16 op's result beyond 65504 is inf in eager. A kernel computing in float must
+    round it too, not only when it stores it: the fuzzer (seed 5151) found normalize giving 0
+    where eager gives NaN, the unrounded 66051 divided by a norm that had been rounded to inf."""
+    x = torch.tensor([[5.0469, -0.062164, 8.1172, -3.7849e-05], [1.0, 2.0, 3.0, 4.0],
+                      [3e-5, 1.0, -1.0, 2.0]], dtype=torch.float16)
+
+    def fn(x):
+        y = -2.5 / x
+        return torch.nn.functional.normalize(y, dim=-1), (x * 30000) / 4, (y * 2).sum(-1)
+    for rows in (3, 2) if dynamic else (3,):
+        check(fn, x[:rows], dynamic=dynamic)

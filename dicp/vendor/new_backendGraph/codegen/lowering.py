@@ -89,8 +89,18 @@ def _pointwise(g, node, op):
                   for position, a in enumerate(operands)]
         if callable(op):
             return op(k, compute_ctype(dtype), loaded)
-        return k.op(op, result_type, *loaded)
+        return in_range_of(k, k.op(op, result_type, *loaded), out_dtype)
     return Pointwise(out_dtype, sizes, fn)
+
+
+def in_range_of(k, value, dtype):
+    """A float16 op's `value`, computed in float, rounded to float16 as eager stores it: past
+    65504 it is inf, as eager's is, and every later use sees that (the fuzzer, seed 5151: an
+    unrounded 66051 divided by its own norm, rounded to inf, gave 0 where eager gives NaN).
+    bfloat16 has float's range; its ops keep float's precision until stored."""
+    if dtype != torch.float16:
+        return value
+    return k.op("RoundTo", "float", value, param="dicp::half_t")
 
 
 @lowering(*UNARY)
