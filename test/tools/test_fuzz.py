@@ -113,6 +113,22 @@ def test_the_exact_result_rounded_to_the_output_type_passes_the_judge():
     assert judge(torch.tensor([float("inf"), 9.0], dtype=torch.float16), eager, exact) is not None
 
 
+def test_an_inf_both_give_does_not_fail_the_other_elements():
+    """sinh of a bfloat16 prod (seed 6060): one element overflows to inf in eager and compiled
+    alike, while another, a prod rounded once (-7104), is nearer float64 (-7289) than eager's
+    rounded at every step (-7584), but not within tolerance of either. The shared inf made the
+    judge call the output non-finite. An inf only one of them gives is still a mismatch."""
+    from dicp.tools.fuzz.check import judge
+    import torch
+
+    inf = float("inf")
+    eager = torch.tensor([-7584.0, -inf, 2.0], dtype=torch.bfloat16)
+    exact = torch.tensor([-7289.35, -1e39, 2.0], dtype=torch.float64)
+    assert judge(torch.tensor([-7104.0, -inf, 2.0], dtype=torch.bfloat16), eager, exact) is None
+    wrong = judge(torch.tensor([-7104.0, -inf, inf], dtype=torch.bfloat16), eager, exact)
+    assert wrong is not None and "non-finite" in str(wrong)
+
+
 def test_a_half_type_product_is_judged_against_its_exact_value_not_eagers_rounding():
     """bfloat16 prod then fmod (torch 2.15, seed 1131): eager rounds the product at every step
     (-4.4375), the exact one rounds to -4.40625, which a kernel accumulating in float gives, and

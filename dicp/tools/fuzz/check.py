@@ -104,10 +104,15 @@ def _against_float64(actual, expected, reference, tolerance, dtype, rounded=None
         return f"differs from both eager and float64 at {_first(~(near_eager | near_exact))}"
     ours, eagers = (a - r).abs(), (e - r).abs()
     ill = eagers > ILL_CONDITIONED_ULPS * torch.finfo(dtype).eps * r.abs()
-    if (near_eager | near_exact | (ill & (ours <= ILL_CONDITIONED_FACTOR * eagers))).all():
+    left = ~(near_eager | near_exact | (ill & (ours <= ILL_CONDITIONED_FACTOR * eagers)))
+    if not left.any():
         return None
-    if not eagers.isfinite().all() or not ours.isfinite().all():
-        return f"non-finite error against float64 at {_first(~(near_eager | near_exact))}"
+    # elements already judged (an inf both give) do not fail the rest (fuzzer, seed 6060: a
+    # bfloat16 sinh, inf in both at one element, failed the whole output on that inf)
+    finite = eagers.isfinite() & ours.isfinite()
+    if (left & ~finite).any():
+        return f"non-finite error against float64 at {_first(left & ~finite)}"
+    ours, eagers = ours[finite], eagers[finite]
     multiplier = fp64_multiplier(expected)
     for name, measure in (("rmse", lambda d: d.pow(2).mean().sqrt().item()),
                           ("max error", lambda d: d.max().item())):
