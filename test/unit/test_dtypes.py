@@ -98,3 +98,26 @@ def test_float16_results_past_its_range_are_inf_wherever_they_are_used(warm_cach
         return torch.nn.functional.normalize(y, dim=-1), (x * 30000) / 4, (y * 2).sum(-1)
     for rows in (3, 2) if dynamic else (3,):
         check(fn, x[:rows], dynamic=dynamic)
+
+
+def test_float16_conversions_equal_eagers_for_every_value(warm_cache):
+    """Every float16 value to float, and floats at and around every float16 value and halfway
+    point (the rounding boundaries), subnormals, overflow and NaN back to float16: bit for bit
+    eager's (NaN: any NaN). The kernels convert without branches (dicp_runtime.h)."""
+    halves = torch.arange(-2 ** 15, 2 ** 15, dtype=torch.int32).to(torch.int16).view(torch.float16)
+    widened = compiled(lambda h: h.float())(halves)
+    assert_bits_equal(widened, halves.float())
+    exact = halves.float()[~halves.isnan()].sort().values
+    bits = exact.view(torch.int32)
+    floats = torch.cat([(bits + step).view(torch.float32) for step in (-1, 0, 1, 4096, 8192)]
+                       + [(exact[:-1] + (exact[1:] - exact[:-1]) / 2),
+                          torch.tensor([65519.996, 65520.0, 1e-40, float("nan")])])
+    floats = floats[floats.isfinite() | floats.isnan()]
+    assert_bits_equal(compiled(lambda f: f.half())(floats), floats.half())
+
+
+def assert_bits_equal(got, want):
+    same = (got.view(torch.int16 if got.element_size() == 2 else torch.int32) ==
+            want.view(torch.int16 if want.element_size() == 2 else torch.int32))
+    first = (~(same | (got.isnan() & want.isnan()))).nonzero()
+    assert first.numel() == 0, f"at {first[0].item()}: {got[first[0]]} vs {want[first[0]]}"

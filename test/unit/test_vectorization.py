@@ -61,6 +61,21 @@ def test_float32_pointwise_loop_vectorizes(cold_cache, tmp_path, case):
     assert reported & {loops[0], loops[0] + 1}, sources[0].read_text()
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_type_pointwise_loop_vectorizes(cold_cache, tmp_path, dtype):
+    """Loads, stores and float16's rounding after each op convert between the half type and
+    float without branches (dicp_runtime.h): the branching float16 conversions kept every
+    float16 loop scalar, 1.7x eager's time on a 4M-element chain."""
+    x = torch.randn(4096).to(dtype)
+    torch.testing.assert_close(compiled(chain)(x), chain(x))
+    sources = sorted(cold_cache.glob("kernels/*/*.cpp"))
+    assert len(sources) == 1, sources
+    loops = loop_lines(sources[0].read_text())
+    assert len(loops) == 1, "one fused pointwise loop"
+    assert vectorized_lines(sources[0], tmp_path) & {loops[0], loops[0] + 1}, \
+        sources[0].read_text()
+
+
 REDUCTIONS = {
     "amax": lambda x: torch.amax(x, -1),
     "amin": lambda x: torch.amin(x, -1),

@@ -43,32 +43,33 @@ inline bf16_t to_bf16(float f) {
   return bf16_t{uint16_t((bits + rounding_bias) >> 16)};
 }
 
+// float16 conversions without branches (c10's fp16_ieee_to_fp32_value and
+// fp16_ieee_from_fp32_value, so the values are eager's), which g++ vectorizes: a float16 loop
+// then computes at float's vector width. Round to nearest even; past 65504 is inf; NaN stays
+// NaN. (g++ 12 does not vectorize _Float16 conversions, and the branching versions these
+// replace kept every float16 loop scalar.)
 inline float to_float(half_t v) {
-  uint32_t sign = uint32_t(v.bits & 0x8000) << 16;
-  uint32_t exp = (v.bits >> 10) & 0x1F, mant = v.bits & 0x3FF;
-  if (exp == 0x1F) return bits_to_float(sign | 0x7F800000 | (mant << 13));
-  if (exp == 0) {
-    if (mant == 0) return bits_to_float(sign);
-    float value = std::ldexp(float(mant), -24);  // subnormal
-    return sign ? -value : value;
-  }
-  return bits_to_float(sign | ((exp + 112) << 23) | (mant << 13));
+  const uint32_t w = uint32_t(v.bits) << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w;
+  const float normalized = bits_to_float((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+  const float denormalized = bits_to_float((two_w >> 17) | (126u << 23)) - 0.5f;
+  const uint32_t magnitude = two_w < (1u << 27) ? float_to_bits(denormalized)
+                                                : float_to_bits(normalized);
+  return bits_to_float(sign | magnitude);
 }
 
 inline half_t to_half(float f) {
-  uint32_t bits = float_to_bits(f);
-  uint16_t sign = uint16_t((bits >> 16) & 0x8000);
-  uint32_t abs_bits = bits & 0x7FFFFFFF;
-  if (abs_bits >= 0x7F800000)  // inf or nan
-    return half_t{uint16_t(sign | 0x7C00 | (abs_bits > 0x7F800000 ? 0x200 : 0))};
-  if (abs_bits >= 0x477FF000) return half_t{uint16_t(sign | 0x7C00)};  // overflow to inf
-  if (abs_bits < 0x38800000) {  // result is subnormal or zero: round in float arithmetic
-    float scaled = bits_to_float(abs_bits) * 16777216.0f;  // 2^24
-    return half_t{uint16_t(sign | uint16_t(std::nearbyint(scaled)))};
-  }
-  uint32_t mant_odd = (abs_bits >> 13) & 1;
-  abs_bits += 0xC8000FFF + mant_odd;  // rebias exponent (-112 << 23) and round to nearest even
-  return half_t{uint16_t(sign | (abs_bits >> 13))};
+  float base = (std::fabs(f) * 0x1.0p+112f) * 0x1.0p-110f;
+  const uint32_t w = float_to_bits(f);
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  bias = bias < 0x71000000u ? 0x71000000u : bias;
+  base = bits_to_float((bias >> 1) + 0x07800000u) + base;
+  const uint32_t bits = float_to_bits(base);
+  const uint32_t nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
+  return half_t{uint16_t((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign))};
 }
 
 // An integer as a float of type F. With -fno-trapping-math (compile_job.BASE_FLAGS) g++ 12
