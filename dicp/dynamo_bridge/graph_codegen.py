@@ -120,7 +120,8 @@ class GraphCodegenBase:
             return self.value(node.args[0])[node.args[1]]
         if isinstance(node.target, Operator):
             return self.vendor_op(node)
-        return self.aten_call(node, self.callable_source(node.target), node.target)
+        return self.aten_call(node, self.callable_source(node.target), node.target,
+                              as_traced=True)
 
     def vendor_op(self, node):
         raise NotImplementedError(f"{type(self).__name__} does not generate code for vendor op "
@@ -140,23 +141,31 @@ class GraphCodegenBase:
             return f"torch.ops.{op_name(target)}"
         return str(self.wrapper.constant(target))
 
-    def aten_call(self, node, source, target):
-        """Library kernels and eager fallback: a call from the wrapper on materialized args."""
+    def aten_call(self, node, source, target, as_traced=False):
+        """Library kernels and eager fallback: a call from the wrapper on materialized args.
+        `as_traced`: tensor results are made to have their traced strides at run time
+        (fallback: traced_layout.py)."""
         args = fx.node.map_aggregate(fx.node.map_arg(node.args, self._materialize_node),
                                      sizes_as_sympy)
         kwargs = fx.node.map_aggregate(fx.node.map_arg(node.kwargs, self._materialize_node),
                                        sizes_as_sympy)
         name = self.wrapper.call_op(source, args, kwargs)
-        return self.result_value(name, node.meta.get("val"))
+        return self.result_value(name, node.meta.get("val"), as_traced)
 
-    def result_value(self, name, val):
+    def result_value(self, name, val, as_traced=False):
         """Wrap a call's result; each tuple element gets its own wrapper variable."""
         if isinstance(val, (tuple, list)):
             elements = [Var(self.wrapper.fresh()) for _ in val]
             if elements:
                 self.wrapper.lines.append(f"{', '.join(elements)}, = {name}")
-            return tuple(self.result_value(e, v) for e, v in zip(elements, val))
-        return self.input_value(None, val, name) if isinstance(val, torch.Tensor) else Var(name)
+            return tuple(self.result_value(e, v, as_traced) for e, v in zip(elements, val))
+        if not isinstance(val, torch.Tensor):
+            return Var(name)
+        if as_traced and val.dim() > 1:
+            literal = self.wrapper.literal
+            self.wrapper.lines.append(f"{name} = as_traced({name}, {literal(shape_of(val))}, "
+                                      f"{literal(strides_of(val))})")
+        return self.input_value(None, val, name)
 
     # ---- outputs ----
     def output(self, node):

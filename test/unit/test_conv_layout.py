@@ -110,3 +110,20 @@ def test_small_problems_stay_nchw_for_atens_direct_convolution(dumps, batch, siz
         got, want = compiled(lambda x: conv(x).sum((2, 3)))(x), conv(x).sum((2, 3))
     torch.testing.assert_close(got, want)
     assert f"vendor_ops['{op}']" in wrappers(dumps)
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
+def test_a_fallback_after_a_channels_last_convolution_is_read_in_its_traced_layout(
+        cold_cache, train):
+    """adaptive_max_pool2d runs as eager ATen, and of a channels-last input eager returns a
+    channels-last result. The max pool kernel after it read that result as the contiguous one
+    it was traced with: errors of 1.2 in the forward, silently (netfuzz, seed 280)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, dilation=2), nn.AdaptiveMaxPool2d(5),
+                          nn.MaxPool2d(3, 2), nn.Flatten(), nn.Linear(16, 3)).train(train)
+    x = torch.randn(2, 3, 7, 11)
+    torch.testing.assert_close(compiled(model)(x), model(x))
+    if train:
+        got, want = compiled_and_eager_grads(model, x, lambda out: (out * out).sum())
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
