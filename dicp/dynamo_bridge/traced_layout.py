@@ -2,9 +2,9 @@
 
 An op run as eager ATen may return a layout that follows its input's: adaptive_max_pool2d of
 a channels-last tensor is channels-last. A backend that computes an input in another layout
-than the trace (new_backendgraph's channels-last convolutions) then gets a result whose
-strides differ from the traced ones, and code generated from the trace reads it as traced:
-the wrong elements, silently (a convolution, adaptive_max_pool2d, max_pool2d: errors of 1.2).
+than the trace (a convolution run channels-last) then gets a result whose strides differ from
+the traced ones, and code generated from the trace reads it as traced: the wrong elements,
+silently (a convolution, adaptive_max_pool2d, max_pool2d: errors of 1.2).
 The wrapper passes each fallback result through `as_traced`.
 """
 import torch
