@@ -127,3 +127,19 @@ def test_a_fallback_after_a_channels_last_convolution_is_read_in_its_traced_layo
         got, want = compiled_and_eager_grads(model, x, lambda out: (out * out).sum())
         for g, w in zip(got, want):
             torch.testing.assert_close(g, w)
+
+
+def test_a_library_call_after_a_one_channel_kernel_is_read_in_its_traced_layout(cold_cache):
+    """A one-channel group norm after a channels-last convolution is traced channels-last and
+    written contiguous: one memory order, since the channel dim has size 1. ATen's transposed
+    convolution picks its result's layout from those strides and came back NCHW where the
+    trace has channels-last; the kernel after it read it as traced (errors of 1.0, silently:
+    random_nets.py seed 463)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 1, 1, stride=2, padding=1, bias=False),
+                          nn.GroupNorm(1, 1), nn.ConvTranspose2d(1, 4, 2), nn.GroupNorm(2, 4))
+    x = torch.randn(2, 3, 5, 6)
+    torch.testing.assert_close(compiled(model)(x), model(x))
+    got, want = compiled_and_eager_grads(model, x, lambda out: (out * out).sum())
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)  # as the gradient test above

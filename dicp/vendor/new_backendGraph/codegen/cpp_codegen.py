@@ -254,7 +254,12 @@ class CppCodegen(GraphCodegenBase):
     def vendor_op(self, node):
         if node.target.family == "library":
             self._matrices_read = _matrix_operands(node)
-            result = self.aten_call(node, self.vendor_op_source(node.target), node.target)
+            # a library op's result layout may follow its input's strides where the kernels'
+            # do not tell layouts apart (a size-1 channel dim: a transposed convolution after
+            # a one-channel group norm came back NCHW, traced channels-last: random_nets seed
+            # 463); products' results do not, and the native entry plans their lines
+            result = self.aten_call(node, self.vendor_op_source(node.target), node.target,
+                                    as_traced=not self._matrices_read)
             self._matrices_read = []
             val = node.meta.get("val")
             if node.target.fresh_result and isinstance(result, Buffer) and \
