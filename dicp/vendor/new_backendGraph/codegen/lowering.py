@@ -100,7 +100,7 @@ def in_range_of(k, value, dtype):
     bfloat16 has float's range; its ops keep float's precision until stored."""
     if dtype != torch.float16:
         return value
-    return k.op("RoundTo", "float", value, param="dicp::half_t")
+    return cast_value(k, value, torch.float32, dtype)
 
 
 @lowering(*UNARY)
