@@ -7,7 +7,9 @@ class DuplicateConversionError(ValueError):
 
 
 def overloads_of(aten_op):
-    """Every OpOverload named by `aten_op` (an overload, a packet, or a list of them)."""
+    """Every OpOverload named by `aten_op` (an overload, a packet, or a list of them). A string
+    stays as it is: it names an overload (`"prims.fma.default"`) that torch defines only when
+    something first uses it, so the row is keyed by the name (OpTransformer looks both up)."""
     if isinstance(aten_op, (list, tuple)):
         return [overload for op in aten_op for overload in overloads_of(op)]
     if isinstance(aten_op, OpOverloadPacket):

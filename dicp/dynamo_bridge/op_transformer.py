@@ -147,7 +147,8 @@ class OpTransformer:
             return None
         if self._forced_reason(node.target) is not None:
             return None
-        return self.backend.conversions.get(node.target)
+        conversions = self.backend.conversions
+        return conversions.get(node.target) or conversions.get(op_name(node.target))
 
     def _forced_reason(self, target):
         """Why a knob sends `target` to eager fallback whatever its converter, or None."""

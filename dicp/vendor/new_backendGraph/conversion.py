@@ -122,6 +122,20 @@ def _is_tensor(ctx, x):
     return isinstance(ctx.val(x), torch.Tensor)
 
 
+# A name, not the overload: torch._inductor.inductor_prims defines the op when dynamo first
+# writes it, and importing that module here would cost every start 2.5 s.
+@conversion("prims.fma.default")
+def fma(ctx, a, b, c):
+    """`a * b + c`. Dynamo writes `addcmul_` and `addcdiv_` with a value, and `add_` with a
+    tensor alpha, as this prim (`enable_dynamo_decompositions`): every optimizer's step has
+    it. Half types compute in float32 and round once, as eager's addcmul does (the prim's
+    own eager kernel rounds `a * b` to the half type first)."""
+    dtype = ctx.out.dtype
+    compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    a, b, c = (_cast(ctx, x, compute) if _is_tensor(ctx, x) else x for x in (a, b, c))
+    return _cast(ctx, ctx.op(ops.Add, ctx.op(ops.Mul, a, b), c), dtype)
+
+
 @conversion([aten.rsub.Tensor, aten.rsub.Scalar])
 def rsub(ctx, a, b, alpha=1):
     return sub(ctx, b, a, alpha)

@@ -170,6 +170,17 @@ def add_sub(ctx, a, b, alpha=1):
     return op(ctx, name, cast(ctx, a, dtype), b)
 
 
+# A name: torch defines the op only when dynamo first writes it (new_backendgraph's row).
+@register_conversion(CONVERSIONS, "prims.fma.default")
+def fma(ctx, a, b, c):
+    """`a * b + c`, dynamo's form of addcmul_/addcdiv_ with a value and add_ with a tensor
+    alpha; half types in f32, rounded once, as eager's addcmul."""
+    dtype = ctx.out.dtype
+    compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    product = in_arithmetic_type(ctx, "Multiply", compute, a, b)
+    return cast(ctx, in_arithmetic_type(ctx, "Add", compute, product, c), dtype)
+
+
 @register_conversion(CONVERSIONS, [aten.maximum, aten.minimum])
 def maximum_minimum(ctx, a, b):
     """torch propagates NaN through maximum/minimum; OpenVINO's Maximum may not."""
