@@ -102,9 +102,11 @@ class GraphCodegenBase:
         return Var(node.name)
 
     def get_attr(self, node):
-        name = self.wrapper.constant(getattr(self.gm, node.target))
-        val = node.meta.get("val", getattr(self.gm, node.target))
-        return self.input_value(node, val, name)
+        attribute = getattr(self.gm, node.target)
+        name = self.wrapper.constant(attribute)
+        if not isinstance(attribute, torch.Tensor):  # a higher-order op's subgraph (torch.cond's
+            return Var(name)                         # branches), passed to its fallback as is
+        return self.input_value(node, node.meta.get("val", attribute), name)
 
     # ---- ops ----
     def call_function(self, node):
