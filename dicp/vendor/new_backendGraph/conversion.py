@@ -39,6 +39,7 @@ ONE_TO_ONE = {
     aten.erf: ops.Erf, aten.reciprocal: ops.Reciprocal, aten.floor: ops.Floor,
     aten.ceil: ops.Ceil, aten.round.default: ops.Round, aten.trunc: ops.Trunc,
     aten.sign: ops.Sign, aten.log1p: ops.Log1p, aten.expm1: ops.Expm1, aten.log2: ops.Log2,
+    aten.log10: ops.Log10, aten.erfc: ops.Erfc,
     aten.exp2: ops.Exp2, aten.atan: ops.Atan, aten.asin: ops.Asin, aten.acos: ops.Acos,
     aten.sinh: ops.Sinh, aten.cosh: ops.Cosh, aten.logical_not: ops.LogicalNot,
     aten.bitwise_not: ops.BitwiseNot, aten.isnan: ops.IsNan, aten.isinf: ops.IsInf,

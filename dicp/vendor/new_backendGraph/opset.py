@@ -31,6 +31,7 @@ UNARY = {
     "Erf": torch.erf, "Reciprocal": torch.reciprocal, "Floor": torch.floor,
     "Ceil": torch.ceil, "Round": torch.round, "Trunc": torch.trunc, "Sign": torch.sign,
     "Log1p": torch.log1p, "Expm1": torch.expm1, "Log2": torch.log2, "Exp2": torch.exp2,
+    "Log10": torch.log10, "Erfc": torch.erfc,
     "Atan": torch.atan, "Asin": torch.asin, "Acos": torch.acos, "Sinh": torch.sinh,
     "Cosh": torch.cosh, "LogicalNot": torch.logical_not, "BitwiseNot": torch.bitwise_not,
     "IsNan": torch.isnan, "IsInf": torch.isinf,

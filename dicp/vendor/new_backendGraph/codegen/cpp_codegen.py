@@ -143,7 +143,7 @@ def _cheap(value):
 # them. Only where the reader has at least BROADCAST_WRITE_MIN elements and
 # BROADCAST_WRITE_RATIO times the value's: the value's own kernel call costs a few us.
 COSTLY_OPS = {"Div", "Reciprocal", "Sqrt", "Rsqrt", "Exp", "Expm1", "Log", "Log1p", "Log2",
-              "Erf", "Tanh", "Sigmoid", "Sin", "Cos", "Tan", "Atan", "Pow", "Fmod"}
+              "Log10", "Erf", "Erfc", "Tanh", "Sigmoid", "Sin", "Cos", "Tan", "Atan", "Pow", "Fmod"}
 BROADCAST_WRITE_MIN = 32768
 BROADCAST_WRITE_RATIO = 16
 

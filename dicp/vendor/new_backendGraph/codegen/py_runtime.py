@@ -290,6 +290,7 @@ Exp, Log, Sqrt, Sin, Cos, Tan, Tanh = map(_numpy, (np.exp, np.log, np.sqrt, np.s
                                                  np.tan, np.tanh))
 Floor, Ceil, Round, Trunc = map(_numpy, (np.floor, np.ceil, np.rint, np.trunc))
 Log1p, Expm1, Log2, Exp2 = map(_numpy, (np.log1p, np.expm1, np.log2, np.exp2))
+Log10 = _numpy(np.log10)
 Atan, Asin, Acos, Sinh, Cosh = map(_numpy, (np.arctan, np.arcsin, np.arccos, np.sinh, np.cosh))
 Atan2, Fmod = map(_numpy, (np.arctan2, np.fmod))
 
@@ -300,6 +301,10 @@ def Erf(type_, x):
 
 
 ErfCentral = Erf  # erf on |x| < 1 (value_range.py): the same function
+
+
+def Erfc(type_, x):
+    return value(type_, math.erfc(float(x)) if not math.isnan(x) else x)
 
 
 def IsNan(type_, x):
