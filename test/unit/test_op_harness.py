@@ -7,6 +7,8 @@
 - Inputs are seeded per test: a test draws the same numbers whatever else runs, --seed-base
   changes them, and a failure report names the seed.
 - The run scripts fail when pytest collects no test (exit code 5).
+- new_backendgraph's op lists name every op test file (it runs them all natively): a new test
+  missing from them would never run under `run_test_ops.sh new_backendgraph`.
 """
 import json
 import os
@@ -248,3 +250,13 @@ def test_flakiness_script_reads_counts_and_failures_per_mode():
                       "dynamic": "1 error, 583 passed, 2 warnings"}
     assert failures == [("static", "op/test_a.py::TestA::test_a[static-sizes0-float32]"),
                         ("dynamic", "op/test_b.py::TestB::test_b[dynamic-sizes1-float16]")]
+
+
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_new_backendgraph_op_lists_name_every_op_test(mode):
+    files = {f"op/{path.name}" for path in (REPO / "test" / "op").glob("test_*.py")}
+    ini = REPO / "test" / "scripts" / "new_backendgraph" / "ops" / f"{mode}.ini"
+    listed = {line.strip() for line in ini.read_text().splitlines()
+              if line.strip().startswith("op/test_")}
+    assert files - listed == set(), f"{ini.name} misses op tests"
+    assert listed - files == set(), f"{ini.name} names op tests that do not exist"
