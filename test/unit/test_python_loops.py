@@ -15,6 +15,9 @@ def _x(*shape, dtype=torch.float32, seed=0):
 PROGRAMS = {
     "pointwise": (lambda x: (torch.sigmoid(x) * torch.tanh(x)).clamp(-0.5, 0.5) // 0.1,
                   lambda: [_x(5, 7)]),
+    "math functions": (lambda x: (x.sign(), (x.abs() + 0.1).log10(), torch.erfc(x), x.atan(),
+                                  x.expm1(), x.exp2(), x.sinh()),
+                       lambda: [torch.cat([_x(9), torch.tensor([0.0, -0.0, float("nan")])])]),
     "half types": (lambda x, y: (x.exp() + y.to(torch.float16)).to(torch.bfloat16) * 3,
                    lambda: [_x(4, 6, dtype=torch.bfloat16), _x(4, 6, seed=1)]),
     "integers": (lambda a, b: (a // b, a % b, (a * 3) ^ b, a.float() / b),

@@ -254,7 +254,7 @@ def Abs(type_, x):
 
 
 def Sign(type_, x):
-    return value(type_, (0 < x) - (x < 0))
+    return value(type_, int(0 < x) - int(x < 0))  # numpy's bools do not subtract
 
 
 def Reciprocal(type_, x):
