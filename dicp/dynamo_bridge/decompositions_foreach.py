@@ -8,8 +8,6 @@ The result is then converted like any other op, in the element's own dtype and l
 """
 import torch
 
-from .torch_compat import OpOverload
-
 aten = torch.ops.aten
 
 PREFIX = "_foreach_"
@@ -42,25 +40,28 @@ def _in_opmath(combine, x, a, b, value):
 
 
 LIST_TYPES = ("List[Tensor]", "List[number]", "List[Scalar]")
-# Not decomposed: no elementwise loop of one ATen op.
-KEPT = {"_foreach_powsum"}
+# The functional `_foreach_*` ops of torch 2.13, by name: torch has no public list of its ops
+# (enumerating its schemas cost the first compile 2-5 s), and a release without one of them
+# skips it. `_foreach_powsum` is left out: no elementwise loop of one ATen op.
+FOREACH_OPS = (
+    "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
+    "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal", "round",
+    "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc", "zero", "clone",
+    "copy", "max", "norm", "mm", "add", "sub", "mul", "div", "clamp_min", "clamp_max",
+    "maximum", "minimum", "pow", "addcmul", "addcdiv", "lerp",
+)
 
 
 def foreach_decompositions() -> dict:
-    """overload -> decomposition, for every functional `_foreach_*` overload of this torch."""
+    """overload -> decomposition, for every functional overload of FOREACH_OPS in this torch."""
     table = {}
-    for schema in torch._C._jit_get_all_schemas():
-        name = schema.name.removeprefix("aten::")
-        if _decomposable(name, schema.overload_name):
-            overload = getattr(getattr(aten, name), schema.overload_name or "default", None)
-            if isinstance(overload, OpOverload):
+    for name in (PREFIX + op for op in FOREACH_OPS):
+        packet = getattr(aten, name, None)
+        for overload_name in packet.overloads() if packet is not None else ():
+            if not overload_name.endswith("out"):
+                overload = getattr(packet, overload_name)
                 table[overload] = _per_element(name, overload)
     return table
-
-
-def _decomposable(name, overload_name):
-    return (name.startswith(PREFIX) and not name.endswith("_") and name not in KEPT
-            and not overload_name.endswith("out"))
 
 
 def _per_element(name, overload):
