@@ -11,8 +11,13 @@ import torch
 
 
 def own(tensor):
-    """`tensor`, or, if it is a view, a tensor on the same memory that is not one."""
+    """`tensor`, or, if it is a view, a tensor on the same memory that is not one. A lazily
+    conjugated or negated view (`_conj`, `_neg_view`) gets memory of its own with the values
+    resolved: a tensor made on its storage would drop the bit, and its values with it
+    (fft.ifft, whose graph ends in `_conj`, returned fft's conjugate, silently)."""
     if tensor._base is None:
         return tensor
+    if tensor.is_conj() or tensor.is_neg():
+        return tensor.resolve_conj().resolve_neg()
     return torch.empty((0,), dtype=tensor.dtype, device=tensor.device).set_(
         tensor.untyped_storage(), tensor.storage_offset(), tensor.size(), tensor.stride())

@@ -27,3 +27,16 @@ def test_an_output_modified_in_place_keeps_its_gradient(warm_cache, dynamic):
             out[mask] = 0.5  # Wav2Vec2's masked_spec_embed
             outputs.append((out, *torch.autograd.grad((out * out).sum(), w)))
         torch.testing.assert_close(outputs[0], outputs[1])
+
+
+def inverse_spectra(x):
+    """Each ends in a lazily conjugated view (`_conj`): the graph's output is one."""
+    return torch.fft.ifft(x), torch.fft.ihfft(x), torch.fft.ifft(x).conj() * 2
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("shape", [(1,), (5,), (4, 6)])
+def test_a_conjugated_view_output_keeps_its_values(warm_cache, dynamic, shape):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(3))
+    for got, want in zip(compiled(inverse_spectra, dynamic)(x), inverse_spectra(x), strict=True):
+        torch.testing.assert_close(got, want)
