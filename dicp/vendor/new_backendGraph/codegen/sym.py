@@ -204,7 +204,8 @@ def _largest_factor(factor, extents):
         return 1
     if factor in extents:
         return extents[factor] - 1
-    if isinstance(factor, (IMod, IDiv)) and factor.args[1].is_Integer:
+    # A divisor of 0 comes from a view of an empty dim: its loops run no iteration.
+    if isinstance(factor, (IMod, IDiv)) and factor.args[1].is_Integer and factor.args[1] > 0:
         if isinstance(factor, IMod):
             return factor.args[1] - 1
         top = _largest(factor.args[0], extents)
