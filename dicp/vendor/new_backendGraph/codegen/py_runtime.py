@@ -33,7 +33,7 @@ def value(type_, x):
     if type_ == "bool":
         return bool(x)
     if isinstance(x, (float, np.floating)):
-        x = math.trunc(x) if math.isfinite(x) else 0
+        x = int(x) if math.isfinite(x) else 0  # toward zero; numpy's float32 has no __trunc__
     return _wrap(int(x), type_)
 
 
@@ -275,8 +275,12 @@ def Pow(type_, a, b):
 
 
 def IPow(type_, base, exponent):
+    """dicp::ipow: a negative exponent keeps 1 and -1 at magnitude 1 and takes the rest to 0;
+    a positive one wraps as the C++ product does (the power modulo 2^64)."""
     base, exponent = int(base), int(exponent)
-    return value(type_, base ** exponent if exponent >= 0 else 0)
+    if exponent < 0:
+        return value(type_, 1 if base == 1 else (-1) ** (exponent & 1) if base == -1 else 0)
+    return value(type_, pow(base, exponent, 1 << 64))
 
 
 def _numpy(fn):
