@@ -2,6 +2,8 @@
 graph_entry (codegen/native_entry.py), and computes what eager does, with static sizes or
 symbolic ones (passed to the entry as int64); any other graph keeps a Python call per
 kernel."""
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -278,3 +280,18 @@ def test_views_at_symbolic_offsets_match_eager(dumps):
             torch.testing.assert_close(got, want)
             assert got.stride() == want.stride()
     assert NATIVE in wrappers(dumps)
+
+
+def patches(x):
+    """A size through math.ceil, as vision models cut patches: the wrapper computes it."""
+    count = math.ceil(x.shape[-1] / 4)
+    padded = F.pad(x, (0, count * 4 - x.shape[-1]))
+    return (padded.reshape(x.shape[0], count, 4) * 2).sum(-1)
+
+
+def test_a_size_through_math_ceil_plans_without_failing(dumps, caplog):
+    fn = compiled(patches, dynamic=True)
+    for columns in (9, 12, 17):
+        x = torch.randn(3, columns, generator=torch.Generator().manual_seed(columns))
+        torch.testing.assert_close(fn(x), patches(x))
+    assert "planning its native entry failed" not in caplog.text

@@ -26,6 +26,7 @@ passes every kernel its pointers' extents, and checks the elements each product 
 before sgemm_ runs.
 """
 import ast
+import types
 from dataclasses import dataclass
 
 import sympy
@@ -210,11 +211,11 @@ class _Planner:
         try:
             if isinstance(source, str):  # every other name a size variable, as sympy reads it
                 names = {n.id for n in ast.walk(ast.parse(source, mode="eval"))
-                         if isinstance(n, ast.Name)}
+                         if isinstance(n, ast.Name)} - set(SIZE_FUNCTIONS)
                 source = sympy.sympify(source, locals={**{n: _symbol(n) for n in names},
-                                                       "min": sympy.Min, "max": sympy.Max})
+                                                       **SIZE_FUNCTIONS})
             expr = sympy.sympify(source)
-        except (sympy.SympifyError, SyntaxError, TypeError):
+        except (sympy.SympifyError, SyntaxError, TypeError, ValueError, AttributeError):
             raise NotNative(f"size {source}") from None
         symbols = expr.free_symbols
         if any(self._least(s) is None for s in symbols):  # a traced value, never negative
@@ -563,6 +564,12 @@ def _cpp(value):
     """An int or a polynomial in size variables as C++ (the entry's int64 parameters)."""
     value = sympy.sympify(value)
     return str(int(value)) if value.is_Integer else cpp_expr(value)
+
+
+# The functions the wrapper's size expressions call (symbolic.py prints ceiling as math.ceil:
+# `math.ceil(s27 / 4)` from a model's `math.ceil(n / patch)`), as sympy reads them.
+SIZE_FUNCTIONS = {"min": sympy.Min, "max": sympy.Max,
+                  "math": types.SimpleNamespace(ceil=sympy.ceiling, floor=sympy.floor)}
 
 
 def _symbol(name):
