@@ -12,6 +12,7 @@ rest (the op stays as it is).
 import torch
 
 from .torch_compat import get_decompositions
+from .utils import opmath_dtype
 
 aten = torch.ops.aten
 
@@ -70,7 +71,7 @@ def tanh_backward(out_grad, y):
     if y.is_complex() or out_grad.is_complex():
         return _torch_decomposition(aten.tanh_backward.default)(out_grad, y)
     dtype = torch.promote_types(out_grad.dtype, y.dtype)
-    opmath = torch.float32 if dtype in HALF_TYPES else dtype  # as torch's, in float for halves
+    opmath = opmath_dtype(dtype)  # as torch's, in float for halves
     y = y.to(opmath)
     return (out_grad.to(opmath) * ((1 - y) * (1 + y))).to(dtype)
 

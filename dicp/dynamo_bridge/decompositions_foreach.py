@@ -8,6 +8,8 @@ The result is then converted like any other op, in the element's own dtype and l
 """
 import torch
 
+from .utils import opmath_dtype
+
 aten = torch.ops.aten
 
 PREFIX = "_foreach_"
@@ -33,13 +35,12 @@ TENSOR_SCALARS = {
 
 
 def _in_opmath(combine, x, a, b, value):
-    dtype = x.dtype
-    opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    dtype, opmath = x.dtype, opmath_dtype(x.dtype)
     x, a, b = (t.to(opmath) for t in (x, a, b))
     return aten.add(x, combine(aten.mul(a, value.to(opmath)), b)).to(dtype)
 
 
-LIST_TYPES = ("List[Tensor]", "List[number]", "List[Scalar]")
+LIST_TYPES = ("List[Tensor]", "List[number]")  # Tensor[] and Scalar[]
 # The functional `_foreach_*` ops of torch 2.13, by name: torch has no public list of its ops
 # (enumerating its schemas cost the first compile 2-5 s), and a release without one of them
 # skips it. `_foreach_powsum` is left out: no elementwise loop of one ATen op.
@@ -60,14 +61,14 @@ def foreach_decompositions() -> dict:
         for overload_name in packet.overloads() if packet is not None else ():
             if not overload_name.endswith("out"):
                 overload = getattr(packet, overload_name)
-                table[overload] = _per_element(name, overload)
+                table[overload] = _per_element(name, overload, overload_name)
     return table
 
 
-def _per_element(name, overload):
+def _per_element(name, overload, overload_name):
     """A decomposition calling the element op once per element of `overload`'s lists."""
     arguments = overload._schema.arguments
-    tensor_scalars = name in TENSOR_SCALARS and overload._overloadname == "Tensor"
+    tensor_scalars = name in TENSOR_SCALARS and overload_name == "Tensor"
     indexed = [str(a.type) in LIST_TYPES or (tensor_scalars and a.name == "scalars")
                for a in arguments]
     element_op = TENSOR_SCALARS[name] if tensor_scalars else _element_op(name)

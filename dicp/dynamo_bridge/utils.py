@@ -27,6 +27,11 @@ def is_random(target) -> bool:
     return torch.Tag.nondeterministic_seeded in getattr(target, "tags", ())
 
 
+def opmath_dtype(dtype):
+    """The type eager's CPU kernels compute `dtype` in: float32 for float16 and bfloat16."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
 def op_name(target) -> str:
     """`aten.add.Tensor` for an OpOverload, the vendor name for a vendor op."""
     if isinstance(target, OpOverload):

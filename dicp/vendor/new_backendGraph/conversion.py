@@ -12,6 +12,7 @@ import torch
 from dicp.dynamo_bridge.conversion import register_conversion
 from dicp.dynamo_bridge.op_transformer import Unsupported
 from dicp.dynamo_bridge.symbolic import shape_of, strides_of
+from dicp.dynamo_bridge.utils import opmath_dtype
 
 from .convolution import aten_takes_onednn
 from .opset import ops
@@ -132,7 +133,7 @@ def fma(ctx, a, b, c):
     it. Half types compute in float32 and round once, as eager's addcmul does (the prim's
     own eager kernel rounds `a * b` to the half type first)."""
     dtype = ctx.out.dtype
-    compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    compute = opmath_dtype(dtype)
     a, b, c = (_cast(ctx, x, compute) if _is_tensor(ctx, x) else x for x in (a, b, c))
     return _cast(ctx, ctx.op(ops.Add, ctx.op(ops.Mul, a, b), c), dtype)
 

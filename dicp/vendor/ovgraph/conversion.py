@@ -12,6 +12,7 @@ import torch
 from dicp.dynamo_bridge.conversion import register_conversion
 from dicp.dynamo_bridge.op_transformer import Unsupported
 from dicp.dynamo_bridge.symbolic import is_symbolic, to_sympy
+from dicp.dynamo_bridge.utils import opmath_dtype
 
 from .opset import OPS
 
@@ -176,7 +177,7 @@ def fma(ctx, a, b, c):
     """`a * b + c`, dynamo's form of addcmul_/addcdiv_ with a value and add_ with a tensor
     alpha; half types in f32, rounded once, as eager's addcmul."""
     dtype = ctx.out.dtype
-    compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    compute = opmath_dtype(dtype)
     product = in_arithmetic_type(ctx, "Multiply", compute, a, b)
     return cast(ctx, in_arithmetic_type(ctx, "Add", compute, product, c), dtype)
 

@@ -37,8 +37,8 @@ def promoted_dtype(node):
 # Pointwise vendor ops that are one loop IR op of the same name (cpp_render.UNARY, BINARY).
 UNARY = ("Abs", "Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Sin", "Cos", "Tan", "Tanh", "Sigmoid",
          "Relu", "Erf", "Reciprocal", "Floor", "Ceil", "Round", "Trunc", "Sign", "Log1p",
-         "Expm1", "Log2", "Log10", "Erfc", "Exp2", "Atan", "Asin", "Acos", "Sinh", "Cosh", "LogicalNot",
-         "IsNan", "IsInf")
+         "Expm1", "Log2", "Log10", "Erfc", "Exp2", "Atan", "Asin", "Acos", "Sinh", "Cosh",
+         "LogicalNot", "IsNan", "IsInf")
 # Integer-valued ops that are identities on integers (std:: versions return double).
 INTEGER_IDENTITY = {"Floor", "Ceil", "Round", "Trunc"}
 
