@@ -238,3 +238,27 @@ def test_a_bool_from_half_math_kept_in_float32_passes_the_judge():
     assert ((in_float32 != eager) & (in_float32 != reference)).any()
     assert judge(in_float32, eager, reference) is not None
     assert judge(in_float32, eager, reference, rounded=answers) is None
+
+
+def test_the_float64_arbiter_runs_on_contiguous_inputs():
+    """Eager's CPU batch_norm backward reads a strided weight as if it were contiguous (seed
+    4040, program 301: the gradient of x off by 0.7 for w = randn(6)[::3]). The float64 run,
+    given the same strided weight, repeated eager's answer, and dicp's right gradient was a
+    mismatch. Its inputs are contiguous copies now, and a wrong gradient is still one."""
+    from dicp.tools.fuzz.check import float64_inputs, judge
+    import torch
+    import torch.nn.functional as F
+
+    def x_gradient(x, w, grad):
+        out = F.batch_norm(x, None, None, w, None, training=True, eps=0.1)
+        return torch.autograd.grad(out, x, grad)[0]
+
+    g = torch.Generator().manual_seed(4040)
+    x = torch.randn(2, 2, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(6, generator=g, dtype=torch.float64)[::3]
+    grad = torch.randn(2, 2, generator=g, dtype=torch.float64)
+    x64, w64, grad64 = float64_inputs([x, w, grad])
+    assert w64.is_contiguous() and torch.equal(w64, w) and x64.requires_grad
+    right, reference = x_gradient(x, w.contiguous(), grad), x_gradient(x64, w64, grad64)
+    assert judge(right, x_gradient(x, w, grad), reference) is None
+    assert judge(right + 0.5, right, reference) is not None

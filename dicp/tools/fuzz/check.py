@@ -237,10 +237,14 @@ def _outputs(fn, inputs, mode):
 
 
 def float64_inputs(tensors):
-    """Copies of `tensors` with floating ones in float64 (same shape; gradients tracked where
-    the originals track them)."""
+    """Contiguous copies of `tensors` with floating ones in float64 (same shape and values;
+    gradients tracked where the originals track them). Contiguous, so the arbiter does not
+    share a layout bug of eager's: CPU batch_norm's backward reads a strided weight as if it
+    were contiguous (torch 2.11 and 2.13; weight `w[::3]`), and the float64 run, given the same
+    strided weight, repeated eager's wrong gradient against dicp's right one (seed 4040)."""
     out = []
     for t in tensors:
-        copy = t.detach().to(torch.float64) if t.is_floating_point() else t.detach().clone()
+        dtype = torch.float64 if t.is_floating_point() else t.dtype
+        copy = t.detach().to(dtype, memory_format=torch.contiguous_format, copy=True)
         out.append(copy.requires_grad_(t.requires_grad and copy.is_floating_point()))
     return out
