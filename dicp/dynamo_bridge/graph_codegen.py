@@ -64,6 +64,8 @@ class GraphCodegenBase:
         for node in placeholders:  # strides after every size symbol is bound
             if isinstance(node.meta.get("val"), torch.Tensor):
                 self.wrapper.bind_strides(node.name, node.meta["val"])
+        for node in placeholders:
+            self._scalar_from_sizes(node)
         for node in nodes:
             if node.op != "placeholder":
                 self.env[node] = getattr(self, node.op)(node)
@@ -100,6 +102,17 @@ class GraphCodegenBase:
             self.wrapper.bind(to_sympy(val), node.name)
             return to_sympy(val)
         return Var(node.name)
+
+    def _scalar_from_sizes(self, node):
+        """A float or bool input computed from bound sizes becomes that expression, as the
+        same value computed in the graph does: a backward graph takes the forward's
+        `0.15 / sym_float(s50)` (cross entropy's label smoothing over s50 classes) as an
+        input, and kernels read it as a number, not as a wrapper variable."""
+        val = node.meta.get("val")
+        if isinstance(val, (torch.SymFloat, torch.SymBool)):
+            expr = to_sympy(val)
+            if expr.free_symbols <= self.wrapper.bound:
+                self.env[node] = expr
 
     def get_attr(self, node):
         attribute = getattr(self.gm, node.target)

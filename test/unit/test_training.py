@@ -137,3 +137,23 @@ def test_outputs_have_eager_strides(warm_cache, dynamic):
     actual, expected = compiled(layout_kept, dynamic=dynamic)(x), layout_kept(x)
     torch.testing.assert_close(actual, expected)
     assert actual.stride() == expected.stride()
+
+
+def smoothed_loss(x, target):
+    return F.cross_entropy(x, target, label_smoothing=0.15)
+
+
+def test_label_smoothing_over_a_symbolic_class_count(warm_cache):
+    """The smoothing weight 0.15 / classes is a float computed from a symbolic size; the
+    forward returns it and the backward takes it as an input, which the C++ codegen read as
+    a wrapper variable and failed to compile (torch's ModuleInfo samples, CrossEntropyLoss
+    with label_smoothing, dynamic)."""
+    forward = compiled(smoothed_loss, dynamic=True)
+    for batch, classes in ((4, 3), (5, 7), (1, 2)):
+        torch.manual_seed(classes)
+        x = torch.randn(batch, classes, 3, requires_grad=True)
+        target = torch.randint(0, classes, (batch, 3))
+        actual, expected = forward(x, target), smoothed_loss(x, target)
+        torch.testing.assert_close(actual, expected, rtol=0, atol=ATOL)
+        (grad,), (eager_grad,) = (torch.autograd.grad(y, x) for y in (actual, expected))
+        torch.testing.assert_close(grad, eager_grad, rtol=0, atol=ATOL)
