@@ -95,7 +95,8 @@ class UnsupportedExpression(NotImplementedError):
 
 class ExprPrinter:
     """Prints integer sympy expressions with `functions` (class name -> template over the
-    printed arguments `{0}`, `{1}`, ... or `{args}`); `cpp` marks C++ literals."""
+    printed arguments `{0}`, `{1}`, ... or `{args}`, or a function of the expression and its
+    printed arguments); `cpp` marks C++ literals."""
 
     def __init__(self, functions, cpp=False):
         self.functions, self.cpp = functions, cpp
@@ -123,7 +124,10 @@ class ExprPrinter:
         if name not in self.functions:
             raise UnsupportedExpression(f"cannot print size expression {expr} ({name})")
         args = [self(a) for a in expr.args]
-        return self.functions[name].format(*args, args=", ".join(args))
+        template = self.functions[name]
+        if callable(template):
+            return template(expr, args)
+        return template.format(*args, args=", ".join(args))
 
 
 py_expr = ExprPrinter(PYTHON_FUNCTIONS)

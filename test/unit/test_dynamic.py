@@ -84,3 +84,21 @@ def test_chained_window_views_keep_the_source_small(cold_cache):
         x = torch.randn(size)
         torch.testing.assert_close(fn(x), shifted_windows(x))
     assert longest_generated_line(cold_cache) < 5000
+
+
+def float_of_sizes(x):
+    # a float computed from sizes, as kornia's antialiased resize computes its blur's sigma
+    # (max(0.001, (h / 11 - 1) / 2)), read by a kernel; and its integer cousin
+    h, w = x.shape
+    sigma = max((h / 11 - 1.0) / 2.0, 0.001)
+    reach = min(w // 2 - 1, 3)
+    return x * torch.tensor(sigma) + x[:, :reach].sum(1, keepdim=True) * min(0.5, w / 7)
+
+
+def test_max_and_min_of_floats_from_sizes_stay_floats(cold_cache):
+    """Max and Min of symbolic sizes printed as int64_t always: max(0.001, 0.27) came out 0,
+    silently. Floats among the arguments make them double now."""
+    fn = compiled(float_of_sizes, dynamic=True)
+    for size in [(17, 4), (29, 9), (12, 5)]:
+        x = torch.randn(size)
+        torch.testing.assert_close(fn(x), float_of_sizes(x))

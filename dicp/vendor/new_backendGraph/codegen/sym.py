@@ -225,6 +225,16 @@ def unflatten(flat, sizes):
             for i, (size, stride) in enumerate(zip(sizes, strides))]
 
 
+def _extremum(helper):
+    """max/min in int64_t over sizes, in double where an argument is a float: kornia's
+    antialiased resize takes sigma = max(0.001, (h / 11 - 1) / 2) of a symbolic h, and the
+    integer helper truncated it to 0, silently blurring with the wrong kernel."""
+    def render(expr, args):
+        ctype = "int64_t" if all(a.is_integer for a in expr.args) else "double"
+        return f"dicp::{helper}<{ctype}>({', '.join(args)})"
+    return render
+
+
 # torch's own symbolic functions and ours, by class name -> C++ (the runtime header's helpers)
 CPP_FUNCTIONS = {
     "IDiv": "({0} / {1})", "IMod": "({0} % {1})",
@@ -233,7 +243,7 @@ CPP_FUNCTIONS = {
     "IntTrueDiv": "(static_cast<double>({0}) / {1})",
     "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})", "PythonMod": "dicp::pymod<int64_t>({0}, {1})",
     "Mod": "dicp::pymod<int64_t>({0}, {1})", "ModularIndexing": "(({0} / {1}) % {2})",
-    "Max": "dicp::max_of<int64_t>({args})", "Min": "dicp::min_of<int64_t>({args})",
+    "Max": _extremum("max_of"), "Min": _extremum("min_of"),
     "FloatTrueDiv": "(static_cast<double>({0}) / {1})", "ToFloat": "static_cast<double>({0})",
     "FloatPow": "std::pow(static_cast<double>({0}), {1})",
     "PowByNatural": "dicp::ipow<int64_t>({0}, {1})",
