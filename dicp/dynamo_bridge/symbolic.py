@@ -85,7 +85,8 @@ PYTHON_FUNCTIONS = {
     "ToFloat": "float({0})", "FloatPow": "({0} ** {1})", "PowByNatural": "({0} ** {1})",
     "OpaqueUnaryFn_sqrt": "math.sqrt({0})", "TruncToInt": "int({0})",
     "floor": "math.floor({0})", "ceiling": "math.ceil({0})", "FloorToInt": "math.floor({0})",
-    "CeilToInt": "math.ceil({0})",
+    "CeilToInt": "math.ceil({0})", "RoundToInt": "round({0})",
+    "TruncToFloat": "float(math.trunc({0}))",
 }
 
 

@@ -1,6 +1,8 @@
 """Dynamic shapes: one C++ build serves every input size."""
+import math
 from pathlib import Path
 
+import pytest
 import torch
 
 from .helpers import builds, cold_cache, compiled  # noqa: F401  (fixture)
@@ -86,19 +88,34 @@ def test_chained_window_views_keep_the_source_small(cold_cache):
     assert longest_generated_line(cold_cache) < 5000
 
 
-def float_of_sizes(x):
-    # a float computed from sizes, as kornia's antialiased resize computes its blur's sigma
-    # (max(0.001, (h / 11 - 1) / 2)), read by a kernel; and its integer cousin
-    h, w = x.shape
-    sigma = max((h / 11 - 1.0) / 2.0, 0.001)
-    reach = min(w // 2 - 1, 3)
-    return x * torch.tensor(sigma) + x[:, :reach].sum(1, keepdim=True) * min(0.5, w / 7)
+
+# Python arithmetic on symbolic sizes that reaches a kernel as a number, as models write it:
+# kornia's antialiased resize blurs with sigma = max(0.001, (h / 11 - 1) / 2)
+SIZE_MATH = {
+    "true division": lambda h, w: h / w,
+    "square root": lambda h, w: math.sqrt(h),
+    "float power": lambda h, w: h ** -1.5,
+    "floor, ceil": lambda h, w: math.floor(h / 3) - math.ceil(w / 3),
+    "round": lambda h, w: round(h / 3),
+    "int of a float": lambda h, w: int(-h * 0.7),
+    "float floor division": lambda h, w: (h * 1.5) // 2,
+    "float remainder": lambda h, w: (h * 1.0) % 3,
+    "max of floats": lambda h, w: max((h / 11 - 1.0) / 2.0, 0.001),
+    "min of mixed": lambda h, w: min(h / 4, w),
+    "max of integers": lambda h, w: max(h, w, 3),
+    "absolute value": lambda h, w: abs(w - h * 1.25),
+    "exp, log, cos": lambda h, w: math.exp(-h / 10) + math.log(h) + math.cos(w),
+}
 
 
-def test_max_and_min_of_floats_from_sizes_stay_floats(cold_cache):
-    """Max and Min of symbolic sizes printed as int64_t always: max(0.001, 0.27) came out 0,
-    silently. Floats among the arguments make them double now."""
-    fn = compiled(float_of_sizes, dynamic=True)
+@pytest.mark.parametrize("name", SIZE_MATH)
+def test_numbers_computed_from_sizes_match_eager(cold_cache, name):
+    """Max and Min printed as int64_t always (max(0.001, 0.27) was 0, silently), a float
+    remainder went to an int64_t parameter, and round() had no C++ form."""
+    def scaled(x):
+        return x * SIZE_MATH[name](*x.shape) + 1
+
+    fn = compiled(scaled, dynamic=True)
     for size in [(17, 4), (29, 9), (12, 5)]:
-        x = torch.randn(size)
-        torch.testing.assert_close(fn(x), float_of_sizes(x))
+        x = torch.randn(size, dtype=torch.float64)
+        torch.testing.assert_close(fn(x), scaled(x), rtol=1e-12, atol=1e-12)

@@ -8,7 +8,7 @@ from . import loop_ir as L
 from .ctypes_map import compute_ctype, storage_ctype
 from .invariants import hoist_invariants
 from .row_cache import LoadRecord, costly, plan_row_caches
-from .sym import flat_index, loop_index, simplify_in_loops
+from .sym import flat_index, integer_valued, loop_index, simplify_in_loops
 
 
 @dataclass
@@ -147,7 +147,7 @@ class KernelBuilder:
         if expr.is_Atom or not expr.free_symbols:
             return expr
         if expr not in self._hoisted:
-            if isinstance(expr, sympy.Function) and expr.is_integer and \
+            if isinstance(expr, sympy.Function) and integer_valued(expr) and \
                     not expr.free_symbols & (self.loop_vars | self.computed):
                 symbol = sympy.Symbol(f"hs{len(self.size_params)}", integer=True,
                                       nonnegative=expr.is_nonnegative)

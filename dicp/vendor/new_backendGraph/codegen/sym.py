@@ -225,25 +225,46 @@ def unflatten(flat, sizes):
             for i, (size, stride) in enumerate(zip(sizes, strides))]
 
 
-def _extremum(helper):
-    """max/min in int64_t over sizes, in double where an argument is a float: kornia's
-    antialiased resize takes sigma = max(0.001, (h / 11 - 1) / 2) of a symbolic h, and the
-    integer helper truncated it to 0, silently blurring with the wrong kernel."""
+# Functions whose value is an integer whatever their arguments, and those that are integers
+# only over integers. torch's Mod says is_integer of a float remainder too ((h * 1.0) % 3).
+_TO_INTEGER = {"TruncToInt", "RoundToInt", "FloorToInt", "CeilToInt", "floor", "ceiling"}
+_INTEGER_OVER_INTEGERS = {"Mod", "PythonMod", "FloorDiv", "Max", "Min", "Add", "Mul", "Abs"}
+
+
+def integer_valued(expr) -> bool:
+    """Whether size expression `expr` computes an integer, read from what it is made of."""
+    if expr.is_Integer or (expr.is_Symbol and expr.is_integer):
+        return True
+    name = type(expr).__name__
+    if name in _TO_INTEGER:
+        return True
+    if name in _INTEGER_OVER_INTEGERS:
+        return all(integer_valued(a) for a in expr.args)
+    if expr.is_Pow:
+        return integer_valued(expr.base) and expr.exp.is_Integer and expr.exp >= 0
+    return bool(expr.is_integer) and not expr.is_Float
+
+
+def _typed(template):
+    """A C++ helper instantiated over int64_t, or over double where an argument is a float
+    (kornia's antialiased resize takes sigma = max(0.001, (h / 11 - 1) / 2) of a symbolic h;
+    the int64_t max truncated it to 0 and blurred with the wrong kernel, silently)."""
     def render(expr, args):
-        ctype = "int64_t" if all(a.is_integer for a in expr.args) else "double"
-        return f"dicp::{helper}<{ctype}>({', '.join(args)})"
+        ctype = "int64_t" if all(integer_valued(a) for a in expr.args) else "double"
+        return template.format(*args, args=", ".join(args), T=ctype)
     return render
 
 
 # torch's own symbolic functions and ours, by class name -> C++ (the runtime header's helpers)
 CPP_FUNCTIONS = {
     "IDiv": "({0} / {1})", "IMod": "({0} % {1})",
-    "FloorDiv": "dicp::floordiv<int64_t>({0}, {1})", "CleanDiv": "({0} / {1})",
+    "FloorDiv": _typed("dicp::floordiv<{T}>({0}, {1})"), "CleanDiv": "({0} / {1})",
     "CeilDiv": "dicp::ceildiv<int64_t>({0}, {1})",
     "IntTrueDiv": "(static_cast<double>({0}) / {1})",
-    "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})", "PythonMod": "dicp::pymod<int64_t>({0}, {1})",
-    "Mod": "dicp::pymod<int64_t>({0}, {1})", "ModularIndexing": "(({0} / {1}) % {2})",
-    "Max": _extremum("max_of"), "Min": _extremum("min_of"),
+    "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})",
+    "PythonMod": _typed("dicp::pymod<{T}>({0}, {1})"), "Mod": _typed("dicp::pymod<{T}>({0}, {1})"),
+    "ModularIndexing": "(({0} / {1}) % {2})",
+    "Max": _typed("dicp::max_of<{T}>({args})"), "Min": _typed("dicp::min_of<{T}>({args})"),
     "FloatTrueDiv": "(static_cast<double>({0}) / {1})", "ToFloat": "static_cast<double>({0})",
     "FloatPow": "std::pow(static_cast<double>({0}), {1})",
     "PowByNatural": "dicp::ipow<int64_t>({0}, {1})",
@@ -252,6 +273,9 @@ CPP_FUNCTIONS = {
     "ceiling": "static_cast<int64_t>(std::ceil({0}))",
     "FloorToInt": "static_cast<int64_t>(std::floor({0}))",
     "CeilToInt": "static_cast<int64_t>(std::ceil({0}))",
+    # Python's round: halves to even, as nearbyint in the default rounding mode
+    "RoundToInt": "static_cast<int64_t>(std::nearbyint({0}))",
+    "TruncToFloat": "std::trunc(static_cast<double>({0}))",
 }
 
 cpp_expr = ExprPrinter(CPP_FUNCTIONS, cpp=True)
