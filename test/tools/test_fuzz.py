@@ -76,6 +76,13 @@ def test_every_family_is_generated():
     assert families == set(FAMILIES)
 
 
+def test_numbers_computed_from_sizes_are_generated():
+    """Operands like max(x.shape[0] / 7, 0.25): symbolic numbers under dynamic shapes, whose
+    printing into kernels truncated a float max to an integer (kornia's resize)."""
+    sources = [p.source() for seed in range(100) for p in [generate(seed, configs=3)] if p]
+    assert sum(".shape[" in source for source in sources) >= 2
+
+
 def test_half_types_widen_to_float64_where_the_program_cannot_run_as_written():
     """The float64 reference of a program that casts to bfloat16 and then meets a float input
     (index_add here) cannot run as written; its second try computes the half types in float64,

@@ -38,6 +38,22 @@ def scalar_literal(g, kind=None):
     return repr(g.rng.choice((-2.5, -1.0, -0.5, 0.0, 0.5, 1.5, 2.0, 3.25)))
 
 
+# Python numbers computed from a size. Under dynamic shapes each is a symbolic expression
+# the backend prints into its kernels (kornia's blur sigma, max(0.001, (h / 11 - 1) / 2),
+# printed as an integer max, was 0).
+SIZE_NUMBERS = ("({n} / 3 - 0.5)", "max({n} / 7, 0.25)", "min({n} * 0.3, 2.0)",
+                "round({n} / 2)", "(({n} * 1.0) % 2.5)", "({n} % 3)", "({n} // 2 - 1)",
+                "int({n} * 0.7)", "-({n} ** 0.5)")
+
+
+def size_number(g, x):
+    """A number computed from one of `x`'s sizes (a literal for a 0-d `x`)."""
+    rank = len(g.dims(x))
+    if not rank:
+        return scalar_literal(g)
+    return g.rng.choice(SIZE_NUMBERS).format(n=f"{x}.shape[{g.rng.randrange(rank)}]")
+
+
 def broadcast_dims(g, dims):
     """Dims that broadcast with `dims`: a suffix of them, some set to 1, or some of their 1s
     widened, maybe with a new leading dim."""
@@ -63,6 +79,8 @@ def other_operand(g, a, dtypes=ALL_DTYPES):
     """A second operand for `a`: a Python scalar, a 0-d tensor, an existing value that
     broadcasts with `a`, or a new input of broadcast-compatible shape (any dtype)."""
     roll = g.rng.random()
+    if roll < 0.04:
+        return size_number(g, a)
     if roll < 0.25:
         return scalar_literal(g)
     if roll < 0.35:
