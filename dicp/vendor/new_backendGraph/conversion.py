@@ -644,6 +644,16 @@ def adaptive_avg_pool2d(ctx, x, output_size):
     return ctx.op(ops.AdaptiveAvgPool2d, x, list(output_size))
 
 
+@conversion(aten.adaptive_max_pool2d.default)
+def adaptive_max_pool2d(ctx, x, output_size):
+    return ctx.op(ops.AdaptiveMaxPool2d, x, list(output_size))
+
+
+@conversion(aten.adaptive_max_pool2d_backward.default)
+def adaptive_max_pool2d_backward(ctx, grad, x, indices):
+    return ctx.op(ops.AdaptiveMaxPool2dBackward, grad, x, indices)
+
+
 # --- library kernels with argument handling -------------------------------------------
 
 @conversion([aten.sort.default, aten.sort.stable])

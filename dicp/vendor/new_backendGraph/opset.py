@@ -115,6 +115,10 @@ POOL = {
     "MaxPool2dWithIndicesBackward": lambda grad, x, kernel, stride, padding, dilation,
         ceil_mode, indices: torch.ops.aten.max_pool2d_with_indices_backward.default(
             grad, x, kernel, stride, padding, dilation, ceil_mode, indices),
+    "AdaptiveMaxPool2d": lambda x, output_size:
+        torch.ops.aten.adaptive_max_pool2d.default(x, output_size),
+    "AdaptiveMaxPool2dBackward": lambda grad, x, indices:
+        torch.ops.aten.adaptive_max_pool2d_backward.default(grad, x, indices),
 }
 
 # Library kernels: the backend's tuned kernel library, called from the wrapper.

@@ -5,6 +5,8 @@ from .ctypes_map import compute_ctype
 from .loop_ir import Assign, Const, Declare, If, Op, Var
 from .lowering import lowering
 from .lowering_extra import _new_buffer, within
+from dicp.dynamo_bridge.symbolic import shape_of
+
 from .sym import IDiv, loop_index
 
 ACC = Var("acc", "double")
@@ -26,9 +28,10 @@ def _declare_acc(k, outer):
     k.add(Declare(ACC, Const(0, "double")))
 
 
-@lowering("MaxPool2dWithIndices")
-def max_pool2d(g, node, x, kernel, stride, padding, dilation, ceil_mode):
-    x = g.value(x)
+def _max_with_index(g, node, x, inner, window):
+    """Values and flat (h * W + w) indices of the maxima over each output's window, as ATen
+    picks them: the first maximum, a NaN over any number. `window(k, outer, inner)` gives the
+    input (h, w) and whether it lies inside the input."""
     values_val, indices_val = node.meta["val"]
     values, indices = _new_buffer(g, values_val), _new_buffer(g, indices_val)
     T = compute_ctype(x.dtype)
@@ -39,7 +42,7 @@ def max_pool2d(g, node, x, kernel, stride, padding, dilation, ceil_mode):
         k.add(Declare(best_index, Const(-1, "int64_t")))
 
     def body(k, outer, inner):
-        h, w, inside = _window(k, outer, x, kernel, stride, padding, dilation, inner)
+        h, w, inside = window(k, outer, inner)
         value = k.masked(inside, lambda: x.load(k, outer[:-2] + [h, w]),
                          Const(-float("inf"), T), T)
         position = k.index(h * x.sizes[-1] + w)
@@ -50,9 +53,27 @@ def max_pool2d(g, node, x, kernel, stride, padding, dilation, ceil_mode):
         values.store(k, outer, best)
         indices.store(k, outer, best_index)
 
-    g.kernel(values.sizes, pre=pre, inner=[(0, kernel[0]), (0, kernel[1])], body=body,
-             post=post)
+    g.kernel(values.sizes, pre=pre, inner=inner, body=body, post=post)
     return values, indices
+
+
+@lowering("MaxPool2dWithIndices")
+def max_pool2d(g, node, x, kernel, stride, padding, dilation, ceil_mode):
+    x = g.value(x)
+    return _max_with_index(
+        g, node, x, [(0, kernel[0]), (0, kernel[1])],
+        lambda k, outer, inner: _window(k, outer, x, kernel, stride, padding, dilation, inner))
+
+
+@lowering("AdaptiveMaxPool2d")
+def adaptive_max_pool2d(g, node, x, output_size):
+    """Output (oh, ow) takes the maximum over the same windows as AdaptiveAvgPool2d's."""
+    x = g.value(x)
+    (in_h, in_w), (out_h, out_w) = x.sizes[-2:], shape_of(node.meta["val"][0])[-2:]
+    outer = loop_index(len(shape_of(node.meta["val"][0])))
+    inner = [_adaptive_bounds(outer[-2], in_h, out_h), _adaptive_bounds(outer[-1], in_w, out_w)]
+    return _max_with_index(g, node, x, inner,
+                           lambda k, outer, inner: (*inner, Const(True, "bool")))
 
 
 @lowering("AvgPool2d")
@@ -194,6 +215,28 @@ def adaptive_avg_pool2d_backward(g, node, grad, x):
         _add_to_acc(k, k.masked(covers, lambda: _divided(
             k, grad.load(k, outer[:-2] + inner), (h1 - h0) * (w1 - w0)), Const(0, "double"),
             "double"))
+
+    # output positions whose window can contain input h: [h*OH/H, ceil((h+1)*OH/H))
+    inner = [_adaptive_bounds(outer[-2], out_h, in_h), _adaptive_bounds(outer[-1], out_w, in_w)]
+    g.kernel(out.sizes, pre=_declare_acc, inner=inner, body=body,
+             post=lambda k, o: out.store(k, o, ACC))
+    return out
+
+
+@lowering("AdaptiveMaxPool2dBackward")
+def adaptive_max_pool2d_backward(g, node, grad, x, indices):
+    """Each input element gathers the gradients of the outputs whose window can hold it and
+    whose saved index picked it, as max_pool2d's backward: stores only to its own element."""
+    grad, indices = g.value(grad), g.value(indices)
+    out = _new_buffer(g, node.meta["val"])
+    (in_h, in_w), (out_h, out_w) = out.sizes[-2:], grad.sizes[-2:]
+    outer = loop_index(len(out.sizes))
+
+    def body(k, outer, inner):
+        here = k.index(outer[-2] * in_w + outer[-1])
+        picked = k.op("Eq", "bool", indices.load(k, outer[:-2] + inner), here)
+        _add_to_acc(k, k.masked(picked, lambda: grad.load(k, outer[:-2] + inner),
+                                Const(0, "double"), "double"))
 
     # output positions whose window can contain input h: [h*OH/H, ceil((h+1)*OH/H))
     inner = [_adaptive_bounds(outer[-2], out_h, in_h), _adaptive_bounds(outer[-1], out_w, in_w)]
