@@ -7,7 +7,7 @@ from .dynamo_context import current_frame, inside_dicp, install
 from .graph import GraphTransformer
 from .graph_cache import backend_fingerprint
 from .precompile import keyed_autograd_cache, output_code, serializable, serializable_results
-from .recompiles import note_compile
+from .recompiles import note_compile, traced_inputs
 from .torch_compat import aot_autograd
 
 
@@ -47,7 +47,7 @@ def compile_fx(gm, example_inputs, backend_name: str):
         with profile.stage("setup"):
             backend = get_backend(backend_name)
             config.check_environment()  # after the backend is loaded, so its knobs are known
-            note_compile(current_frame(gm).function, example_inputs)
+            note_compile(current_frame(gm).function, traced_inputs(gm, example_inputs))
             compiler = aot_autograd(
                 fw_compiler=_graph_compiler(backend, "forward"),
                 bw_compiler=_graph_compiler(backend, "backward"),

@@ -85,6 +85,17 @@ def test_dynamic_compiles_do_not_warn(warm_cache, monkeypatch, caplog):
     assert not [r for r in caplog.records if "recompiled" in r.getMessage()]
 
 
+def test_dynamic_compiles_after_resets_do_not_warn(warm_cache, monkeypatch, caplog):
+    """Each trace after torch._dynamo.reset() names its size symbols afresh; that is no
+    change of static shape, and the warning told users already on dynamic=True to use it."""
+    monkeypatch.setenv("DICP_RECOMPILE_WARN_LIMIT", "1")
+    monkeypatch.setattr(utils, "_logged_once", set())
+    caplog.set_level(logging.WARNING, logger="dicp")
+    for n in range(2, 6):
+        compiled(block, dynamic=True)(torch.randn(n + 1, n))  # compiled() resets dynamo
+    assert not [r for r in caplog.records if "recompiled" in r.getMessage()]
+
+
 def test_stats_is_a_snapshot():
     snapshot = dicp.stats()
     snapshot.counters["graphs (forward)"] += 1000
