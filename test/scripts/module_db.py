@@ -19,6 +19,7 @@ import warnings
 import torch
 from torch.testing._internal.common_modules import module_db
 
+from dicp.dynamo_bridge.torch_compat import pytree
 from dicp.tolerance import TOLERANCES, compare
 
 SKIPPED = ("nn.Lazy", "nn.FractionalMaxPool")
@@ -30,25 +31,14 @@ KNOWN_TORCH_FAILURES = {("nn.MultiLabelMarginLoss", "1d_reduction_none")}
 
 
 def tensors(value):
-    """The tensors in `value` (nested lists, tuples and dicts), in order."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in tensors(v)]
-    return []
+    """The tensors in `value` (nested lists, tuples, dicts and named tuples), in order."""
+    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
 def fresh(value):
     """A copy of `value` whose tensors are new leaves, gradients tracked as in the original."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone().requires_grad_(value.requires_grad)
-    if isinstance(value, (list, tuple)):
-        return type(value)(fresh(v) for v in value)
-    if isinstance(value, dict):
-        return {key: fresh(v) for key, v in value.items()}
-    return value
+    return pytree.tree_map_only(
+        torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), value)
 
 
 def call(module, forward, sample):
@@ -118,6 +108,7 @@ def main(argv=None):
         if info.name.startswith(SKIPPED) or (args.modules and info.name not in args.modules):
             continue
         for training in (True, False):
+            torch.manual_seed(0)  # a module's samples do not depend on the modules before it
             samples = info.module_inputs_func(info, device="cpu", dtype=torch.float32,
                                               requires_grad=True, training=training)
             for sample in samples:
