@@ -1,12 +1,12 @@
 """Pooling as window reductions over the last two dims: one loop nest per output."""
 import sympy
 
+from dicp.dynamo_bridge.symbolic import shape_of
+
 from .ctypes_map import compute_ctype
 from .loop_ir import Assign, Const, Declare, If, Op, Var
 from .lowering import lowering
 from .lowering_extra import _new_buffer, within
-from dicp.dynamo_bridge.symbolic import shape_of
-
 from .sym import IDiv, loop_index
 
 ACC = Var("acc", "double")
@@ -69,8 +69,9 @@ def max_pool2d(g, node, x, kernel, stride, padding, dilation, ceil_mode):
 def adaptive_max_pool2d(g, node, x, output_size):
     """Output (oh, ow) takes the maximum over the same windows as AdaptiveAvgPool2d's."""
     x = g.value(x)
-    (in_h, in_w), (out_h, out_w) = x.sizes[-2:], shape_of(node.meta["val"][0])[-2:]
-    outer = loop_index(len(shape_of(node.meta["val"][0])))
+    out_sizes = shape_of(node.meta["val"][0])
+    (in_h, in_w), (out_h, out_w) = x.sizes[-2:], out_sizes[-2:]
+    outer = loop_index(len(out_sizes))
     inner = [_adaptive_bounds(outer[-2], in_h, out_h), _adaptive_bounds(outer[-1], in_w, out_w)]
     return _max_with_index(g, node, x, inner,
                            lambda k, outer, inner: (*inner, Const(True, "bool")))
