@@ -91,6 +91,12 @@ CASES = {
     "max_pool1d": (lambda x: F.max_pool1d(x, 3, 2, 1), lambda n, g: pool_input(n, g, 1)),
     "adaptive_max_pool2d": (lambda x: F.adaptive_max_pool2d(x, 3), pool_input),
     "avg_pool2d_overlap": (lambda x: F.avg_pool2d(x, 3, 1, 1), pool_input),
+    "max_pool3d": (lambda x: F.max_pool3d(x, 3, 2, 1), lambda n, g: pool_input(n, g, 3)),
+    "adaptive_max_pool3d": (lambda x: F.adaptive_max_pool3d(x, 2),
+                            lambda n, g: pool_input(n, g, 3)),
+    # eager's avg_pool3d refuses an input smaller than the kernel, padding or not
+    "avg_pool3d_overlap": (lambda x: F.avg_pool3d(x, 3, 1, 1),
+                           lambda n, g: pool_input(n + 2, g, 3)),
     **{f"interpolate_{mode}": (lambda x, mode=mode: F.interpolate(x, scale_factor=2, mode=mode),
                                pool_input)
        for mode in ("nearest", "nearest-exact", "area")},

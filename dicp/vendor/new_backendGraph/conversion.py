@@ -598,60 +598,69 @@ def _running_update(ctx, running, batch, momentum):
 
 # --- pooling ----------------------------------------------------------------------------
 
-def _pair(value, default=None):
+def _spatial(value, nd, default=None):
+    """A pool argument as one value per spatial dim (ATen accepts one for all)."""
     value = default if value is None or (isinstance(value, (list, tuple)) and not value) else value
     value = list(value) if isinstance(value, (list, tuple)) else [value]
-    return value * 2 if len(value) == 1 else value
+    return value * nd if len(value) == 1 else value
 
 
-@conversion(aten.max_pool2d_with_indices.default)
-def max_pool2d(ctx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-    pooled = ctx.op(ops.MaxPool2dWithIndices, x, _pair(kernel), _pair(stride, kernel),
-                    _pair(padding), _pair(dilation), ceil_mode)
-    return pooled
+def _pool_conversions(nd):
+    """Window reductions over `nd` spatial dims, each to its vendor op with one kernel size,
+    stride, padding and dilation per dim."""
+    def aten_op(name):
+        return getattr(aten, name.format(nd)).default
+
+    def vendor_op(name):
+        return getattr(ops, name.format(nd))
+
+    @conversion(aten_op("max_pool{}d_with_indices"))
+    def max_pool(ctx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+        return ctx.op(vendor_op("MaxPool{}dWithIndices"), x, _spatial(kernel, nd),
+                      _spatial(stride, nd, kernel), _spatial(padding, nd),
+                      _spatial(dilation, nd), ceil_mode)
+
+    # Native, not torch's decomposition: that exists from torch 2.13 only and is skipped in
+    # deterministic mode. The lowering adds in ATen's order, one plane per thread.
+    @conversion(aten_op("max_pool{}d_with_indices_backward"))
+    def max_pool_backward(ctx, grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+        return ctx.op(vendor_op("MaxPool{}dWithIndicesBackward"), grad, x, _spatial(kernel, nd),
+                      _spatial(stride, nd, kernel), _spatial(padding, nd),
+                      _spatial(dilation, nd), ceil_mode, indices)
+
+    @conversion(aten_op("avg_pool{}d"))
+    def avg_pool(ctx, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        return ctx.op(vendor_op("AvgPool{}d"), x, _spatial(kernel, nd),
+                      _spatial(stride, nd, kernel), _spatial(padding, nd), ceil_mode,
+                      count_include_pad, divisor_override)
+
+    @conversion(aten_op("avg_pool{}d_backward"))
+    def avg_pool_backward(ctx, grad, x, kernel, stride, padding, ceil_mode, count_include_pad,
+                          divisor_override):
+        return ctx.op(vendor_op("AvgPool{}dBackward"), grad, x, _spatial(kernel, nd),
+                      _spatial(stride, nd, kernel), _spatial(padding, nd), ceil_mode,
+                      count_include_pad, divisor_override)
+
+    @conversion(aten_op("_adaptive_avg_pool{}d"))
+    def adaptive_avg_pool(ctx, x, output_size):
+        return ctx.op(vendor_op("AdaptiveAvgPool{}d"), x, list(output_size))
+
+    @conversion(aten_op("_adaptive_avg_pool{}d_backward"))
+    def adaptive_avg_pool_backward(ctx, grad, x):
+        return ctx.op(vendor_op("AdaptiveAvgPool{}dBackward"), grad, x)
+
+    @conversion(aten_op("adaptive_max_pool{}d"))
+    def adaptive_max_pool(ctx, x, output_size):
+        return ctx.op(vendor_op("AdaptiveMaxPool{}d"), x, list(output_size))
+
+    @conversion(aten_op("adaptive_max_pool{}d_backward"))
+    def adaptive_max_pool_backward(ctx, grad, x, indices):
+        return ctx.op(vendor_op("AdaptiveMaxPool{}dBackward"), grad, x, indices)
 
 
-# Native, not torch's decomposition: that exists from torch 2.13 only, is skipped in
-# deterministic mode, and scatters through the saved indices (a loop that cannot run in
-# parallel); the lowering gathers instead.
-@conversion(aten.max_pool2d_with_indices_backward.default)
-def max_pool2d_backward(ctx, grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
-    return ctx.op(ops.MaxPool2dWithIndicesBackward, grad, x, _pair(kernel),
-                  _pair(stride, kernel), _pair(padding), _pair(dilation), ceil_mode, indices)
-
-
-@conversion(aten.avg_pool2d.default)
-def avg_pool2d(ctx, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
-    return ctx.op(ops.AvgPool2d, x, _pair(kernel), _pair(stride, kernel), _pair(padding),
-                  ceil_mode, count_include_pad, divisor_override)
-
-
-@conversion(aten.avg_pool2d_backward.default)
-def avg_pool2d_backward(ctx, grad, x, kernel, stride, padding, ceil_mode, count_include_pad,
-                        divisor_override):
-    return ctx.op(ops.AvgPool2dBackward, grad, x, _pair(kernel), _pair(stride, kernel),
-                  _pair(padding), ceil_mode, count_include_pad, divisor_override)
-
-
-@conversion(aten._adaptive_avg_pool2d_backward.default)
-def adaptive_avg_pool2d_backward(ctx, grad, x):
-    return ctx.op(ops.AdaptiveAvgPool2dBackward, grad, x)
-
-
-@conversion(aten._adaptive_avg_pool2d.default)
-def adaptive_avg_pool2d(ctx, x, output_size):
-    return ctx.op(ops.AdaptiveAvgPool2d, x, list(output_size))
-
-
-@conversion(aten.adaptive_max_pool2d.default)
-def adaptive_max_pool2d(ctx, x, output_size):
-    return ctx.op(ops.AdaptiveMaxPool2d, x, list(output_size))
-
-
-@conversion(aten.adaptive_max_pool2d_backward.default)
-def adaptive_max_pool2d_backward(ctx, grad, x, indices):
-    return ctx.op(ops.AdaptiveMaxPool2dBackward, grad, x, indices)
+_pool_conversions(2)
+_pool_conversions(3)
 
 
 # --- library kernels with argument handling -------------------------------------------

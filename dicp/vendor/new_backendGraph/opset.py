@@ -97,29 +97,24 @@ INDEXING = {
         x, indices, values, accumulate),
 }
 
-# Window reductions over the last two (spatial) dims.
-POOL = {
-    "MaxPool2dWithIndices": lambda x, kernel, stride, padding, dilation, ceil_mode:
-        torch.ops.aten.max_pool2d_with_indices.default(x, kernel, stride, padding, dilation,
-                                                       ceil_mode),
-    "AvgPool2d": lambda x, kernel, stride, padding, ceil_mode, count_include_pad, divisor:
-        torch.ops.aten.avg_pool2d.default(x, kernel, stride, padding, ceil_mode,
-                                          count_include_pad, divisor),
-    "AdaptiveAvgPool2d": lambda x, output_size:
-        torch.ops.aten._adaptive_avg_pool2d.default(x, output_size),
-    "AvgPool2dBackward": lambda grad, x, kernel, stride, padding, ceil_mode, include_pad,
-        divisor: torch.ops.aten.avg_pool2d_backward.default(grad, x, kernel, stride, padding,
-                                                            ceil_mode, include_pad, divisor),
-    "AdaptiveAvgPool2dBackward": lambda grad, x:
-        torch.ops.aten._adaptive_avg_pool2d_backward.default(grad, x),
-    "MaxPool2dWithIndicesBackward": lambda grad, x, kernel, stride, padding, dilation,
-        ceil_mode, indices: torch.ops.aten.max_pool2d_with_indices_backward.default(
-            grad, x, kernel, stride, padding, dilation, ceil_mode, indices),
-    "AdaptiveMaxPool2d": lambda x, output_size:
-        torch.ops.aten.adaptive_max_pool2d.default(x, output_size),
-    "AdaptiveMaxPool2dBackward": lambda grad, x, indices:
-        torch.ops.aten.adaptive_max_pool2d_backward.default(grad, x, indices),
-}
+
+def _pools(nd):
+    """Window reductions over the last `nd` (spatial) dims: ATen's ops, arguments as ATen's."""
+    aten = torch.ops.aten
+    return {
+        f"MaxPool{nd}dWithIndices": getattr(aten, f"max_pool{nd}d_with_indices").default,
+        f"MaxPool{nd}dWithIndicesBackward":
+            getattr(aten, f"max_pool{nd}d_with_indices_backward").default,
+        f"AvgPool{nd}d": getattr(aten, f"avg_pool{nd}d").default,
+        f"AvgPool{nd}dBackward": getattr(aten, f"avg_pool{nd}d_backward").default,
+        f"AdaptiveAvgPool{nd}d": getattr(aten, f"_adaptive_avg_pool{nd}d").default,
+        f"AdaptiveAvgPool{nd}dBackward": getattr(aten, f"_adaptive_avg_pool{nd}d_backward").default,
+        f"AdaptiveMaxPool{nd}d": getattr(aten, f"adaptive_max_pool{nd}d").default,
+        f"AdaptiveMaxPool{nd}dBackward": getattr(aten, f"adaptive_max_pool{nd}d_backward").default,
+    }
+
+
+POOL = {**_pools(2), **_pools(3)}
 
 # Library kernels: the backend's tuned kernel library, called from the wrapper.
 LIBRARY = {

@@ -34,9 +34,10 @@ EXPECTED_FALLBACKS = {
     "aten.topk.default": _LATER.format("TopK"),
     "aten.sort.*": _LATER.format("TopK over the whole dim (stable order)"),
     "aten.repeat_interleave.Tensor": _LATER.format("a data-dependent output shape"),
-    "aten.max_pool2d_with_indices*": _LATER.format("MaxPool-14 (with indices)"),
-    "aten.avg_pool2d*": _LATER.format("AvgPool"),
-    "aten._adaptive_avg_pool2d*": _LATER.format("AdaptiveAvgPool"),
+    "aten.max_pool[23]d_with_indices*": _LATER.format("MaxPool-14 (with indices)"),
+    "aten.avg_pool[23]d*": _LATER.format("AvgPool"),
+    "aten._adaptive_avg_pool[23]d*": _LATER.format("AdaptiveAvgPool"),
+    "aten.adaptive_max_pool[23]d*": _LATER.format("AdaptiveMaxPool"),
     "aten._native_batch_norm_legit*": _LATER.format("BatchNormInference and reductions"),
     "aten.convolution_backward.default": _LATER.format("ConvolutionBackpropData"),
     "aten.convolution.default": "transposed (OpenVINO's ConvolutionBackpropData would run it, "

@@ -518,11 +518,13 @@ def index_tensor(g, node, x, indices):
 # index_put_(accumulate=True) and index_add with alpha != 1 do (adding in float differed from
 # eager by up to 3.5 in bfloat16: found by the fuzzer, index_add(alpha=2)).
 def _scatter_target(g, x, fake):
-    """A fresh contiguous copy of x to scatter into, in float32 if x is a half type."""
+    """A fresh contiguous copy of x (zeros if x is None) to scatter into, in float32 if x is
+    a half type."""
     dtype = torch.float32 if fake.dtype in HALF_TYPES else fake.dtype
     out = _new_buffer(g, fake, dtype=dtype)
     g.pointwise_kernel(out.sizes, lambda k, idx: out.store(
-        k, idx, cast_value(k, x.load(k, idx), x.dtype, dtype)))
+        k, idx, Const(0, compute_ctype(dtype)) if x is None else
+        cast_value(k, x.load(k, idx), x.dtype, dtype)))
     return out
 
 
