@@ -185,6 +185,7 @@ class GraphCodegenBase:
     # ---- outputs ----
     def output(self, node):
         # outputs take the ATen graph's layouts, which callers rely on
+        written = {}
         for arg, val in zip(node.args[0], self.ctx.output_vals, strict=True):
             if isinstance(arg, fx.Node) and arg.op == "placeholder":  # the input itself
                 self.wrapper.outputs.append(arg.name)  # (a training graph's saved input)
@@ -193,7 +194,13 @@ class GraphCodegenBase:
             if view is not None:
                 self.wrapper.outputs.append(self.wrapper.literal(view))
                 continue
-            output = self.wrapper.literal(self.output_in_layout(arg, val))
+            # A value returned twice in one layout is computed once: a training graph returns
+            # softmax's result and its alias saved for the backward, and each was a kernel.
+            key = (arg, _layout(val)) if isinstance(arg, fx.Node) else None
+            output = written.get(key) if key else None
+            if output is None:
+                output = self.wrapper.literal(self.output_in_layout(arg, val))
+                written[key] = output
             # new memory in the traced graph: not a view at run time either (aliasing.py)
             fresh = isinstance(val, torch.Tensor) and not val._is_view()
             self.wrapper.outputs.append(f"own({output})" if fresh else output)
@@ -323,6 +330,13 @@ def load_wrapper(generated: GeneratedGraph, namespace: dict, path: str = None):
     filename = path or f"<dicp {generated.name}>"
     exec(compile(generated.wrapper_source, filename, "exec"), scope)
     return scope["call"]
+
+
+def _layout(val):
+    """What a graph output's layout is, hashable (None for a non-tensor)."""
+    if not isinstance(val, torch.Tensor):
+        return None
+    return (tuple(shape_of(val)), tuple(strides_of(val)), to_sympy(val.storage_offset()))
 
 
 def broadcast_dims(val):
