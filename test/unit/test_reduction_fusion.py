@@ -193,3 +193,16 @@ def test_a_sum_fed_to_an_integer_cast_matches_eager(cold_cache, monkeypatch):
     x = torch.randn(7, 28, 28, generator=torch.Generator().manual_seed(2735407451384),
                     dtype=torch.float64).mul(2).float()
     assert torch.equal(compiled(sum_then_truncate)(x), sum_then_truncate(x))
+
+
+def test_group_norm_statistics_run_once_per_group(cold_cache):
+    """A normalized channel reads its group's mean and variance at channel // 4. Fused into the
+    loop over channels, each group's statistics were computed once per channel, 4 times here
+    (8 times in a GroupNorm(8, 64): 3.3 times eager's time). They must run in a loop over
+    groups: no kernel that reduces loops over the 12 channels."""
+    x = torch.randn(2, 12, 5, 7)
+    torch.testing.assert_close(compiled(lambda x: F.group_norm(x, 3))(x), F.group_norm(x, 3))
+    kernels = kernel_sources(cold_cache).split('extern "C" void kernel_')[1:]
+    reducing = [k for k in kernels if "acc" in k]
+    assert reducing
+    assert not any("< 12L;" in k for k in reducing)

@@ -8,7 +8,8 @@ from . import loop_ir as L
 from .ctypes_map import compute_ctype, storage_ctype
 from .invariants import hoist_invariants
 from .row_cache import LoadRecord, costly, plan_row_caches
-from .sym import flat_index, integer_valued, loop_index, simplify_in_loops
+from .sym import (contiguous_strides, flat_index, integer_valued, loop_index,
+                  simplify_in_loops)
 
 
 @dataclass
@@ -415,7 +416,9 @@ class KernelBuilder:
     def fused_reduction(self, reduction, kept_index):
         """The value of lazy `reduction` at `kept_index`, computed by a phase of this kernel
         before the one being emitted. That computes it once per outer iteration only when the
-        index uses exactly the outer loop variables, and safely only outside conditional code
+        index uses exactly the outer loop variables, each iteration a different element (group
+        norm's statistics at channel // 8, fused, were computed 8 times: 3.3 times eager's
+        time), and safely only outside conditional code
         (a padded or masked index may be out of range where the condition fails). A second
         kernel reading it would compute it again: it reads it from memory instead. Otherwise
         the reduction is listed in `unfused`: the caller realizes it and emits again."""
@@ -427,7 +430,9 @@ class KernelBuilder:
         if self.reduction_uses is not None:  # a probe asking which loops reductions need
             self.reduction_uses.append(used)
             return L.Const(0, compute_ctype(reduction.dtype))
-        if self._masks or used - self.unit_loops != set(self.outer) - self.unit_loops \
+        varying = set(self.outer) - self.unit_loops
+        if self._masks or used - self.unit_loops != varying \
+                or not _one_to_one(kept_index, reduction.kept_sizes(), varying) \
                 or reduction.computed_in_kernel or reduction.emit_kernel is not None:
             self.unfused.append(reduction)
             return L.Const(0, compute_ctype(reduction.dtype))
@@ -495,3 +500,24 @@ def _index_arithmetic(expr):
 def _divides(expr):
     return any(type(e).__name__ in _DIVIDING_FUNCTIONS or (e.is_Rational and not e.is_Integer)
                for e in sympy.preorder_traversal(expr))
+
+
+def _one_to_one(index, sizes, variables):
+    """Whether `index` (expressions in loop `variables`, within `sizes`) takes a different
+    value at each point of the loops: affine in them with coefficients of full column rank,
+    or, through divisions and remainders, a row-major position affine in each of them (rows
+    merged as [b t, d] read a norm's [b, t] at (row // t, row % t), which is row). A floor
+    division alone (channel // 8) is not."""
+    variables = sorted(variables, key=str)
+    if not variables:
+        return True
+    if all(_affine(expr, variables) for expr in index):
+        rows = [[sympy.diff(expr, v) for v in variables] for expr in index]
+        return sympy.Matrix(rows).rank() == len(variables)
+    flat = flat_index(index, contiguous_strides(sizes))
+    return _affine(flat, variables) and all(sympy.diff(flat, v) != 0 for v in variables)
+
+
+def _affine(expr, variables):
+    return expr.is_polynomial(*variables) and all(sympy.degree(expr, v) <= 1
+                                                  for v in variables)
