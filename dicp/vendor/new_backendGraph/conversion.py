@@ -663,6 +663,12 @@ _pool_conversions(2)
 _pool_conversions(3)
 
 
+@conversion([aten.replication_pad1d_backward.default, aten.replication_pad2d_backward.default,
+             aten.replication_pad3d_backward.default])
+def replication_pad_backward(ctx, grad, x, padding):
+    return ctx.op(ops.ReplicationPadBackward, grad, x, list(padding))
+
+
 # --- library kernels with argument handling -------------------------------------------
 
 @conversion([aten.sort.default, aten.sort.stable])

@@ -114,7 +114,14 @@ def _pools(nd):
     }
 
 
-POOL = {**_pools(2), **_pools(3)}
+def _replication_pad_backward(grad, x, padding):
+    aten = torch.ops.aten
+    pad = {2: aten.replication_pad1d_backward, 4: aten.replication_pad2d_backward,
+           6: aten.replication_pad3d_backward}[len(padding)]
+    return pad.default(grad, x, padding)
+
+
+POOL = {**_pools(2), **_pools(3), "ReplicationPadBackward": _replication_pad_backward}
 
 # Library kernels: the backend's tuned kernel library, called from the wrapper.
 LIBRARY = {

@@ -38,6 +38,8 @@ EXPECTED_FALLBACKS = {
     "aten.avg_pool[23]d*": _LATER.format("AvgPool"),
     "aten._adaptive_avg_pool[23]d*": _LATER.format("AdaptiveAvgPool"),
     "aten.adaptive_max_pool[23]d*": _LATER.format("AdaptiveMaxPool"),
+    "aten.replication_pad[123]d_backward.default":
+        _LATER.format("ReduceSum over the edge copies"),
     "aten._native_batch_norm_legit*": _LATER.format("BatchNormInference and reductions"),
     "aten.convolution_backward.default": _LATER.format("ConvolutionBackpropData"),
     "aten.convolution.default": "transposed (OpenVINO's ConvolutionBackpropData would run it, "

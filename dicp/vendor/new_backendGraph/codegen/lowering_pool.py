@@ -258,6 +258,31 @@ def adaptive_max_pool_backward(g, node, grad, x, indices):
     return _add_at_picked(g, node, g.value(grad), g.value(indices), _spatial_dims(node))
 
 
+@lowering("ReplicationPadBackward")
+def replication_pad_backward(g, node, grad, x, padding):
+    """Each input element sums the gradients of the outputs that copied it: output o of a
+    padded dim read input clamp(o - before, 0, size - 1), so element i gathers o = i + before,
+    the first one also every o below, the last one every o above. (`padding` is ATen's: the
+    last dim's before and after first.)"""
+    grad = g.value(grad)
+    out = _new_buffer(g, node.meta["val"])
+    nd = len(padding) // 2
+    outer = loop_index(len(out.sizes))
+
+    def copied_from(d):
+        i, size, out_size = outer[d - nd], out.sizes[d - nd], grad.sizes[d - nd]
+        before = padding[2 * (nd - 1 - d)]
+        first, last = 1 - sympy.Min(i, 1), 1 - sympy.Min(size - 1 - i, 1)  # 1 or 0
+        lo = i + before - first * (abs(before) + 1)
+        hi = i + before + 1 + last * out_size
+        return sympy.Max(lo, 0), sympy.Min(hi, out_size)
+
+    g.kernel(out.sizes, pre=_declare_acc, inner=[copied_from(d) for d in range(nd)],
+             body=lambda k, outer, inner: _add_to_acc(k, grad.load(k, outer[:-nd] + inner)),
+             post=lambda k, o: out.store(k, o, ACC))
+    return out
+
+
 def _spatial_dims(node):
     """2 or 3: the pooled dims of a backward node, from its op's name."""
     return 3 if node.target.name.endswith("3dBackward") else 2
