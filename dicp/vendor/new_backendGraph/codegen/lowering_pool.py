@@ -10,7 +10,7 @@ from .loop_ir import Assign, Const, Declare, If, Op, Var
 from .lowering import lowering
 from .lowering_extra import (_new_buffer, _scatter_result, _scatter_store, _scatter_target,
                              within)
-from .sym import IDiv, loop_index, product, unflatten
+from .sym import IDiv, contiguous_strides, flat_index, loop_index, product, unflatten
 
 ACC = Var("acc", "double")
 
@@ -21,14 +21,6 @@ def _window(k, out_index, x, kernel, stride, padding, dilation, inner):
     nd = len(kernel)
     at = [out_index[d - nd] * stride[d] - padding[d] + inner[d] * dilation[d] for d in range(nd)]
     return at, within(k, at, x.sizes[-nd:])
-
-
-def _flat(index, sizes):
-    """The row-major offset of `index` in `sizes`: how ATen numbers a max pool's indices."""
-    offset = index[0]
-    for i, size in zip(index[1:], sizes[1:]):
-        offset = offset * size + i
-    return offset
 
 
 def _add_to_acc(k, value):
@@ -56,7 +48,8 @@ def _max_with_index(g, node, x, inner, window):
     def body(k, outer, inner):
         at, inside = window(k, outer, inner)
         value = k.masked(inside, lambda: x.load(k, outer[:-nd] + at), Const(-float("inf"), T), T)
-        position = k.index(_flat(at, x.sizes[-nd:]))
+        # ATen's flat index within the plane: row-major over the pooled dims
+        position = k.index(flat_index(at, contiguous_strides(x.sizes[-nd:])))
         wins = Op("PoolBetter", "bool", (inside, value, best, best_index))
         k.add(If(wins, (Assign(best, value), Assign(best_index, position))))
 
@@ -83,8 +76,7 @@ def adaptive_max_pool(g, node, x, output_size):
     out_sizes = shape_of(node.meta["val"][0])
     nd = len(output_size)
     outer = loop_index(len(out_sizes))
-    inner = [_adaptive_bounds(o, size_in, size_out)
-             for o, size_in, size_out in zip(outer[-nd:], x.sizes[-nd:], out_sizes[-nd:])]
+    inner = _adaptive_windows(outer[-nd:], x.sizes[-nd:], out_sizes[-nd:])
     return _max_with_index(g, node, x, inner,
                            lambda k, outer, inner: (inner, Const(True, "bool")))
 
@@ -187,8 +179,7 @@ def adaptive_avg_pool(g, node, x, output_size):
     outer = loop_index(len(out.sizes))
 
     def windows(outer):
-        return [_adaptive_bounds(o, size_in, size_out)
-                for o, size_in, size_out in zip(outer[-nd:], x.sizes[-nd:], out.sizes[-nd:])]
+        return _adaptive_windows(outer[-nd:], x.sizes[-nd:], out.sizes[-nd:])
 
     def body(k, outer, inner):
         _add_to_acc(k, x.load(k, outer[:-nd] + inner))
@@ -200,21 +191,18 @@ def adaptive_avg_pool(g, node, x, output_size):
     return out
 
 
-def _adaptive_bounds(i, size_in, size_out):
-    return IDiv(i * size_in, size_out), IDiv((i + 1) * size_in + size_out - 1, size_out)
+def _adaptive_windows(index, in_sizes, out_sizes):
+    """Per pooled dim, the input range [floor(o * I / O), ceil((o + 1) * I / O)) that output
+    position o (of `index`) averages or takes the maximum of. With the sizes swapped, the
+    output positions whose window holds input index i, exactly: o's window holds i iff
+    o * I / O < i + 1 and i < (o + 1) * I / O, that is [floor(i * O / I), ceil((i + 1) * O /
+    I))."""
+    return [(IDiv(o * size_in, size_out), IDiv((o + 1) * size_in + size_out - 1, size_out))
+            for o, size_in, size_out in zip(index, in_sizes, out_sizes)]
 
 
 def _window_size(bounds):
-    return sympy.Mul(*(hi - lo for lo, hi in bounds))
-
-
-def _adaptive_sources(outer, in_sizes, out_sizes):
-    """Per spatial dim, the output positions whose adaptive window contains input index
-    outer[d], exactly: [floor(i * O / I), ceil((i + 1) * O / I)). (o's window [floor(o * I /
-    O), ceil((o + 1) * I / O)) holds i iff o * I / O < i + 1 and i < (o + 1) * I / O.)"""
-    nd = len(in_sizes)
-    return [_adaptive_bounds(i, size_out, size_in)
-            for i, size_in, size_out in zip(outer[-nd:], in_sizes, out_sizes)]
+    return product(hi - lo for lo, hi in bounds)
 
 
 @lowering("AdaptiveAvgPool2dBackward", "AdaptiveAvgPool3dBackward")
@@ -229,12 +217,12 @@ def adaptive_avg_pool_backward(g, node, grad, x):
     outer = loop_index(len(out.sizes))
 
     def body(k, outer, inner):
-        bounds = [_adaptive_bounds(o, size_in, size_out)
-                  for o, size_in, size_out in zip(inner, in_sizes, out_sizes)]
-        _add_to_acc(k, _divided(k, grad.load(k, outer[:-nd] + inner), _window_size(bounds)))
+        window = _adaptive_windows(inner, in_sizes, out_sizes)
+        _add_to_acc(k, _divided(k, grad.load(k, outer[:-nd] + inner), _window_size(window)))
 
-    g.kernel(out.sizes, pre=_declare_acc, inner=_adaptive_sources(outer, in_sizes, out_sizes),
-             body=body, post=lambda k, o: out.store(k, o, ACC))
+    sources = _adaptive_windows(outer[-nd:], out_sizes, in_sizes)
+    g.kernel(out.sizes, pre=_declare_acc, inner=sources, body=body,
+             post=lambda k, o: out.store(k, o, ACC))
     return out
 
 
