@@ -14,6 +14,7 @@ dynamic takes over 45.
 """
 import argparse
 import copy
+import functools
 import sys
 import warnings
 
@@ -21,7 +22,7 @@ import torch
 from torch.testing._internal.common_modules import module_db
 
 from dicp.dynamo_bridge.torch_compat import pytree
-from dicp.tools.fuzz.check import judge
+from dicp.tools.fuzz.check import float64_inputs, judge
 
 SKIPPED = ("nn.Lazy", "nn.FractionalMaxPool")
 # Differences that every backend shows, torch's and dicp's alike (aot_eager included):
@@ -43,11 +44,8 @@ def fresh(value):
 
 
 def in_float64(value):
-    """`value` with its floating tensors as contiguous float64 copies (contiguous, as the
-    fuzzer's arbiter: eager's CPU batch_norm backward misreads a strided weight)."""
-    return pytree.tree_map_only(
-        torch.Tensor, lambda t: t.detach().to(torch.float64, memory_format=torch.contiguous_format)
-        .requires_grad_(t.requires_grad) if t.is_floating_point() else t, value)
+    """`value` with its tensors as the fuzzer's arbiter takes them (float64_inputs)."""
+    return pytree.tree_map_only(torch.Tensor, lambda t: float64_inputs([t])[0], value)
 
 
 def call(module, forward, args, kwargs):
@@ -73,16 +71,14 @@ def float64_run(module, sample):
     """A callable giving `call`'s results for a float64 copy of `module` (taken now, before
     eager's call updates its buffers) on float64 copies of the sample; None if it fails."""
     twin = copy.deepcopy(module).double()
-    results = []
 
+    @functools.cache
     def run():
-        if not results:
-            try:
-                results.append(call(twin, twin, in_float64(sample.forward_input.args),
-                                    in_float64(sample.forward_input.kwargs)))
-            except Exception:  # noqa: BLE001  (no arbiter: the table's verdict stands)
-                results.append(None)
-        return results[0]
+        try:
+            return call(twin, twin, in_float64(sample.forward_input.args),
+                        in_float64(sample.forward_input.kwargs))
+        except Exception:  # noqa: BLE001  (no arbiter: the table's verdict stands)
+            return None
     return run
 
 
