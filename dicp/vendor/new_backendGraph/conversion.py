@@ -378,8 +378,7 @@ def _moments(ctx, x, dims, keepdim):
 def var(ctx, x, dims=None, *, correction=None, keepdim=False):
     """Two-pass variance, computed in float32 for half types as eager does."""
     out_dtype = ctx.val(x).dtype
-    if out_dtype in (torch.float16, torch.bfloat16):
-        x = ctx.op(ops.Convert, x, torch.float32)
+    x = _cast(ctx, x, opmath_dtype(out_dtype))
     dims = _dims(ctx, x, dims)
     count = _count(ctx, x, dims)
     correction = 1 if correction is None else correction  # ATen's default: Bessel's
@@ -561,7 +560,8 @@ def batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, moment
 @conversion(aten._native_batch_norm_legit_functional.default)
 def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var, training, momentum,
                           eps):
-    """Training: batch statistics in float32, plus updated running statistics."""
+    """Training: batch statistics (in float32 for half types, as eager's; float64 stays
+    float64), plus updated running statistics."""
     out_vals = ctx.out
     if not training:
         out, *_ = batch_norm_inference(ctx, x, weight, bias, running_mean, running_var,
@@ -571,7 +571,7 @@ def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var, train
     rank = ctx.val(x).dim()
     dims = [0] + list(range(2, rank))
     count = _count(ctx, x, dims)
-    xf = _cast(ctx, x, torch.float32)
+    xf = _cast(ctx, x, opmath_dtype(ctx.val(x).dtype))
     mean, centered, squares = _moments(ctx, xf, dims, keepdim=True)
     var = ctx.op(ops.Div, squares, count)
     inv_std = ctx.op(ops.Rsqrt, ctx.op(ops.Add, var, eps))
