@@ -31,7 +31,7 @@ from .dtypes import GRAD_DTYPE, case_dtypes
 from .outcome import Outcome
 
 BACKEND = "new_backendgraph"
-MODES = ("static", "grad", "dynamic")
+MODES = ("static", "grad", "dynamic", "float64")
 NO_GRAPH = "dynamo compiled no graph: it runs these samples eagerly, whatever the backend"
 
 

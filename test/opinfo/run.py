@@ -1,7 +1,7 @@
 """The full OpInfo conformance run: every op of PyTorch's OpInfo database, every mode.
 
     python -m test.opinfo.run [--jobs 2] [--out results.jsonl] [--rerun-failed | --again]
-                              [--ops 'linalg.*'] [--modes static,grad,dynamic]
+                              [--ops 'linalg.*'] [--modes static,grad,dynamic,float64]
 
 Each (op, mode) runs in a worker process (a crash in generated code, or a hang, fails that
 case and the run goes on), with DICP_BOUNDS_CHECK=1. Outcomes are appended to `--out` as JSON
@@ -32,7 +32,7 @@ def parse_args(argv=None):
     parser.add_argument("--ops", nargs="*", default=["*"],
                         help="fnmatch patterns of OpInfo names (name.variant), run in this "
                              "order; default all")
-    parser.add_argument("--modes", default="static,grad,dynamic")
+    parser.add_argument("--modes", default="static,grad,dynamic,float64")
     parser.add_argument("--jobs", "-j", type=int, default=1, help="worker processes")
     parser.add_argument("--out", default=None, help="results file (JSON lines); default "
                         "opinfo-results.jsonl in a new temporary folder")
