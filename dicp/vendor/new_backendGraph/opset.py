@@ -33,7 +33,8 @@ UNARY = {
     "Log1p": torch.log1p, "Expm1": torch.expm1, "Log2": torch.log2, "Exp2": torch.exp2,
     "Log10": torch.log10, "Erfc": torch.erfc,
     "Atan": torch.atan, "Asin": torch.asin, "Acos": torch.acos, "Sinh": torch.sinh,
-    "Cosh": torch.cosh, "LogicalNot": torch.logical_not, "BitwiseNot": torch.bitwise_not,
+    "Cosh": torch.cosh, "Acosh": torch.acosh, "Asinh": torch.asinh, "Atanh": torch.atanh,
+    "Signbit": torch.signbit, "LogicalNot": torch.logical_not, "BitwiseNot": torch.bitwise_not,
     "IsNan": torch.isnan, "IsInf": torch.isinf,
 }
 
@@ -43,6 +44,7 @@ BINARY = {
     "TruncDiv": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
     "Pow": torch.pow, "Maximum": torch.maximum, "Minimum": torch.minimum,
     "Remainder": torch.remainder, "Fmod": torch.fmod, "Atan2": torch.atan2,
+    "Hypot": torch.hypot, "Copysign": torch.copysign, "Fmax": torch.fmax, "Fmin": torch.fmin,
     "BitwiseAnd": torch.bitwise_and, "BitwiseOr": torch.bitwise_or,
     "BitwiseXor": torch.bitwise_xor, "LogicalAnd": torch.logical_and,
     "LogicalOr": torch.logical_or, "LogicalXor": torch.logical_xor,

@@ -38,15 +38,15 @@ def promoted_dtype(node):
 UNARY = ("Abs", "Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Sin", "Cos", "Tan", "Tanh", "Sigmoid",
          "Relu", "Erf", "Reciprocal", "Floor", "Ceil", "Round", "Trunc", "Sign", "Log1p",
          "Expm1", "Log2", "Log10", "Erfc", "Exp2", "Atan", "Asin", "Acos", "Sinh", "Cosh",
-         "LogicalNot", "IsNan", "IsInf")
+         "Acosh", "Asinh", "Atanh", "Signbit", "LogicalNot", "IsNan", "IsInf")
 # Integer-valued ops that are identities on integers (std:: versions return double).
 INTEGER_IDENTITY = {"Floor", "Ceil", "Round", "Trunc"}
 
 BINARY = ("Add", "Sub", "Mul", "Div", "FloorDiv", "TruncDiv", "Maximum", "Minimum",
-          "Remainder", "Atan2", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "LogicalAnd",
+          "Remainder", "Atan2", "Hypot", "Copysign", "Fmax", "Fmin", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "LogicalAnd",
           "LogicalOr", "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt", "Ge")
 # These compute in the promoted input type; the rest compute in the output type.
-COMPUTE_IN_INPUT_TYPE = {"LogicalNot", "IsNan", "IsInf", "LogicalAnd", "LogicalOr",
+COMPUTE_IN_INPUT_TYPE = {"LogicalNot", "IsNan", "IsInf", "Signbit", "LogicalAnd", "LogicalOr",
                          "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt", "Ge"}
 
 

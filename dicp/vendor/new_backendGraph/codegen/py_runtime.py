@@ -297,6 +297,12 @@ Log1p, Expm1, Log2, Exp2 = map(_numpy, (np.log1p, np.expm1, np.log2, np.exp2))
 Log10 = _numpy(np.log10)
 Atan, Asin, Acos, Sinh, Cosh = map(_numpy, (np.arctan, np.arcsin, np.arccos, np.sinh, np.cosh))
 Atan2, Fmod = map(_numpy, (np.arctan2, np.fmod))
+Acosh, Asinh, Atanh = map(_numpy, (np.arccosh, np.arcsinh, np.arctanh))
+Hypot, Copysign, Fmax, Fmin = map(_numpy, (np.hypot, np.copysign, np.fmax, np.fmin))
+
+
+def Signbit(type_, x):
+    return bool(np.signbit(x))
 
 
 def Erf(type_, x):

@@ -169,6 +169,33 @@ template <typename T> inline T minimum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) { if (std::isnan(a) || std::isnan(b)) return a + b; }
   return b < a ? b : a;
 }
+// torch.signbit: the sign bit, so -0.0 and -NaN count as negative. Read from the bits: g++ 12
+// crashed (an internal compiler error) vectorizing std::signbit of a float from bfloat16.
+template <typename T> inline bool signbit(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return bits >> 31;
+  } else if constexpr (std::is_same_v<T, double>) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return bits >> 63;
+  } else if constexpr (std::is_signed_v<T>) {
+    return v < 0;
+  } else {
+    return false;
+  }
+}
+// torch.fmax/fmin: a NaN loses to a number. Integers compare as themselves (std::fmax would
+// go through double, which rounds int64 beyond 2^53).
+template <typename T> inline T fmax(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return std::fmax(a, b);
+  else return b > a ? b : a;
+}
+template <typename T> inline T fmin(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return std::fmin(a, b);
+  else return b < a ? b : a;
+}
 // a * b + c, fused into one multiply-add where the chip has FMA. Kernels build with
 // -ffp-contract=off (compile_job.BASE_FLAGS), so the compiler never fuses a product into a sum
 // on its own (that made a layer norm backward's exact 0 come out 7.4e-5); the polynomials
