@@ -459,6 +459,19 @@ def slice_(ctx, x, dim=0, start=None, end=None, step=1):
     return ctx.op(ops.Slice, x, dim % ctx.val(x).dim(), start, end, step)
 
 
+@conversion(aten.diagonal.default)
+def diagonal(ctx, x, offset=0, dim1=0, dim2=1):
+    rank = max(ctx.val(x).dim(), 1)
+    return ctx.op(ops.Diagonal, x, offset, dim1 % rank, dim2 % rank)
+
+
+@conversion(aten.diagonal_scatter.default)
+def diagonal_scatter(ctx, x, src, offset=0, dim1=0, dim2=1):
+    """diagonal's backward (into zeros) and its in-place writes (x.diagonal().fill_())."""
+    rank = max(ctx.val(x).dim(), 1)
+    return ctx.op(ops.DiagonalScatter, x, src, offset, dim1 % rank, dim2 % rank)
+
+
 @conversion(aten.slice_scatter.default)
 def slice_scatter(ctx, x, src, dim=0, start=None, end=None, step=1):
     """A lowering of its own rather than torch's decomposition, which compares the bounds with

@@ -72,6 +72,9 @@ LAYOUT = {
     "Slice": lambda x, dim, start, end, step: x[(slice(None),) * (dim % max(x.dim(), 1))
                                                 + (slice(start, end, step),)],
     "Select": lambda x, dim, index: x.select(dim, index),
+    "Diagonal": lambda x, offset, dim1, dim2: torch.diagonal(x, offset, dim1, dim2),
+    "DiagonalScatter": lambda x, src, offset, dim1, dim2: torch.diagonal_scatter(
+        x, src, offset, dim1, dim2),
     "SliceScatter": lambda x, src, dim, start, end, step: torch.slice_scatter(
         x, src, dim, start, end, step),
     "AsStrided": lambda x, size, stride, offset, owner_strides=None: _relaid(

@@ -325,6 +325,46 @@ def select(g, node, x, dim, index):
     return ir.select_view(x, dim, wrap_index(index, x.sizes[dim]))
 
 
+def _diagonal_start(offset):
+    """Where the diagonal at `offset` starts along dim1 and along dim2."""
+    return max(-offset, 0), max(offset, 0)
+
+
+@lowering("Diagonal")
+def diagonal(g, node, x, offset, dim1, dim2):
+    """x's elements (.., i + start1 along dim1, .., i + start2 along dim2, ..), the diagonal
+    last; an empty one (an offset past the edge) has size 0."""
+    x = g.value(x)
+    start1, start2 = _diagonal_start(offset)
+    rest = [d for d in range(len(x.sizes)) if d not in (dim1, dim2)]
+
+    def fn(k, index):
+        source = [None] * len(x.sizes)
+        for d, i in zip(rest, index[:-1]):
+            source[d] = i
+        source[dim1], source[dim2] = index[-1] + start1, index[-1] + start2
+        return x.load(k, source)
+    return Pointwise(x.dtype, shape_of(node.meta["val"]), fn)
+
+
+@lowering("DiagonalScatter")
+def diagonal_scatter(g, node, x, src, offset, dim1, dim2):
+    """x with src on its diagonal at `offset`: an element is on it when its dim2 index is its
+    dim1 index plus `offset`, and reads src at its dim1 index less the diagonal's start."""
+    x, src, out_val = g.value(x), g.value(src), node.meta["val"]
+    T = compute_ctype(out_val.dtype)
+    start1, _ = _diagonal_start(offset)
+    rest = [d for d in range(len(x.sizes)) if d not in (dim1, dim2)]
+
+    def fn(k, index):
+        on_diagonal = k.op("Eq", "bool", k.index(index[dim2] - index[dim1]), k.index(offset))
+        local = [index[d] for d in rest] + [index[dim1] - start1]
+        outside = cast_value(k, x.load(k, index), x.dtype, out_val.dtype)
+        return k.masked(on_diagonal, lambda: cast_value(k, src.load(k, local), src.dtype,
+                                                        out_val.dtype), outside, T)
+    return Pointwise(out_val.dtype, shape_of(out_val), fn)
+
+
 @lowering("SliceScatter")
 def slice_scatter(g, node, x, src, dim, start, end, step=1):
     """x with src written over x[start:end:step] along dim, as one lazy value: an element in
