@@ -405,6 +405,11 @@ def cumsum(ctx, x, dim, dtype=None):
     return ctx.op(ops.CumSum, x, dim, ctx.out.dtype)
 
 
+@conversion(aten.cumprod.default)
+def cumprod(ctx, x, dim, dtype=None):
+    return ctx.op(ops.CumProd, x, dim, ctx.out.dtype)
+
+
 # --- layout ---------------------------------------------------------------------------
 
 @conversion([aten.view.default, aten._unsafe_view.default, aten.reshape.default])

@@ -89,6 +89,7 @@ LAYOUT = {
     "Iota": lambda length, start, step, dtype: torch.arange(
         start, start + length * step, step, dtype=dtype)[:length],
     "CumSum": lambda x, dim, dtype=None: torch.cumsum(x, dim, dtype=dtype),
+    "CumProd": lambda x, dim, dtype=None: torch.cumprod(x, dim, dtype=dtype),
     "Tril": lambda x, diagonal: torch.tril(x, diagonal),
     "Triu": lambda x, diagonal: torch.triu(x, diagonal),
 }

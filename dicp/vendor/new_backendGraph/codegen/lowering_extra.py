@@ -274,21 +274,29 @@ def arg_reduction(g, node, x, dim=None, keepdim=False):
     return out
 
 
-@lowering("CumSum")
-def cumsum(g, node, x, dim, dtype=None):
+# scan -> the reduction whose accumulator (double for floats, as eager's CPU scans) it keeps
+SCANS = {"CumSum": "ReduceSum", "CumProd": "ReduceProd"}
+
+
+@lowering(*SCANS)
+def scan(g, node, x, dim, dtype=None):
+    """Each element the running sum (product) of the elements up to it along `dim`, in order:
+    one serial inner loop per line."""
     x, out_val = g.value(x), node.meta["val"]
     dim = dim % max(len(x.sizes), 1)
     out = _new_buffer(g, out_val)
-    acc = Var("acc", _accumulator_ctype("ReduceSum", out_val.dtype))
+    reduction = SCANS[node.target.name]
+    acc = Var("acc", _accumulator_ctype(reduction, out_val.dtype))
+    init, update = REDUCTIONS[reduction]
     others = [s for d, s in enumerate(x.sizes) if d != dim]
 
     def body(k, outer, inner):
         index = _split_index(x.sizes, [dim], outer, inner)
         v = cast_value(k, x.load(k, index), x.dtype, out_val.dtype)
-        k.add(Assign(acc, Op("Add", acc.type, (acc, k.op("StaticCast", acc.type, v)))))
+        k.add(Assign(acc, Op(update, acc.type, (acc, k.op("StaticCast", acc.type, v)))))
         out.store(k, index, acc)
 
-    g.kernel(others, pre=lambda k, o: k.add(Declare(acc, Const(0, acc.type))),
+    g.kernel(others, pre=lambda k, o: k.add(Declare(acc, Const(init, acc.type))),
              inner=[(0, x.sizes[dim])] if x.sizes else [], body=body, post=None)
     return out
 
