@@ -24,7 +24,9 @@ class TestSignbit:
         device = get_device()
         size = sizes.dynamic if compiled_model.dynamic else sizes.static
         # both signs, with -0.0 (sign bit set) and +0.0
-        input1 = (torch.randn(size).index_fill(0, torch.tensor([0]), -0.0)).to(dtype).transpose(0, -1)
+        input1 = torch.randn(size)
+        input1.view(-1)[:2] = torch.tensor([-0.0, 0.0])[:input1.numel()]
+        input1 = input1.to(dtype).transpose(0, -1)
 
         output = model(input1)
         dynamo.reset()

@@ -43,8 +43,9 @@ UNARY = ("Abs", "Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Sin", "Cos", "Tan", "Tanh
 INTEGER_IDENTITY = {"Floor", "Ceil", "Round", "Trunc"}
 
 BINARY = ("Add", "Sub", "Mul", "Div", "FloorDiv", "TruncDiv", "Maximum", "Minimum",
-          "Remainder", "Atan2", "Hypot", "Copysign", "Fmax", "Fmin", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "LogicalAnd",
-          "LogicalOr", "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt", "Ge")
+          "Remainder", "Atan2", "Hypot", "Copysign", "Fmax", "Fmin", "BitwiseAnd", "BitwiseOr",
+          "BitwiseXor", "LogicalAnd", "LogicalOr", "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt",
+          "Ge")
 # These compute in the promoted input type; the rest compute in the output type.
 COMPUTE_IN_INPUT_TYPE = {"LogicalNot", "IsNan", "IsInf", "Signbit", "LogicalAnd", "LogicalOr",
                          "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt", "Ge"}
