@@ -1,4 +1,5 @@
-"""Python side of DICP_BOUNDS_CHECK: the storage extents kernels check against, and the error.
+"""Python side of DICP_BOUNDS_CHECK: the storage extents kernels check against, and the error;
+and of the integer division by zero kernels record (always on), raised as ZeroDivisionError.
 
 A kernel built with bounds checks gets, after its size arguments, each pointer's extent: the
 elements of the tensor's storage before and after its data pointer, `[lo, hi)`. The first
@@ -28,11 +29,22 @@ def error_reader(library):
     return reader
 
 
-def checked(kernel, where, readers):
+def zero_division_reader(library):
+    """The library's `dicp_zero_division`: whether an integer division by zero happened since
+    the last call (dicp_runtime.h)."""
+    reader = library.dicp_zero_division
+    reader.argtypes, reader.restype = [], ctypes.c_int
+    return reader
+
+
+def checked(kernel, where, readers, zero_division=()):
     """`kernel` raising BoundsError after any call that accessed memory out of bounds, as
-    any of `readers` (the libraries whose code it runs) recorded."""
+    any of `readers` (the libraries whose code it runs) recorded, and ZeroDivisionError (as
+    eager does) after one that divided an integer by zero, as any of `zero_division` did."""
     def call(*args):
         kernel(*args)
+        if [divided for divided in (reader() for reader in zero_division) if divided]:
+            raise ZeroDivisionError(f"{where}: integer division by zero")
         messages = [message for message in (reader() for reader in readers) if message]
         if messages:
             raise BoundsError(f"{where}: {messages[0].decode()} (a buffer's elements count "

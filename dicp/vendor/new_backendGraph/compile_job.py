@@ -173,25 +173,33 @@ def _runs(command) -> bool:
 class KernelTable:
     """Attribute access to the kernels of a graph's built libraries, with their ctypes
     signatures. Built with bounds checks, each raises BoundsError after a call that accessed
-    memory outside a buffer; an entry (`entries`) runs kernels of every library, so it reads
-    all their records."""
+    memory outside a buffer; a kernel that divides integers (`dividing`) raises
+    ZeroDivisionError after a call that divided by zero. An entry (`entries`) runs kernels of
+    every library, so it reads all their records."""
 
-    def __init__(self, libraries, signatures, graph_name, entries=()):
+    def __init__(self, libraries, signatures, graph_name, entries=(), dividing=()):
         readers = [bounds.error_reader(library) for library in libraries]
-        for library, reader in zip(libraries, readers):
+        zero_readers = [bounds.zero_division_reader(library) if dividing else None
+                        for library in libraries]
+        for library, reader, zero_reader in zip(libraries, readers, zero_readers):
             for name, (pointers, symbols) in signatures.items():
                 fn = getattr(library, name, None)
                 if fn is None:  # in another of the graph's libraries
                     continue
                 fn.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int64] * symbols
                 fn.restype = None
-                own = [reader] if reader is not None else []
-                recorders = [r for r in readers if r is not None] if name in entries else own
-                setattr(self, name, bounds.checked(fn, f"{graph_name} {name}", recorders)
-                        if recorders else fn)
+                every = name in entries
+                recorders = _present(readers if every else [reader])
+                zero = _present(zero_readers if every or name in dividing else [])
+                setattr(self, name, bounds.checked(fn, f"{graph_name} {name}", recorders, zero)
+                        if recorders or zero else fn)
         missing = [name for name in signatures if not hasattr(self, name)]
         if missing:
             raise AttributeError(f"{graph_name}: kernels {missing} are in none of its libraries")
+
+
+def _present(readers):
+    return [reader for reader in readers if reader is not None]
 
 
 def _connect_entry(libraries, library, entry, graph_name):
@@ -240,7 +248,8 @@ def compile_job(generated, ctx):
     if names:
         libraries = load_artifacts([build_spec(generated.files[name]) for name in names])
         kernels = KernelTable(libraries, signatures, generated.name,
-                              entry["functions"] if entry is not None else ())
+                              entry["functions"] if entry is not None else (),
+                              generated.metadata.get("divide_integers", ()))
         if entry is not None:
             _connect_entry(libraries, libraries[names.index(entry["source"])], entry,
                            generated.name)

@@ -228,6 +228,7 @@ class CppCodegen(GraphCodegenBase):
     def __init__(self, gm, ctx):
         super().__init__(gm, ctx)
         self.kernels, self.signatures = [], {}
+        self.dividing_kernels = []  # kernels that may divide an integer by zero
         self.kernel_types = {}  # kernel -> the C++ types of its pointer parameters
         self.input_dtypes = {}  # wrapper variable holding an input or constant -> its dtype
         self.size_params, self.defined_size_params = {}, set()  # see KernelBuilder._hoist
@@ -506,11 +507,14 @@ class CppCodegen(GraphCodegenBase):
                                                         open=printer.lines(phase.chunk.open),
                                                         close=printer.lines(phase.chunk.close)))
                   for phase in k.phases]
-        return render("kernel.cpp.j2", name=k.name, signature=signature,
-                      outer=[(v, printer.expr(size)) for v, size in loops],
-                      locals=printer.lines(k.row_cache_declarations()),
-                      phases=list(zip(phases, plan.simd_phases)), plan=plan,
-                      work=printer.expr(work), threshold=PARALLEL_THRESHOLD)
+        source = render("kernel.cpp.j2", name=k.name, signature=signature,
+                        outer=[(v, printer.expr(size)) for v, size in loops],
+                        locals=printer.lines(k.row_cache_declarations()),
+                        phases=list(zip(phases, plan.simd_phases)), plan=plan,
+                        work=printer.expr(work), threshold=PARALLEL_THRESHOLD)
+        if printer.divides_integers:
+            self.dividing_kernels.append(k.name)
+        return source
 
     def define_size_params(self, symbols):
         """Wrapper lines computing the hoisted size parameters a kernel call passes."""
@@ -524,7 +528,7 @@ class CppCodegen(GraphCodegenBase):
         wrapper_source, sources = self.wrapper.render(), kernel_sources(self.kernels)
         files = {name: render("module.cpp.j2", kernels=kernels, bounds_check=self.bounds_check)
                  for name, kernels in sources}
-        metadata = {"kernels": dict(self.signatures)}
+        metadata = {"kernels": dict(self.signatures), "divide_integers": self.dividing_kernels}
         entry = self._native_entry(wrapper_source, sources)
         if entry is not None:
             wrapper_source = entry.wrapper_source

@@ -44,7 +44,7 @@ BINARY = {
     "LogicalXor": "(({0} != 0) != ({1} != 0))", "Eq": "({0} == {1})", "Ne": "({0} != {1})",
     "Lt": "({0} < {1})", "Le": "({0} <= {1})", "Gt": "({0} > {1})", "Ge": "({0} >= {1})",
     "Pow": "std::pow({0}, {1})", "IPow": "dicp::ipow<{T}>({0}, {1})",
-    "Fmod": "std::fmod({0}, {1})", "IMod": "({0} % {1})",
+    "Fmod": "std::fmod({0}, {1})", "IMod": "dicp::imod<{T}>({0}, {1})",
 }
 # Ops of the loop level: conversions, selects, the updates of reductions and index checks.
 LOOP = {
@@ -68,6 +68,8 @@ LOOP = {
     "InjectedCompileError": "dicp_injected_compile_error_TESTING_ONLY({0})",
 }
 OPS = {**UNARY, **BINARY, **LOOP}
+# Ops whose integer versions record a zero divisor (dicp_runtime.h, zero_division)
+INTEGER_DIVISIONS = {"FloorDiv", "TruncDiv", "Remainder", "IMod"}
 
 # Ops about as cheap as a load, worth computing again rather than keeping (row caches, the
 # cost of recomputing a lazy value): arithmetic, comparisons, conversions and selects. The
@@ -87,6 +89,13 @@ class CppRenderer(L.Renderer):
 
     def __init__(self, bounds_check=False):
         self.bounds_check = bounds_check
+        self.divides_integers = False  # whether a printed op may divide an integer by zero
+
+    def expr_Op(self, value):
+        if value.name in INTEGER_DIVISIONS and value.type not in ("float", "double"):
+            self.divides_integers = True
+        args = [self.expr(a) for a in value.args]
+        return OPS[value.name].format(*args, T=value.type, P=value.param)
 
     # ---- expressions ----
     def expr_Const(self, value):
@@ -94,10 +103,6 @@ class CppRenderer(L.Renderer):
 
     def expr_Index(self, value):
         return cpp_expr(value.expr)
-
-    def expr_Op(self, value):
-        args = [self.expr(a) for a in value.args]
-        return OPS[value.name].format(*args, T=value.type, P=value.param)
 
     def expr_Load(self, value):
         return f"dicp::cast<{value.type}>({self._element(value)})"

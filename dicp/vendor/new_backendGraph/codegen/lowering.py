@@ -147,6 +147,8 @@ def _pow_by_number(k, x, exponent, dtype):
 def pow_(g, node, a, b):
     dtype = node.meta["val"].dtype
     number = isinstance(b, (int, float)) and not isinstance(b, bool)
+    if number and b < 0 and not dtype.is_floating_point and not dtype.is_complex:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")  # as eager
     if number and dtype in POW_BY_NUMBER_DTYPES and float(b) in POW_BY_NUMBER:
         x, sizes = g.value(a), shape_of(node.meta["val"])
         return Pointwise(dtype, sizes, lambda k, index: _pow_by_number(

@@ -118,9 +118,36 @@ template <typename T> inline T float_to_int(double v) {
   return static_cast<T>(static_cast<int64_t>(v));
 }
 
+// Integer division by zero traps on x86 (SIGFPE: the process dies) where eager raises
+// ZeroDivisionError. The integer divisions below record it instead (the result is 0) for
+// take_zero_division(), and the Python side raises after the kernel returns (bounds.py). The
+// most negative value over -1 traps too; it wraps as in eager (INT64_MIN // -1 is INT64_MIN,
+// INT64_MIN % -1 is 0).
+inline std::atomic<bool> zero_division{false};
+template <typename T> inline bool unusual_divisor(T b) {  // 0, or -1 of a signed type
+  if constexpr (std::is_signed_v<T>) return __builtin_expect(b == 0 || b == T(-1), 0);
+  else return __builtin_expect(b == 0, 0);
+}
+template <typename T> inline T quotient_by_unusual(T a, T b) {  // a / b for 0 or -1
+  if (b == 0) {
+    zero_division.store(true, std::memory_order_relaxed);
+    return T(0);
+  }
+  return static_cast<T>(uint64_t(0) - static_cast<uint64_t>(a));  // -a, wrapping
+}
+template <typename T> inline T remainder_by_unusual(T b) {  // a % b for 0 or -1
+  if (b == 0) zero_division.store(true, std::memory_order_relaxed);
+  return T(0);
+}
+inline bool take_zero_division() { return zero_division.exchange(false); }
+template <typename T> inline T imod(T a, T b) {  // C's %, as torch.fmod of integers
+  return unusual_divisor(b) ? remainder_by_unusual(b) : T(a % b);
+}
+
 // Python semantics for integer and float division and remainder.
 template <typename T> inline T floordiv(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
+    if (unusual_divisor(b)) return quotient_by_unusual(a, b);
     T q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
   } else {
@@ -139,6 +166,7 @@ template <typename T> inline T floordiv(T a, T b) {
 template <typename T> inline T ceildiv(T a, T b) { return -floordiv<T>(-a, b); }
 template <typename T> inline T pymod(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
+    if (unusual_divisor(b)) return remainder_by_unusual(b);
     T r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
   } else {
@@ -147,7 +175,11 @@ template <typename T> inline T pymod(T a, T b) {
   }
 }
 template <typename T> inline T truncdiv(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return a / b; else return std::trunc(a / b);
+  if constexpr (std::is_integral_v<T>) {
+    return unusual_divisor(b) ? quotient_by_unusual(a, b) : T(a / b);
+  } else {
+    return std::trunc(a / b);
+  }
 }
 template <typename T> inline T max_of(T a) { return a; }
 template <typename T, typename... R> inline T max_of(T a, R... rest) {
