@@ -43,9 +43,9 @@ def parts_built(monkeypatch):
     built = []
 
     class Counted(compile_job.EnginePart):
-        def __init__(self, model, device):
+        def __init__(self, model, device, name):
             built.append(model.get_friendly_name())
-            super().__init__(model, device)
+            super().__init__(model, device, name)
 
     monkeypatch.setattr(compile_job, "EnginePart", Counted)
     return built
@@ -119,6 +119,18 @@ def test_dynamic_views_and_integer_ops(warm_cache, monkeypatch):
         idx = torch.tensor([0, -1, 1, 1, -5, 4]) % rows - rows // 2  # repeated, negative
         for got, want in zip(compiled_fn(x, idx), fn(x, idx), strict=True):
             torch.testing.assert_close(got, want)
+
+
+def test_an_int64_input_outside_int32_is_refused_not_wrapped(warm_cache):
+    """The CPU plugin computes int64 as int32: 2**40 + 3 plus 2 came back as 5."""
+    def fn(a, b):
+        return a + b
+
+    compiled_fn = compiled(fn, dynamic=False)
+    small = torch.tensor([2 ** 31 - 1, -2 ** 31, 7])
+    assert torch.equal(compiled_fn(small, torch.zeros(3, dtype=torch.int64)), small)
+    with pytest.raises(ovgraph.runtime.Int64RangeError, match="outside int32"):
+        compiled_fn(torch.tensor([2 ** 40 + 3, 5, 1]), torch.tensor([2, 3, 7]))
 
 
 BOOL_PROGRAMS = {

@@ -18,5 +18,6 @@ def build_models(generated, path=None) -> dict:
 
 def compile_job(generated, ctx):
     models = build_models(generated, ctx.source_path("models.py"))
-    engine = {name: EnginePart(model, config.ovgraph_device) for name, model in models.items()}
+    engine = {name: EnginePart(model, config.ovgraph_device, f"{generated.name} {name}")
+              for name, model in models.items()}
     return load_wrapper(generated, {"engine": engine}, ctx.source_path("wrapper.py"))
