@@ -40,6 +40,18 @@ def vectorized_lines(source_path, tmp_path):
     return {int(m) for m in re.findall(rf"{name}:(\d+):\d+: optimized: loop vectorized", report)}
 
 
+def simd_loops(lines):
+    """(1-based line, header) of each loop under `#pragma omp simd` in `lines`."""
+    return [(i + 2, lines[i + 1]) for i, line in enumerate(lines) if "#pragma omp simd" in line]
+
+
+def assert_vectorized(source_path, tmp_path, loops, shown):
+    """g++ reports each loop starting at one of the 1-based `loops` lines as vectorized (it
+    names a loop by its header or its first statement); `shown` on failure."""
+    reported = vectorized_lines(source_path, tmp_path)
+    assert all(reported & {line, line + 1} for line in loops), shown
+
+
 def loop_lines(source):
     return [i for i, line in enumerate(source.splitlines(), 1) if line.lstrip().startswith("for (")]
 
@@ -56,9 +68,7 @@ def test_float32_pointwise_loop_vectorizes(cold_cache, tmp_path, case):
     assert len(sources) == 1, sources
     loops = loop_lines(sources[0].read_text())
     assert len(loops) == 1, "one fused pointwise loop"
-    # g++ names the loop by its header or its first statement
-    reported = vectorized_lines(sources[0], tmp_path)
-    assert reported & {loops[0], loops[0] + 1}, sources[0].read_text()
+    assert_vectorized(sources[0], tmp_path, loops, sources[0].read_text())
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -72,8 +82,7 @@ def test_half_type_pointwise_loop_vectorizes(cold_cache, tmp_path, dtype):
     assert len(sources) == 1, sources
     loops = loop_lines(sources[0].read_text())
     assert len(loops) == 1, "one fused pointwise loop"
-    assert vectorized_lines(sources[0], tmp_path) & {loops[0], loops[0] + 1}, \
-        sources[0].read_text()
+    assert_vectorized(sources[0], tmp_path, loops, sources[0].read_text())
 
 
 REDUCTIONS = {
@@ -92,11 +101,10 @@ def test_float32_reduction_loops_vectorize(cold_cache, tmp_path, case):
     torch.testing.assert_close(compiled(REDUCTIONS[case])(x), REDUCTIONS[case](x))
     sources = sorted(cold_cache.glob("kernels/*/*.cpp"))
     assert len(sources) == 1, sources
-    lines = sources[0].read_text().splitlines()
-    simd = [i + 2 for i, line in enumerate(lines) if "#pragma omp simd" in line]
+    text = sources[0].read_text()
+    simd = [line for line, _ in simd_loops(text.splitlines())]
     assert simd, "no reduction loop"
-    reported = vectorized_lines(sources[0], tmp_path)
-    assert all(reported & {line, line + 1} for line in simd), "\n".join(lines)
+    assert_vectorized(sources[0], tmp_path, simd, text)
 
 
 def kv_cache_write(cache, positions, rows):
@@ -119,8 +127,7 @@ def test_rows_scattered_to_computed_positions_vectorize_along_the_row(cold_cache
     simd = [first + i + 1 for i, line in enumerate(scatter.splitlines()[1:])
             if "#pragma omp simd" in line]
     assert simd, scatter
-    reported = vectorized_lines(sources[0], tmp_path)
-    assert all(reported & {line, line + 1} for line in simd), scatter
+    assert_vectorized(sources[0], tmp_path, simd, scatter)
 
 
 def test_layer_norm_backward_loops_vectorize(cold_cache, tmp_path):
@@ -143,8 +150,7 @@ def test_layer_norm_backward_loops_vectorize(cold_cache, tmp_path):
     sources = sorted(cold_cache.glob("kernels/*/*.cpp"))
     assert len(sources) == 2, sources  # the forward and the backward
     for source in sources:
-        lines = source.read_text().splitlines()
-        simd = [i + 2 for i, line in enumerate(lines)
-                if "#pragma omp simd" in line and " < 1L;" not in lines[i + 1]]  # 1 trip: no
-        reported = vectorized_lines(source, tmp_path)
-        assert all(reported & {line, line + 1} for line in simd), "\n".join(lines)
+        text = source.read_text()
+        simd = [line for line, header in simd_loops(text.splitlines())
+                if " < 1L;" not in header]  # a loop of one trip has nothing to vectorize
+        assert_vectorized(source, tmp_path, simd, text)
