@@ -43,7 +43,7 @@ def checked(kernel, where, readers, zero_division=()):
     eager does) after one that divided an integer by zero, as any of `zero_division` did."""
     def call(*args):
         kernel(*args)
-        if [divided for divided in (reader() for reader in zero_division) if divided]:
+        if any([reader() for reader in zero_division]):  # a list: every record is cleared
             raise ZeroDivisionError(f"{where}: integer division by zero")
         messages = [message for message in (reader() for reader in readers) if message]
         if messages:

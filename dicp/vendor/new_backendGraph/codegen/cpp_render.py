@@ -91,18 +91,18 @@ class CppRenderer(L.Renderer):
         self.bounds_check = bounds_check
         self.divides_integers = False  # whether a printed op may divide an integer by zero
 
-    def expr_Op(self, value):
-        if value.name in INTEGER_DIVISIONS and value.type not in ("float", "double"):
-            self.divides_integers = True
-        args = [self.expr(a) for a in value.args]
-        return OPS[value.name].format(*args, T=value.type, P=value.param)
-
     # ---- expressions ----
     def expr_Const(self, value):
         return _constant(value)
 
     def expr_Index(self, value):
         return cpp_expr(value.expr)
+
+    def expr_Op(self, value):
+        if value.name in INTEGER_DIVISIONS and value.type not in ("float", "double"):
+            self.divides_integers = True
+        args = [self.expr(a) for a in value.args]
+        return OPS[value.name].format(*args, T=value.type, P=value.param)
 
     def expr_Load(self, value):
         return f"dicp::cast<{value.type}>({self._element(value)})"

@@ -344,14 +344,12 @@ def diagonal(g, node, x, offset, dim1, dim2):
     last; an empty one (an offset past the edge) has size 0."""
     x = g.value(x)
     start1, start2 = _diagonal_start(offset)
-    rest = [d for d in range(len(x.sizes)) if d not in (dim1, dim2)]
 
     def fn(k, index):
-        source = [None] * len(x.sizes)
-        for d, i in zip(rest, index[:-1]):
-            source[d] = i
-        source[dim1], source[dim2] = index[-1] + start1, index[-1] + start2
-        return x.load(k, source)
+        rest, i = iter(index[:-1]), index[-1]
+        on_diagonal = {dim1: i + start1, dim2: i + start2}
+        return x.load(k, [on_diagonal[d] if d in on_diagonal else next(rest)
+                          for d in range(len(x.sizes))])
     return Pointwise(x.dtype, shape_of(node.meta["val"]), fn)
 
 
