@@ -35,6 +35,7 @@ are in precompile.py (`serializable_results`, `serialize_result`, `load_result`)
   without torch.no_grad()) compiles it anyway, once; DICP_AOT_CACHE=0 turns this cache off.
 """
 import hashlib
+import pickle
 
 import torch
 import torch.fx as fx
@@ -43,7 +44,8 @@ from dicp import config
 
 from . import graph_cache
 from .entry_store import EntryStore
-from .precompile import autograd_config_text, bundling, load_result, serialize_result
+from .precompile import (autograd_config_text, bundling, load_result, result_input_flags,
+                         serialize_result)
 from .utils import log
 
 _STORE = EntryStore("aot", "AOT cache")
@@ -66,13 +68,15 @@ def enabled() -> bool:
 def key(gm: fx.GraphModule, example_inputs, backend) -> str | None:
     """The key of dynamo graph `gm` compiled for `example_inputs`, or None where this cache
     does not apply (symbolic inputs, an input it cannot describe, an unhashable constant)."""
+    lifted = lifted_inputs(gm)
     try:
-        inputs = _inputs_text(example_inputs)
+        inputs = _inputs_text([*lifted.values(), *example_inputs])
         parts = ["aot", backend.name, graph_cache.backend_fingerprint(backend), inputs,
-                 global_state_text()]
+                 "lifted:" + ",".join(lifted), global_state_text()]
+        skip = {id(value) for value in lifted.values()}
         for name, module in gm.named_modules():
             if isinstance(module, fx.GraphModule):
-                parts += [name, module.code, *graph_cache.constant_fingerprints(module)]
+                parts += [name, module.code, *graph_cache.constant_fingerprints(module, skip)]
             elif module is not gm:  # its parameters and state are not in the key
                 raise _NotCacheable(f"submodule {name} ({type(module).__name__})")
     except (_NotCacheable, graph_cache.Unhashable) as error:
@@ -81,21 +85,68 @@ def key(gm: fx.GraphModule, example_inputs, backend) -> str | None:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def lookup(entry_key: str):
-    """The compiled function stored under `entry_key`, or None (missing, corrupt, or not
-    loadable)."""
-    return _STORE.read(entry_key, load_result)
+def lifted_inputs(gm: fx.GraphModule) -> dict:
+    """The parameters and buffers of `gm` (dynamo registers an optimizer's parameters and
+    state this way), by name, in the order AOTAutograd lifts them to inputs ahead of dynamo's
+    (aot_module_simplified). Its result takes them first; a result loaded from this cache is
+    handed them by `lookup`, since torch's loader does not (a warm optimizer step received 4
+    arguments where its graph took 8)."""
+    return {**dict(gm.named_parameters(remove_duplicate=False)),
+            **dict(gm.named_buffers(remove_duplicate=False))}
 
 
-def store(entry_key: str, compiled) -> None:
+def lookup(entry_key: str, gm: fx.GraphModule, example_inputs):
+    """The compiled function stored under `entry_key` for dynamo graph `gm`, or None (missing,
+    corrupt, not loadable, or made for a caller with other inputs than `gm`'s)."""
+    lifted = list(lifted_inputs(gm).values())
+    expected = _input_flags([*lifted, *example_inputs])
+    loaded = _STORE.read(entry_key, lambda entry: _load_fitting(entry, expected))
+    if loaded is None or not lifted:
+        return loaded
+
+    def with_lifted_inputs(*runtime_args):
+        return loaded(*lifted, *runtime_args)
+    return with_lifted_inputs
+
+
+def store(entry_key: str, compiled, gm: fx.GraphModule, example_inputs) -> None:
     """Store `compiled` (what `compile_fx` returns, compiled under
-    `precompile.serializable_results()`)."""
+    `precompile.serializable_results()`) with the inputs it takes, read from the result itself
+    so that a load can check them against its caller's."""
     try:
         data = serialize_result(compiled)
+        takes = result_input_flags(compiled)
     except Exception as error:  # a result torch did not make serializable, or pickle refused
         log.info("dicp: AOT cache does not store a graph: %s", error)
         return
-    _STORE.write(entry_key, data)
+    caller = _input_flags([*lifted_inputs(gm).values(), *example_inputs])
+    if takes != caller:  # every load would refuse it
+        log.warning("dicp: AOT cache does not store a graph whose result takes inputs %s "
+                    "where its caller passes %s", takes, caller)
+        return
+    _STORE.write(entry_key, pickle.dumps((_ENTRY_FORMAT, takes, data)))
+
+
+_ENTRY_FORMAT = 1
+
+
+class MisfitEntry(Exception):
+    """A cache entry made for a caller other than the one loading it."""
+
+
+def _load_fitting(entry: bytes, expected: list):
+    version, takes, data = pickle.loads(entry)
+    if version != _ENTRY_FORMAT:
+        raise MisfitEntry(f"entry format {version}, this dicp reads {_ENTRY_FORMAT}")
+    if takes != expected:
+        raise MisfitEntry(f"its result takes {len(takes)} inputs (requires_grad {takes}); "
+                          f"the graph passes {len(expected)} (requires_grad {expected})")
+    return load_result(data)
+
+
+def _input_flags(values) -> list:
+    """Per input AOTAutograd takes, whether it requires grad (what a result records of it)."""
+    return [isinstance(v, torch.Tensor) and v.requires_grad for v in values]
 
 
 class _NotCacheable(Exception):

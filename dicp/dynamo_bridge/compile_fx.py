@@ -58,7 +58,7 @@ def compile_fx(gm, example_inputs, backend_name: str):
         if aot_cache.enabled():
             with profile.stage("load"):
                 entry_key = aot_cache.key(gm, example_inputs, backend)
-                cached = aot_cache.lookup(entry_key) if entry_key else None
+                cached = aot_cache.lookup(entry_key, gm, example_inputs) if entry_key else None
             if cached is not None:
                 return cached
         salt = backend_fingerprint(backend) + aot_cache.global_state_text()
@@ -67,5 +67,5 @@ def compile_fx(gm, example_inputs, backend_name: str):
                 return serializable(compiler(gm, example_inputs))
             with serializable_results():
                 compiled = serializable(compiler(gm, example_inputs))
-        aot_cache.store(entry_key, compiled)
+        aot_cache.store(entry_key, compiled, gm, example_inputs)
         return compiled

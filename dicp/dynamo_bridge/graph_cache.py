@@ -198,13 +198,14 @@ def _value_text(val) -> str:
     return f"{type(val).__name__}:{val}"
 
 
-def constant_fingerprints(gm: fx.GraphModule) -> list:
-    """A fingerprint of each constant `gm` reads (get_attr), submodules excepted."""
+def constant_fingerprints(gm: fx.GraphModule, skip=frozenset()) -> list:
+    """A fingerprint of each constant `gm` reads (get_attr), submodules and the tensors whose
+    ids are in `skip` (inputs, described elsewhere) excepted."""
     texts = []
     for node in gm.graph.find_nodes(op="get_attr"):
         value = getattr(gm, node.target)
-        if isinstance(value, fx.GraphModule):
-            continue  # its code is part of the key already
+        if isinstance(value, fx.GraphModule) or id(value) in skip:
+            continue  # its code is part of the key already, or it is an input
         if isinstance(value, torch.Tensor):
             texts.append(_tensor_fingerprint(node.target, value))
             continue

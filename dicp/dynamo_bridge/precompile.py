@@ -75,6 +75,14 @@ def serialize_result(compiled_fn) -> bytes:
         return BundledAOTAutogradSerializableCallable.serialize_compile_artifacts(compiled_fn)
 
 
+def result_input_flags(compiled_fn) -> list:
+    """Per input a result compiled under `serializable_results()` takes (the parameters and
+    buffers AOTAutograd lifted, then dynamo's), whether it requires grad, as the result itself
+    records them (its runtime metadata)."""
+    entry = compiled_fn.compiled_fn.serialize()
+    return [info.requires_grad for info in entry.runtime_metadata.input_info]
+
+
 def load_result(data: bytes):
     """The callable `serialize_result` saved."""
     from torch._dynamo.aot_compile_types import BundledAOTAutogradSerializableCallable
