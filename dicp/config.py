@@ -481,6 +481,10 @@ declare("recompile_warn_limit", Integer(0), 4, "warn once when one function has 
         "recompiled more than this many times because input shapes changed (`0`: never)")
 declare("record_ops", Location(), None, "append the ATen ops each graph runs natively to this "
         "file, one per line (used by `python -m dicp.tools.bisect`)")
+declare("record_results", Location(), None, "at exit, write a digest of every compiled graph "
+        "call's outputs and updated inputs (bytes, dtype, shape, strides) to this file, one line"
+        " per call: two runs recording equal files computed bit-for-bit equal results (the "
+        "cold-against-warm test mode, `pytest --cold-warm`)")
 # Read by the test harness (test/common/utils.py); its plugin (test/common/harness.py) sets them
 # for xdist workers.
 declare("test_backend", Text(), "new_backendgraph", "tests: the backend under test (pytest "
