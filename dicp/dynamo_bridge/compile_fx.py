@@ -7,7 +7,7 @@ from .dynamo_context import current_frame, inside_dicp, install
 from .graph import GraphTransformer
 from .graph_cache import backend_fingerprint
 from .precompile import keyed_autograd_cache, output_code, serializable, serializable_results
-from .recompiles import note_compile, traced_inputs
+from .recompiles import forget_compiles, note_compile, traced_inputs
 from .torch_compat import aot_autograd
 
 
@@ -42,7 +42,8 @@ def _decompositions(backend):
 
 def compile_fx(gm, example_inputs, backend_name: str):
     """Compile a dynamo FX graph for the registered backend `backend_name`."""
-    install()  # again: torch._dynamo.reset() drops dynamo's hooks
+    if install():  # torch._dynamo.reset() dropped dynamo's hooks: it forgot every frame
+        forget_compiles()
     with inside_dicp():
         with profile.stage("setup"):
             backend = get_backend(backend_name)
