@@ -8,7 +8,7 @@ import torch.fx as fx
 from dicp import config, profile
 
 from . import graph_cache
-from .artifact import compile_recorded
+from .artifact import arity, compile_recorded
 from .compile import atomic_write
 from .fallback import observe_fallbacks, record_fallback
 from .operator import InferenceError, Operator
@@ -70,6 +70,7 @@ class GraphTransformer:
     def __init__(self, gm: fx.GraphModule, backend, kind: str, example_inputs=()):
         fake_mode = detect_fake_mode(example_inputs) or _fake_mode_of(gm)
         self.gm = gm
+        self.arity = arity(gm)  # what AOTAutograd passes and expects back, for the cache
         self.backend = backend
         self.ctx = CompileContext(backend, kind, fake_mode)
         self.sources = None
@@ -129,7 +130,7 @@ class GraphTransformer:
             with profile.stage("load"):
                 key = graph_cache.graph_key(self.gm, self.ctx.kind, self.backend,
                                             self.ctx.fake_mode)
-                cached = graph_cache.lookup(key) if key else None
+                cached = graph_cache.lookup(key, self.gm) if key else None
                 if cached is not None:  # conversion and codegen done by an earlier process
                     for taken in cached.fallbacks:  # observers see them as if converted now
                         record_fallback(taken)
@@ -147,6 +148,7 @@ class GraphTransformer:
         replays them on a hit)."""
         if self.compiled_graph is not None:
             self.compiled_graph.fallbacks = tuple(fallbacks)
+            self.compiled_graph.arity = self.arity
         return compiled
 
     def _convert_and_build(self):
