@@ -59,6 +59,21 @@ def same_layout(sizes, strides, expected):
     return all(size == 1 or same_size(a, b) for size, a, b in zip(sizes, strides, expected))
 
 
+def may_overlap(sizes, strides) -> bool:
+    """Whether two elements of a layout of static sizes may share an address (an expanded dim,
+    unfold's overlapping windows): taken by stride, each dim's stride must pass the span of
+    the dims before it. Sizes or strides that are not all ints give False."""
+    if not all(isinstance(v, int) for v in (*sizes, *strides)) or 0 in sizes:
+        return False
+    span = 0  # the last element the dims taken so far reach
+    for stride, size in sorted((abs(stride), size) for size, stride in zip(sizes, strides)
+                               if size > 1):
+        if stride <= span:
+            return True
+        span += (size - 1) * stride
+    return False
+
+
 def is_dense(sizes, strides):
     """Whether the layout fills its storage exactly, each element at an address of its own:
     some order of the dims has contiguous strides (dims of size 1 may have any stride; an
