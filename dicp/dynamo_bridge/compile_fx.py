@@ -50,9 +50,16 @@ def _tangent_layouts(gm):
     may overlap itself (x.sin().unfold(0, 3, 1)), whose strides cannot hold a gradient: the
     runtime copy into them lost all but one of the windows' gradients per element."""
     outputs = [n.meta.get("example_value") for n in gm.graph.output_node().all_input_nodes]
-    if any(isinstance(v, torch.Tensor) and may_overlap(v.shape, v.stride()) for v in outputs):
+    if any(isinstance(v, torch.Tensor) and not _symbolic(v) and may_overlap(v.shape, v.stride())
+           for v in outputs):
         return tangents_in_memory_format()
     return contextlib.nullcontext()
+
+
+def _symbolic(tensor):
+    """Whether a size or stride is symbolic: AOTAutograd lays out its tangent by memory format
+    already."""
+    return not all(isinstance(v, int) for v in (*tensor.shape, *tensor.stride()))
 
 
 def compile_fx(gm, example_inputs, backend_name: str):

@@ -75,14 +75,16 @@ def storage_span(sizes, strides):
 
 
 def may_overlap(sizes, strides) -> bool:
-    """Whether two elements of a layout of static sizes may share an address (an expanded dim,
-    unfold's overlapping windows): taken by stride, each dim's stride must pass the span of
-    the dims before it. Sizes or strides that are not all ints give False."""
-    if not all(isinstance(v, int) for v in (*sizes, *strides)) or 0 in sizes:
+    """Whether two elements of a layout may share an address (an expanded dim, unfold's
+    overlapping windows): taken by stride, each dim's stride must pass the span of the dims
+    before it. A layout with a symbolic size or stride is proved apart only when dense."""
+    if not all(sympy.sympify(v).is_Integer for v in (*sizes, *strides)):
+        return not is_dense(sizes, strides) and not any(size == 0 for size in sizes)
+    if 0 in sizes:
         return False
     span = 0  # the last element the dims taken so far reach
-    for stride, size in sorted((abs(stride), size) for size, stride in zip(sizes, strides)
-                               if size > 1):
+    for stride, size in sorted((abs(int(stride)), int(size))
+                               for size, stride in zip(sizes, strides) if size > 1):
         if stride <= span:
             return True
         span += (size - 1) * stride
