@@ -1,4 +1,8 @@
 """The dynamo -> AOTAutograd -> backend bridge."""
+import contextlib
+
+import torch
+
 from dicp import config, profile
 from dicp.vendor import get_backend
 
@@ -9,7 +13,8 @@ from .graph_cache import backend_fingerprint
 from .precompile import keyed_autograd_cache, output_code, serializable, serializable_results
 from .recompiles import forget_compiles, note_compile, traced_inputs
 from .result_record import recording
-from .torch_compat import aot_autograd
+from .symbolic import may_overlap
+from .torch_compat import aot_autograd, tangents_in_memory_format
 
 
 def _graph_compiler(backend, kind):
@@ -44,6 +49,23 @@ def _decompositions(backend):
     return table() if callable(table) else table
 
 
+def _tangent_layouts(gm):
+    """How AOTAutograd lays out `gm`'s tangents: in their outputs' strides unless an output
+    may overlap itself (x.sin().unfold(0, 3, 1)), whose strides cannot hold a gradient: the
+    runtime copy into them lost all but one of the windows' gradients per element."""
+    outputs = [n.meta.get("example_value") for n in gm.graph.output_node().all_input_nodes]
+    if any(isinstance(v, torch.Tensor) and not _symbolic(v) and may_overlap(v.shape, v.stride())
+           for v in outputs):
+        return tangents_in_memory_format()
+    return contextlib.nullcontext()
+
+
+def _symbolic(tensor):
+    """Whether a size or stride is symbolic: AOTAutograd lays out its tangent by memory format
+    already."""
+    return not all(isinstance(v, int) for v in (*tensor.shape, *tensor.stride()))
+
+
 def compile_fx(gm, example_inputs, backend_name: str):
     """Compile a dynamo FX graph for the registered backend `backend_name`."""
     if install():  # torch._dynamo.reset() dropped dynamo's hooks: it forgot every frame
@@ -67,7 +89,7 @@ def compile_fx(gm, example_inputs, backend_name: str):
             if cached is not None:
                 return cached
         salt = backend_fingerprint(backend) + aot_cache.global_state_text()
-        with profile.stage("aot_autograd"), keyed_autograd_cache(salt):
+        with profile.stage("aot_autograd"), keyed_autograd_cache(salt), _tangent_layouts(gm):
             if entry_key is None:
                 return serializable(compiler(gm, example_inputs))
             with serializable_results():

@@ -16,7 +16,7 @@ import torch.fx as fx
 
 from .fault_injection import fault_for, runtime_error_message
 from .operator import Operator
-from .symbolic import same_layout, shape_of, strides_of, to_sympy
+from .symbolic import same_layout, shape_of, storage_span, strides_of, to_sympy
 from .torch_compat import OpOverload, same_storage
 from .utils import op_name
 from .wrapper import TensorView, Var, WrapperBuilder
@@ -275,7 +275,7 @@ class GraphCodegenBase:
     def copy_in_layout(self, value, val, sizes):
         """A copy of `value` (of shape `sizes`) with the strides and storage offset of `val`."""
         strides, offset = strides_of(val), to_sympy(val.storage_offset())
-        extent = offset + 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides))
+        extent = offset + storage_span(sizes, strides)
         literal = self.wrapper.literal
         name = self.wrapper.assign(
             f"torch.empty({literal(extent)}, dtype={val.dtype}).as_strided("

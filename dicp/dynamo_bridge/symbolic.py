@@ -59,6 +59,38 @@ def same_layout(sizes, strides, expected):
     return all(size == 1 or same_size(a, b) for size, a, b in zip(sizes, strides, expected))
 
 
+def last_offset(sizes, strides):
+    """The offset of a layout's last element from its first (non-negative strides); only a
+    layout with elements has one."""
+    return sum(((size - 1) * stride for size, stride in zip(sizes, strides)), 0)
+
+
+def storage_span(sizes, strides):
+    """How many elements a layout spans from its first: none for an empty layout, where
+    `1 + last_offset` may go negative ((2, 0) with strides (1, 6): -4). A size only known at
+    run time may be 0: Max bounds that case from below."""
+    if any(size == 0 for size in sizes):
+        return sympy.Integer(0)
+    return sympy.Max(0, 1 + last_offset(sizes, strides))
+
+
+def may_overlap(sizes, strides) -> bool:
+    """Whether two elements of a layout may share an address (an expanded dim, unfold's
+    overlapping windows): taken by stride, each dim's stride must pass the span of the dims
+    before it. A layout with a symbolic size or stride is proved apart only when dense."""
+    if not all(sympy.sympify(v).is_Integer for v in (*sizes, *strides)):
+        return not is_dense(sizes, strides) and not any(size == 0 for size in sizes)
+    if 0 in sizes:
+        return False
+    span = 0  # the last element the dims taken so far reach
+    for stride, size in sorted((abs(int(stride)), int(size))
+                               for size, stride in zip(sizes, strides) if size > 1):
+        if stride <= span:
+            return True
+        span += (size - 1) * stride
+    return False
+
+
 def is_dense(sizes, strides):
     """Whether the layout fills its storage exactly, each element at an address of its own:
     some order of the dims has contiguous strides (dims of size 1 may have any stride; an

@@ -5,6 +5,8 @@ torch 2.11 to 2.15 (`dicp/supported_torch.py`); each name below has the same sig
 2.13.0 and 2.15.0. When a release moves one, adapt it here by feature detection (try the new
 location, then the old), never by comparing `torch.__version__`.
 """
+import contextlib
+
 import torch
 # AOTAutograd wrapped as a dynamo backend (functionalize, decompose, partition fw/bw).
 from torch._dynamo.backends.common import aot_autograd
@@ -28,7 +30,7 @@ TORCH_VERSION = torch.__version__
 __all__ = ["TORCH_VERSION", "StorageWeakRef", "build_config", "FakeTensor", "FakeTensorMode",
            "OpOverload", "OpOverloadPacket", "aot_autograd", "core_aten_decompositions",
            "detect_fake_mode", "get_decompositions", "pytree", "same_storage",
-           "unset_fake_temporarily"]
+           "tangents_in_memory_format", "unset_fake_temporarily"]
 
 
 def build_config() -> str:
@@ -39,6 +41,18 @@ def build_config() -> str:
 def core_aten_decompositions():
     """torch's core ATen decomposition table (public since 2.6 as torch.export's default)."""
     return torch.export.default_decompositions()
+
+
+def tangents_in_memory_format():
+    """A context in which AOTAutograd expects each tangent in a memory format (contiguous,
+    channels-last) rather than in its output's strides, as it does under dynamic shapes.
+    With strides, a tangent is copied into `empty_strided` of them at run time, which keeps
+    one of the gradients that share an element where the layout overlaps itself (unfold's
+    windows); torch 2.13 takes memory formats only for expanded dims."""
+    config = torch._functorch.config
+    if not hasattr(config, "guess_tangent_strides_as_outputs"):  # memory formats always
+        return contextlib.nullcontext()
+    return config.patch(guess_tangent_strides_as_outputs=False)
 
 
 def recompiles_raise():

@@ -7,15 +7,15 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from .symbolic import is_dense, py_expr, shape_of, strides_of
+from .symbolic import is_dense, last_offset, py_expr, shape_of, strides_of
 from .templating import SHARED_TEMPLATES, render
 
 _NAME = re.compile(r"\bbuf\d+\b")
 
 
-def _extent(sizes, strides):
-    """How many elements from the first a layout spans (non-negative strides)."""
-    return 1 + sum(((size - 1) * stride for size, stride in zip(sizes, strides)), 0)
+def _same_extent(layout, other):
+    """Whether two layouts, (sizes, strides) each, span as many elements from their first."""
+    return sympy.expand(last_offset(*layout) - last_offset(*other)) == 0
 
 
 class Var(str):
@@ -153,7 +153,7 @@ class WrapperBuilder:
             return False
         if not all(is_dense(*self.layouts[name]) for name in (output, source)):
             return False  # an expanded output's later stores would feed its own loads
-        return sympy.expand(_extent(*self.layouts[output]) - _extent(*self.layouts[source])) == 0
+        return _same_extent(self.layouts[output], self.layouts[source])
 
     def offer_in_place(self, output, source):
         """The kernel call just appended reads `source` only where it writes `output`, each
@@ -284,4 +284,4 @@ class WrapperBuilder:
             return False
         if not all(is_dense(*self.layouts[n]) for n in (name, donor)):
             return False
-        return sympy.expand(_extent(*self.layouts[name]) - _extent(*self.layouts[donor])) == 0
+        return _same_extent(self.layouts[name], self.layouts[donor])

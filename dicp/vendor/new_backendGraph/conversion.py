@@ -470,6 +470,14 @@ def diagonal(ctx, x, offset=0, dim1=0, dim2=1):
     return ctx.op(ops.Diagonal, x, offset, dim1 % rank, dim2 % rank)
 
 
+@conversion(aten.unfold.default)
+def unfold(ctx, x, dimension, size, step):
+    """Tensor.unfold, and the index arithmetic of its backward (arange(n).unfold(...))."""
+    if ctx.val(x).dim() == 0:  # eager's one window of a 0-d tensor
+        return ctx.op(ops.Reshape, x, [1])
+    return ctx.op(ops.Unfold, x, dimension % ctx.val(x).dim(), size, step)
+
+
 @conversion(aten.diagonal_scatter.default)
 def diagonal_scatter(ctx, x, src, offset=0, dim1=0, dim2=1):
     """diagonal's backward (into zeros) and its in-place writes (x.diagonal().fill_())."""

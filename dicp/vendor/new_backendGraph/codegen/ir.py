@@ -155,6 +155,17 @@ def slice_view(x, dim, start, step, sizes):
         k, idx[:dim] + [start + idx[dim] * step] + idx[dim + 1:]))
 
 
+def unfold_view(x, dim, size, step, sizes):
+    """Tensor.unfold: windows of `size` along `dim`, `step` apart, each window's elements on a
+    new last dim. A buffer's view has strides that overlap where step < size."""
+    if isinstance(x, Buffer):
+        strides = list(x.strides)
+        strides[dim] = x.strides[dim] * step
+        return Buffer(x.base, x.dtype, list(sizes), strides + [x.strides[dim]], x.offset)
+    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(
+        k, idx[:dim] + [idx[dim] * step + idx[-1]] + idx[dim + 1:-1]))
+
+
 def select_view(x, dim, index):
     if isinstance(x, Buffer):
         return Buffer(x.base, x.dtype, x.sizes[:dim] + x.sizes[dim + 1:],

@@ -333,6 +333,11 @@ def select(g, node, x, dim, index):
     return ir.select_view(x, dim, wrap_index(index, x.sizes[dim]))
 
 
+@lowering("Unfold")
+def unfold(g, node, x, dim, size, step):
+    return ir.unfold_view(g.value(x), dim, size, step, shape_of(node.meta["val"]))
+
+
 def _diagonal_start(offset):
     """Where the diagonal at `offset` starts along dim1 and along dim2."""
     return max(-offset, 0), max(offset, 0)
