@@ -14,7 +14,7 @@ setup(
     description="Device-Independent Compile Platform: plug a device into torch.compile",
     packages=find_packages(include=["dicp", "dicp.*"]),
     package_data={"dicp": ["vendor/*/codegen/templates/*.j2", "vendor/*/codegen/include/*.h",
-                            "dynamo_bridge/templates/*.j2",
+                            "bridge/pipeline/templates/*.j2",
                             "vendor/*/templates/*.j2", "tools/backend_template/*",
                             "tools/backend_template/*/*", "tools/backend_template/*/*/*"]},
     python_requires=">=3.10",

@@ -81,7 +81,7 @@ def compile_model(model, backend, dynamic=False):
 def dicp_backend(name):
     """The registered dicp Backend called `name`, or None for other dynamo backends (inductor,
     aot_eager), which tests may also run against."""
-    from dicp.vendor import get_backend
+    from dicp.bridge.pipeline.backend import get_backend
     try:
         return get_backend(name)
     except KeyError:

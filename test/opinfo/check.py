@@ -22,8 +22,8 @@ import torch
 import torch._dynamo
 
 from dicp import profile
-from dicp.dynamo_bridge.fallback import declared_reason, observe_fallbacks
-from dicp.vendor import get_backend
+from dicp.bridge.pipeline.fallback import declared_reason, observe_fallbacks
+from dicp.bridge.pipeline.backend import get_backend
 
 from . import samples as sample_lib
 from .compare import Mismatch, check_outputs, check_tensor, leaves

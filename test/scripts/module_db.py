@@ -21,7 +21,7 @@ import warnings
 import torch
 from torch.testing._internal.common_modules import module_db
 
-from dicp.dynamo_bridge.torch_compat import pytree
+from dicp.bridge.pipeline.torch_compat import pytree
 from dicp.tools.fuzz.check import float64_inputs, judge
 
 SKIPPED = ("nn.Lazy", "nn.FractionalMaxPool")

@@ -97,7 +97,7 @@ def compiled_and_eager_grads(model, x, loss):
 
 
 def builds():
-    from dicp.dynamo_bridge.compile import cache_stats
+    from dicp.bridge.cache.build import cache_stats
     return cache_stats()["builds"]
 
 
@@ -136,11 +136,11 @@ def check_fresh(code, cache_dir, **env):
 CACHE_TEST_BACKEND = """
 import dataclasses, json, os, torch
 import dicp, dicp.vendor.new_backendGraph as nb
-from dicp.vendor import register_backend
-from dicp.dynamo_bridge.aot_cache import aot_cache_stats
-from dicp.dynamo_bridge.compile import cache_stats
-from dicp.dynamo_bridge.compile_fx import compile_fx
-from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+from dicp.bridge.pipeline.backend import register_backend
+from dicp.bridge.cache.aot import aot_cache_stats
+from dicp.bridge.cache.build import cache_stats
+from dicp.bridge.entry import compile_fx
+from dicp.bridge.cache.graph import graph_cache_stats
 
 dicp.__version__ = os.environ.get("FAKE_DICP_VERSION", dicp.__version__)
 table = dict(nb.BACKEND.conversions)

@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from dicp.dynamo_bridge.graph import GraphTransformer
-from dicp.vendor import get_backend
+from dicp.bridge.pipeline.stages import GraphTransformer
+from dicp.bridge.pipeline.backend import get_backend
 
 from .helpers import BACKEND, compiled, warm_cache  # noqa: F401  (fixture)
 

@@ -103,7 +103,7 @@ def test_hit_in_the_same_process_keeps_tensor_constants_real(cold_cache):
     def f(x, i):
         return x.index_put((i,), torch.tensor(3.0)) * 2
     x, i = torch.randn(5, 4), torch.tensor([0, 3, 3])
-    from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+    from dicp.bridge.cache.graph import graph_cache_stats
     for _ in range(2):
         before = graph_cache_stats()["hits"]
         with dicp_config.patch(aot_cache=False):  # which would take the second compile

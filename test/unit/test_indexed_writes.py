@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from dicp import config as dicp_config
-from dicp.dynamo_bridge.compile import loaded_libraries
+from dicp.bridge.cache.build import loaded_libraries
 
 from .helpers import compiled, warm_cache  # noqa: F401  (fixture)
 

@@ -57,7 +57,7 @@ print(json.dumps({"ok": ok}))
 
 LOAD = COMMON + """
 import shutil
-from dicp.dynamo_bridge.compile import cache_stats
+from dicp.bridge.cache.build import cache_stats
 assert shutil.which("g++") is None and shutil.which("c++") is None, "a compiler is reachable"
 with open(os.environ["ARTIFACT"], "rb") as f:
     compiled = torch.compiler.load_compiled_function(f)

@@ -7,11 +7,12 @@ import torch
 import torch.fx as fx
 
 import dicp
-from dicp.dynamo_bridge.compile_fx import compile_fx
-from dicp.dynamo_bridge.graph import infer_node
-from dicp.dynamo_bridge.op_transformer import OpTransformer
-from dicp.dynamo_bridge.operator import Operator
-from dicp.vendor import Backend, get_backend, register_backend, registered_backends
+import dicp.bridge.pipeline.backend as backend_registry
+from dicp.bridge.entry import compile_fx
+from dicp.bridge.pipeline.stages import infer_node
+from dicp.bridge.pipeline.conversion import OpTransformer
+from dicp.bridge.pipeline.operator import Operator
+from dicp.bridge.pipeline.backend import Backend, get_backend, register_backend, registered_backends
 
 from .helpers import BACKEND, cold_cache  # noqa: F401  (fixture)
 
@@ -62,7 +63,7 @@ def vendor():
     vendor = ThrowawayVendor()
     register_backend(vendor.backend())
     yield vendor
-    dicp.vendor._REGISTRY.pop(NAME, None)  # the registry is process-global
+    backend_registry._REGISTRY.pop(NAME, None)  # the registry is process-global
 
 
 def fn(x, y):
@@ -105,9 +106,9 @@ def test_registered_backends_lists_throwaway(vendor):
 
 
 def test_shared_code_never_names_a_backend():
-    bridge = Path(dicp.__file__).parent / "dynamo_bridge"
+    bridge = Path(dicp.__file__).parent / "bridge"
     files = sorted(bridge.rglob("*.py"))
-    assert files, "no sources found under dicp/dynamo_bridge"
+    assert files, "no sources found under dicp/bridge"
     offenders = [str(p) for p in files if "new_backendgraph" in p.read_text().lower()]
     assert offenders == []
 
@@ -142,4 +143,4 @@ def test_any_callable_from_compile_job_is_wrapped(cold_cache):
         compiled = torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, NAME))
         torch.testing.assert_close(compiled(x, y), fn(x, y))
     finally:
-        dicp.vendor._REGISTRY.pop(NAME, None)
+        backend_registry._REGISTRY.pop(NAME, None)

@@ -5,7 +5,7 @@ import ast
 from pathlib import Path
 
 import dicp
-from dicp.dynamo_bridge import torch_compat
+from dicp.bridge.pipeline import torch_compat
 
 PACKAGE = Path(dicp.__file__).parent
 ISOLATION_MODULES = {"torch_compat.py", "dynamo_context.py", "precompile.py"}
@@ -40,7 +40,7 @@ def test_private_torch_names_only_in_isolation_modules():
     found = {str(path.relative_to(PACKAGE.parent)): names
              for path in sorted(PACKAGE.rglob("*.py")) if path.name not in ISOLATION_MODULES
              for names in [private_torch_names(path.read_text())] if names}
-    assert not found, f"import these through dicp/dynamo_bridge/torch_compat.py: {found}"
+    assert not found, f"import these through dicp/bridge/pipeline/torch_compat.py: {found}"
 
 
 def test_the_check_sees_private_names_in_code_only():

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from dicp.dynamo_bridge.torch_compat import recompile_error_type, recompiles_raise
+from dicp.bridge.pipeline.torch_compat import recompile_error_type, recompiles_raise
 
 from .check import float64_inputs, float64_reference_runs, judge, rounded_run
 from .program import batch_function

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 from dicp import config as dicp_config
 from dicp import profile
-from dicp.dynamo_bridge.compile import BuildSpec, Toolchain, atomic_write, load_artifacts
-from dicp.dynamo_bridge.graph_codegen import load_wrapper
+from dicp.bridge.cache.build import BuildSpec, Toolchain, atomic_write, load_artifacts
+from dicp.bridge.pipeline.codegen import load_wrapper
 
 from . import bounds, config
 from .blas import sgemm_address

@@ -2,7 +2,7 @@
 import torch
 
 from dicp import config as dicp_config
-from dicp.dynamo_bridge.decompositions import build_decompositions
+from dicp.bridge.pipeline.decompositions import build_decompositions
 
 aten = torch.ops.aten
 

@@ -15,8 +15,8 @@ from typing import Union
 import torch
 import torch.fx as fx
 
-from dicp.dynamo_bridge.provenance import ORIGIN
-from dicp.dynamo_bridge.symbolic import shape_of
+from dicp.bridge.pipeline.provenance import ORIGIN
+from dicp.bridge.pipeline.symbolic import shape_of
 
 from .opset import ops
 

@@ -18,9 +18,9 @@ from functools import lru_cache
 import torch
 
 from dicp import config as dicp_config
-from dicp.dynamo_bridge.compile import atomic_write
-from dicp.dynamo_bridge.torch_compat import TORCH_VERSION, build_config
-from dicp.dynamo_bridge.utils import log
+from dicp.bridge.cache.build import atomic_write
+from dicp.bridge.pipeline.torch_compat import TORCH_VERSION, build_config
+from dicp.bridge.pipeline.utils import log
 
 from . import onednn
 

@@ -3,7 +3,7 @@ OpenVINO Model per engine subgraph, compiled once with Core().compile_model and 
 tensors; ops OpenVINO lacks run as eager ATen calls between the subgraphs."""
 import torch
 
-from dicp.vendor import Backend, register_backend
+from dicp.bridge.pipeline.backend import Backend, register_backend
 
 from . import config
 from .codegen import DTYPES, codegen
@@ -31,5 +31,5 @@ BACKEND = register_backend(Backend(
 
 def ovgraph(gm, example_inputs):
     """The TorchDynamo backend entry point (`torch.compile(backend="ovgraph")`)."""
-    from dicp.dynamo_bridge.compile_fx import compile_fx
+    from dicp.bridge.entry import compile_fx
     return compile_fx(gm, example_inputs, BACKEND.name)

@@ -15,10 +15,10 @@ import sympy
 import torch
 import torch.fx as fx
 
-from dicp.dynamo_bridge.graph_codegen import GeneratedGraph
-from dicp.dynamo_bridge.graph_engine import GraphEngineCodegen
-from dicp.dynamo_bridge.symbolic import is_symbolic, to_sympy
-from dicp.dynamo_bridge.templating import render
+from dicp.bridge.pipeline.codegen import GeneratedGraph
+from dicp.bridge.pipeline.graph_engine import GraphEngineCodegen
+from dicp.bridge.pipeline.symbolic import is_symbolic, to_sympy
+from dicp.bridge.pipeline.templating import render
 
 from .opset import OPSET_MODULE
 

@@ -9,10 +9,10 @@ import math
 
 import torch
 
-from dicp.dynamo_bridge.conversion import register_conversion
-from dicp.dynamo_bridge.op_transformer import Unsupported
-from dicp.dynamo_bridge.symbolic import is_symbolic, to_sympy
-from dicp.dynamo_bridge.utils import opmath_dtype
+from dicp.bridge.pipeline.conversion import register_conversion
+from dicp.bridge.pipeline.conversion import Unsupported
+from dicp.bridge.pipeline.symbolic import is_symbolic, to_sympy
+from dicp.bridge.pipeline.utils import opmath_dtype
 
 from .opset import OPS
 

@@ -3,8 +3,8 @@ arguments (tensors already converted) and returns the vendor node; `raise Unsupp
 leaves the node to eager fallback."""
 import torch
 
-from dicp.dynamo_bridge.conversion import register_conversion
-from dicp.dynamo_bridge.op_transformer import Unsupported
+from dicp.bridge.pipeline.conversion import register_conversion
+from dicp.bridge.pipeline.conversion import Unsupported
 
 from .opset import OPS
 

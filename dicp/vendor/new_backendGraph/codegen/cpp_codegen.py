@@ -6,11 +6,11 @@ import sympy
 import torch
 import torch.fx as fx
 
-from dicp.dynamo_bridge.graph_codegen import GeneratedGraph, GraphCodegenBase, sizes_as_sympy
-from dicp.dynamo_bridge.graph_cache import size_hints
-from dicp.dynamo_bridge.operator import Operator
-from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
-from dicp.dynamo_bridge.utils import log
+from dicp.bridge.pipeline.codegen import GeneratedGraph, GraphCodegenBase, sizes_as_sympy
+from dicp.bridge.cache.graph import size_hints
+from dicp.bridge.pipeline.operator import Operator
+from dicp.bridge.pipeline.symbolic import shape_of, strides_of, to_sympy
+from dicp.bridge.pipeline.utils import log
 
 from .. import config
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)

@@ -9,8 +9,8 @@ from typing import Callable
 
 import sympy
 
-from dicp.dynamo_bridge.symbolic import same_size
-from dicp.dynamo_bridge.wrapper import TensorView
+from dicp.bridge.pipeline.symbolic import same_size
+from dicp.bridge.pipeline.wrapper import TensorView
 
 from .ctypes_map import compute_ctype, storage_ctype
 from .loop_ir import Const

@@ -1,7 +1,7 @@
 """Jinja templates of the reference backend, loaded by name with StrictUndefined."""
 from pathlib import Path
 
-from dicp.dynamo_bridge import templating
+from dicp.bridge.pipeline import templating
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 INCLUDE_DIR = Path(__file__).parent / "include"

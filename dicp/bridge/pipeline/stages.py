@@ -7,9 +7,9 @@ import torch.fx as fx
 
 from dicp import config, profile
 
-from . import graph_cache
-from .artifact import compile_recorded
-from .compile import atomic_write
+from ..cache import graph as graph_cache
+from ..cache.artifact import compile_recorded
+from ..cache.build import atomic_write
 from .fallback import observe_fallbacks, record_fallback
 from .operator import InferenceError, Operator
 from .provenance import origin_of
@@ -174,10 +174,10 @@ class GraphTransformer:
 
 def _with_debug_tools(compiled, aten_gm, transformer):
     if config.dump_op_args:
-        from .op_dump import dumping
+        from ..debug.op_dump import dumping
         compiled = dumping(compiled, aten_gm, transformer)
     if config.autocompare != "off":
-        from .autocompare import checked
+        from ..debug.autocompare import checked
         compiled = checked(compiled, aten_gm, transformer.ctx)
     return compiled
 

@@ -11,11 +11,11 @@ import io
 import pickle
 from dataclasses import dataclass, field
 
-from dicp.vendor import get_backend
+from ..pipeline.backend import get_backend
 
-from . import compile as build_cache
-from .graph_codegen import GeneratedGraph
-from .torch_compat import unset_fake_temporarily
+from . import build as build_cache
+from ..pipeline.codegen import GeneratedGraph
+from ..pipeline.torch_compat import unset_fake_temporarily
 
 FORMAT = 2  # bump when the pickled layout changes
 

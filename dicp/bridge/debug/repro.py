@@ -30,7 +30,7 @@ KNOBS = {knobs!r}  # in effect when the mismatch was found; the environment may 
 for name, value in KNOBS.items():
     os.environ.setdefault(name, value)
 
-from dicp.dynamo_bridge.repro import run_repro  # noqa: E402
+from dicp.bridge.debug.repro import run_repro  # noqa: E402
 
 sys.exit(run_repro(Path(__file__).resolve().parent))
 '''
@@ -93,13 +93,13 @@ def load_graph(folder: Path) -> torch.fx.GraphModule:
 
 def run_repro(folder: Path) -> int:
     """Compile and check the repro in `folder`; 1 if it disagrees with eager, else 0."""
-    from .torch_compat import FakeTensorMode
+    from ..pipeline.torch_compat import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-    from dicp.vendor import get_backend
+    from ..pipeline.backend import get_backend
 
     from .autocompare import AutocompareError, checked
-    from .graph import GraphTransformer
+    from ..pipeline.stages import GraphTransformer
 
     meta = json.loads((folder / "meta.json").read_text())
     gm = load_graph(folder)

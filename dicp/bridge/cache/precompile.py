@@ -164,10 +164,10 @@ if OutputCode is not None:
 
         def post_compile(self, example_inputs, constants, graph_kwargs) -> None:
             if self.fn is None:
-                from .compile_fx import boxed
-                from .fallback import record_fallback
-                from .graph import CompileContext
-                from dicp.vendor import get_backend
+                from ..entry import boxed
+                from ..pipeline.fallback import record_fallback
+                from ..pipeline.stages import CompileContext
+                from ..pipeline.backend import get_backend
                 compiled = CompiledGraph.loads(self.serialized)
                 for taken in compiled.fallbacks:  # observers see them as if converted now
                     record_fallback(taken)

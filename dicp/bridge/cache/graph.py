@@ -34,8 +34,8 @@ from dicp import config
 
 from .artifact import CompiledGraph, NotSerializable
 from .entry_store import EntryStore
-from .torch_compat import TORCH_VERSION, FakeTensor
-from .utils import log
+from ..pipeline.torch_compat import TORCH_VERSION, FakeTensor
+from ..pipeline.utils import log
 
 _FILE_KINDS = (".py", ".j2", ".h", ".txt", ".ini")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

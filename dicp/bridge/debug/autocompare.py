@@ -15,9 +15,9 @@ from dicp.tolerance import MODEL_TOLERANCES, TOLERANCES, Difference, compare
 
 from .instrument import (InstrumentedGraph, clone_inputs, eager_values, mutated_inputs,
                          value_nodes, writes_first_arg)
-from .provenance import SourceLine, module_of, source_line
-from .torch_compat import OpOverload
-from .utils import leaves, log, matches_any, op_name
+from ..pipeline.provenance import SourceLine, module_of, source_line
+from ..pipeline.torch_compat import OpOverload
+from ..pipeline.utils import leaves, log, matches_any, op_name
 
 # Ops whose eager result cannot be reproduced by re-running them: uninitialized memory.
 UNINITIALIZED = ("aten.empty.*", "aten.empty_strided.*", "aten.new_empty*", "aten.empty_like.*")

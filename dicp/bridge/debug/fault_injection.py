@@ -7,9 +7,9 @@ A backend's codegen calls `fault_for(node)` in one place and renders the fault i
 """
 from dicp import config
 
-from .op_transformer import is_aten
-from .provenance import origin_of
-from .utils import matches_any
+from ..pipeline.conversion import is_aten
+from ..pipeline.provenance import origin_of
+from ..pipeline.utils import matches_any
 
 KNOB = "DICP_INJECT_BUG_TESTING_ONLY"
 

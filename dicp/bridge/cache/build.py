@@ -34,7 +34,7 @@ import dicp
 
 from dicp import config, profile
 
-from .utils import log
+from ..pipeline.utils import log
 
 _STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0}
 _STATS_LOCK = threading.Lock()  # builds run in worker threads (load_artifacts)

@@ -9,8 +9,8 @@ from typing import Callable
 
 from dicp import config, profile
 
-from .compile import read_with_digest, write_with_digest
-from .utils import log
+from .build import read_with_digest, write_with_digest
+from ..pipeline.utils import log
 
 
 class EntryStore:

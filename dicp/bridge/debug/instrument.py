@@ -10,10 +10,10 @@ import operator
 import torch
 import torch.fx as fx
 
-from .op_transformer import is_size_arithmetic
-from .provenance import origin_of
-from .torch_compat import OpOverload
-from .utils import op_name
+from ..pipeline.conversion import is_size_arithmetic
+from ..pipeline.provenance import origin_of
+from ..pipeline.torch_compat import OpOverload
+from ..pipeline.utils import op_name
 
 
 def value_nodes(graph: fx.Graph) -> list:
@@ -36,7 +36,7 @@ class InstrumentedGraph:
     """The ATen graph built once more by the backend with every op's value as an output."""
 
     def __init__(self, gm: fx.GraphModule, backend, kind: str):
-        from .graph import GraphTransformer  # graph.py imports this module's users
+        from ..pipeline.stages import GraphTransformer  # graph.py imports this module's users
         self.nodes = value_nodes(gm.graph)
         transformer = GraphTransformer(with_all_values(gm), backend, f"{kind}_instrumented")
         self.compiled = transformer.compile_to_callable(hooks=False)

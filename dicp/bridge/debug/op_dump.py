@@ -18,9 +18,9 @@ from dicp import config
 
 from .instrument import (InstrumentedGraph, clone_inputs, eager_values, mutated_inputs,
                          vendor_ops_by_origin)
-from .provenance import source_line
-from .torch_compat import OpOverload
-from .utils import leaves, op_name
+from ..pipeline.provenance import source_line
+from ..pipeline.torch_compat import OpOverload
+from ..pipeline.utils import leaves, op_name
 
 log = logging.getLogger("dicp.op_args")
 

@@ -14,7 +14,7 @@ import sympy
 import torch
 import torch.fx as fx
 
-from .fault_injection import fault_for, runtime_error_message
+from ..debug.fault_injection import fault_for, runtime_error_message
 from .operator import Operator
 from .symbolic import same_layout, shape_of, strides_of, to_sympy
 from .torch_compat import OpOverload, same_storage

@@ -1,14 +1,14 @@
 """The dynamo -> AOTAutograd -> backend bridge."""
 from dicp import config, profile
-from dicp.vendor import get_backend
+from .pipeline.backend import get_backend
 
-from . import aot_cache
-from .dynamo_context import current_frame, inside_dicp, install
-from .graph import GraphTransformer
-from .graph_cache import backend_fingerprint
-from .precompile import keyed_autograd_cache, output_code, serializable, serializable_results
-from .recompiles import note_compile, traced_inputs
-from .torch_compat import aot_autograd
+from .cache import aot as aot_cache
+from .pipeline.dynamo_context import current_frame, inside_dicp, install
+from .pipeline.stages import GraphTransformer
+from .cache.graph import backend_fingerprint
+from .cache.precompile import keyed_autograd_cache, output_code, serializable, serializable_results
+from .pipeline.recompiles import note_compile, traced_inputs
+from .pipeline.torch_compat import aot_autograd
 
 
 def _graph_compiler(backend, kind):

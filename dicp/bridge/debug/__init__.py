@@ -1,0 +1,1 @@
+"""The debugging tools: autocompare, op-argument dumps, repros, fault injection."""
