@@ -7,7 +7,8 @@ from .pipeline.dynamo_context import current_frame, inside_dicp, install
 from .pipeline.stages import GraphTransformer
 from .cache.graph import backend_fingerprint
 from .cache.precompile import keyed_autograd_cache, output_code, serializable, serializable_results
-from .pipeline.recompiles import note_compile, traced_inputs
+from .pipeline.recompiles import forget_compiles, note_compile, traced_inputs
+from .debug.result_record import recording
 from .pipeline.torch_compat import aot_autograd
 
 
@@ -15,17 +16,20 @@ def _graph_compiler(backend, kind):
     def compile_graph(gm, example_inputs):
         with inside_dicp():  # AOTAutograd compiles the backward lazily, outside compile_fx
             transformer = GraphTransformer(gm, backend, kind, example_inputs)
-            compiled = boxed(transformer.compile_to_callable())
+            compiled = boxed(transformer.compile_to_callable(), kind)
             return output_code(transformer.compiled_graph, compiled)
     compile_graph.__name__ = f"{backend.name}_{kind}_compiler"
     return compile_graph
 
 
-def boxed(fn):
+def boxed(fn, kind):
     """`fn(args)` in AOTAutograd's boxed calling convention: it receives the one list of graph
     inputs and may empty it to free inputs early; the list is emptied after the call in any
     case. Whatever callable a backend's compile job returns (a function, a bound method, an
-    object) is wrapped, so the convention is dicp's business, not the vendor's."""
+    object) is wrapped, so the convention is dicp's business, not the vendor's. `kind`: the
+    graph's (forward, backward, inference), for DICP_RECORD_RESULTS."""
+    fn = recording(fn, kind)
+
     def call(args):
         try:
             return fn(args)
@@ -42,7 +46,8 @@ def _decompositions(backend):
 
 def compile_fx(gm, example_inputs, backend_name: str):
     """Compile a dynamo FX graph for the registered backend `backend_name`."""
-    install()  # again: torch._dynamo.reset() drops dynamo's hooks
+    if install():  # torch._dynamo.reset() dropped dynamo's hooks: it forgot every frame
+        forget_compiles()
     with inside_dicp():
         with profile.stage("setup"):
             backend = get_backend(backend_name)

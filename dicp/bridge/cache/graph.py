@@ -104,8 +104,8 @@ def backend_fingerprint(backend) -> str:
 # Knobs that change no generated code: where the cache lives, what is reported about compiles,
 # and what the test harness runs. A warm start profiled with DICP_PROFILE=1 must be the warm
 # start it profiles. Every other knob is in the key, whether or not it changes the output.
-OUTPUT_NEUTRAL_KNOBS = ("cache_dir", "profile", "recompile_warn_limit", "test_backend",
-                        "test_dynamic")
+OUTPUT_NEUTRAL_KNOBS = ("cache_dir", "profile", "recompile_warn_limit", "record_results",
+                        "test_backend", "test_dynamic")
 
 
 def _knob_fingerprint() -> str:

@@ -172,7 +172,7 @@ if OutputCode is not None:
                 for taken in compiled.fallbacks:  # observers see them as if converted now
                     record_fallback(taken)
                 ctx = CompileContext(get_backend(compiled.backend), compiled.kind, None)
-                self.fn = boxed(compiled.callable(ctx))
+                self.fn = boxed(compiled.callable(ctx), compiled.kind)
                 self.compiled, self.serialized = compiled, None
 
         def set_triton_bundle(self, triton_bundle: Any) -> None:

@@ -81,8 +81,9 @@ class _Timer:
 _TIMER = _Timer()
 
 
-def install() -> None:
-    """Register the timing hooks with dynamo unless they are there. They only read the clock.
+def install() -> bool:
+    """Register the timing hooks with dynamo unless they are there; returns whether they were
+    missing, which after the first call means dynamo was reset since. They only read the clock.
 
     Called when a dicp backend registers (so the first compile is timed from its start) and
     at each compile, because torch._dynamo.reset() drops every hook: the compile right after a
@@ -90,10 +91,12 @@ def install() -> None:
     try:
         from torch._dynamo.callback import callback_handler
     except ImportError:
-        return
-    if _TIMER.on_start not in callback_handler.start_callbacks:
-        callback_handler.register_start_callback(_TIMER.on_start)
-        callback_handler.register_end_callback(_TIMER.on_end)
+        return False
+    if _TIMER.on_start in callback_handler.start_callbacks:
+        return False
+    callback_handler.register_start_callback(_TIMER.on_start)
+    callback_handler.register_end_callback(_TIMER.on_end)
+    return True
 
 
 class inside_dicp:

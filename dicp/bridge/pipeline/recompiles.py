@@ -5,14 +5,22 @@ from dicp import config, profile
 
 from .utils import log_once
 
+# Since dynamo's last reset (torch._dynamo.reset() forgets every compiled frame, and a loop
+# that resets and compiles one function at several sizes does not recompile it):
 _last_shapes: dict = {}    # function -> (input kinds, input shapes) of its previous compile
 _shape_recompiles: dict = {}
+
+
+def forget_compiles() -> None:
+    """Start counting afresh: dynamo was reset."""
+    _last_shapes.clear()
+    _shape_recompiles.clear()
 
 
 def note_compile(function: str, example_inputs) -> None:
     """Count a compile of `function` (dynamo's name for the frame); warn once when more than
     DICP_RECOMPILE_WARN_LIMIT of them differ from the previous one only in input shapes."""
-    profile.compiled_function(function)
+    profile.compiled_function(function, again=function in _last_shapes)
     kinds, shapes = _signature(example_inputs)
     previous_kinds, previous_shapes = _last_shapes.get(function, (None, None))
     _last_shapes[function] = (kinds, shapes)
