@@ -1,63 +1,44 @@
-"""The dynamo -> AOTAutograd -> backend bridge."""
-from dicp import config, profile
-from .pipeline.backend import get_backend
+"""The entry from dynamo: a dynamo graph through AOTAutograd, each graph AOTAutograd makes through
+the pipeline's stages, with the caches around them and the debugging tools' hooks on the result.
 
+    compile_fx(gm, example_inputs, backend)
+      AOT cache hit: AOTAutograd's whole result, loaded                      cache/aot.py
+      else AOTAutograd (the backend's decompositions), then per forward, backward or inference
+      graph (`_graph_compiler`):
+        graph cache hit: the stored sources through the compile job         cache/graph.py
+        else every stage: conversion, inference, codegen, compile job       pipeline/stages.py
+        -> the graph hooks (debugging tools), AOTAutograd's boxed convention, and torch's
+           OutputCode, which precompile and the AOT cache save               cache/precompile.py
+"""
+from dicp import config, profile
+
+from . import debug  # noqa: F401  (registers the debugging tools' hooks)
 from .cache import aot as aot_cache
-from .pipeline.dynamo_context import current_frame, inside_dicp, install
-from .pipeline.stages import GraphTransformer
-from .cache.graph import backend_fingerprint
+from .cache import graph as graph_cache
+from .cache.artifact import recorded
 from .cache.precompile import keyed_autograd_cache, output_code, serializable, serializable_results
+from .pipeline import hooks
+from .pipeline.backend import Backend
+from .pipeline.dynamo_context import current_frame, inside_dicp, install
+from .pipeline.fallback import observe_fallbacks, record_fallback
 from .pipeline.recompiles import forget_compiles, note_compile, traced_inputs
-from .debug.result_record import recording
+from .pipeline.stages import GraphTransformer, boxed
 from .pipeline.torch_compat import aot_autograd
 
 
-def _graph_compiler(backend, kind):
-    def compile_graph(gm, example_inputs):
-        with inside_dicp():  # AOTAutograd compiles the backward lazily, outside compile_fx
-            transformer = GraphTransformer(gm, backend, kind, example_inputs)
-            compiled = boxed(transformer.compile_to_callable(), kind)
-            return output_code(transformer.compiled_graph, compiled)
-    compile_graph.__name__ = f"{backend.name}_{kind}_compiler"
-    return compile_graph
-
-
-def boxed(fn, kind):
-    """`fn(args)` in AOTAutograd's boxed calling convention: it receives the one list of graph
-    inputs and may empty it to free inputs early; the list is emptied after the call in any
-    case. Whatever callable a backend's compile job returns (a function, a bound method, an
-    object) is wrapped, so the convention is dicp's business, not the vendor's. `kind`: the
-    graph's (forward, backward, inference), for DICP_RECORD_RESULTS."""
-    fn = recording(fn, kind)
-
-    def call(args):
-        try:
-            return fn(args)
-        finally:
-            args.clear()
-    call._boxed_call = True
-    return call
-
-
-def _decompositions(backend):
-    table = backend.decompositions
-    return table() if callable(table) else table
-
-
-def compile_fx(gm, example_inputs, backend_name: str):
-    """Compile a dynamo FX graph for the registered backend `backend_name`."""
+def compile_fx(gm, example_inputs, backend: Backend):
+    """Compile a dynamo FX graph for `backend` (a backend's entry-point function calls this)."""
     if install():  # torch._dynamo.reset() dropped dynamo's hooks: it forgot every frame
         forget_compiles()
     with inside_dicp():
         with profile.stage("setup"):
-            backend = get_backend(backend_name)
             config.check_environment()  # after the backend is loaded, so its knobs are known
             note_compile(current_frame(gm).function, traced_inputs(gm, example_inputs))
             compiler = aot_autograd(
                 fw_compiler=_graph_compiler(backend, "forward"),
                 bw_compiler=_graph_compiler(backend, "backward"),
                 inference_compiler=_graph_compiler(backend, "inference"),
-                decompositions=_decompositions(backend),
+                decompositions=backend.decomposition_table(),
             )
         entry_key = None
         if aot_cache.enabled():
@@ -66,7 +47,7 @@ def compile_fx(gm, example_inputs, backend_name: str):
                 cached = aot_cache.lookup(entry_key, gm, example_inputs) if entry_key else None
             if cached is not None:
                 return cached
-        salt = backend_fingerprint(backend) + aot_cache.global_state_text()
+        salt = graph_cache.backend_fingerprint(backend) + aot_cache.global_state_text()
         with profile.stage("aot_autograd"), keyed_autograd_cache(salt):
             if entry_key is None:
                 return serializable(compiler(gm, example_inputs))
@@ -74,3 +55,47 @@ def compile_fx(gm, example_inputs, backend_name: str):
                 compiled = serializable(compiler(gm, example_inputs))
         aot_cache.store(entry_key, compiled, gm, example_inputs)
         return compiled
+
+
+def _graph_compiler(backend, kind):
+    def compile_graph(gm, example_inputs):
+        with inside_dicp():  # AOTAutograd compiles the backward lazily, outside compile_fx
+            stages = GraphTransformer(gm, backend, kind, example_inputs)
+            before = profile.stage_totals()
+            compiled, record = _cached_or_built(stages)
+            stages.account(before)
+            compiled = hooks.wrap_graph(compiled, gm, stages)
+            return output_code(record, boxed(compiled, kind))
+    compile_graph.__name__ = f"{backend.name}_{kind}_compiler"
+    return compile_graph
+
+
+def _cached_or_built(stages):
+    """(the graph's callable, its CompiledGraph or None): the graph cache's sources through the
+    backend's compile job, or every stage (and the result stored)."""
+    key = None
+    if graph_cache.enabled():
+        with profile.stage("load"):
+            key = graph_cache.graph_key(stages.gm, stages.ctx.kind, stages.backend,
+                                        stages.ctx.fake_mode)
+            cached = graph_cache.lookup(key) if key else None
+            if cached is not None:  # conversion and codegen done by an earlier process
+                for taken in cached.fallbacks:  # observers see them as if converted now
+                    record_fallback(taken)
+                stages.sources = cached.generated
+                return _with_fallbacks(recorded(stages, stages.compile), cached.fallbacks)
+    with observe_fallbacks() as fallbacks:
+        built = recorded(stages, stages.build)
+    fn, record = _with_fallbacks(built, fallbacks)
+    if key and record is not None:
+        graph_cache.store(key, record)
+    return fn, record
+
+
+def _with_fallbacks(built, fallbacks):
+    """`built` (callable, CompiledGraph), the CompiledGraph recording the fallbacks conversion
+    took (a cache replays them on a hit)."""
+    fn, record = built
+    if record is not None:
+        record.fallbacks = tuple(fallbacks)
+    return fn, record

@@ -130,7 +130,7 @@ def test_off_where_torch_caches_are_off(cold_cache):
 def test_a_graph_calling_a_module_gets_no_key():
     """A submodule's parameters and state are not in the key: such a graph is not cached."""
     from dicp.bridge.cache import aot as aot_cache
-    from dicp.bridge.pipeline.backend import get_backend
+    from dicp.api import get_backend
     gm = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(3, 2)))
     assert any(node.op == "call_module" for node in gm.graph.nodes)
     assert aot_cache.key(gm, [torch.randn(4, 3)], get_backend("new_backendgraph")) is None
@@ -178,9 +178,9 @@ def test_an_entry_that_does_not_fit_its_caller_is_compiled_again(cold_cache):
         from dicp.bridge.entry import compile_fx
         seen["key"] = aot_cache.key(gm, example_inputs, get_backend("new_backendgraph"))
         seen["gm"], seen["inputs"] = gm, example_inputs
-        return compile_fx(gm, example_inputs, "new_backendgraph")
+        return compile_fx(gm, example_inputs, get_backend("new_backendgraph"))
 
-    from dicp.bridge.pipeline.backend import get_backend
+    from dicp.api import get_backend
     torch._dynamo.reset()
     x = torch.randn(4, 3)
     torch.testing.assert_close(torch.compile(lambda a: a * 2 + 1, backend=remember)(x), x * 2 + 1)

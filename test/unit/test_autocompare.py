@@ -117,7 +117,7 @@ def test_inputs_the_graph_writes_are_compared_too(raising):
 
     from dicp.bridge.debug.autocompare import checked
     from dicp.bridge.pipeline.stages import GraphTransformer
-    from dicp.bridge.pipeline.backend import get_backend
+    from dicp.api import get_backend
 
     def write_input(x):
         x.copy_(torch.tanh(x) * 3)
@@ -126,7 +126,7 @@ def test_inputs_the_graph_writes_are_compared_too(raising):
     gm = make_fx(torch.func.functionalize(write_input, remove="mutations_and_views"),
                  tracing_mode="fake")(inputs(5))
     transformer = GraphTransformer(gm, get_backend("new_backendgraph"), "inference")
-    call = checked(transformer.compile_to_callable(hooks=False), gm, transformer.ctx)
+    call = checked(transformer.build(), gm, transformer.ctx)
     x = inputs(5)
     with pytest.raises(AutocompareError) as info:
         call([x])

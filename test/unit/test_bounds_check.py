@@ -7,7 +7,7 @@ import torch.fx as fx
 from torch._subclasses import FakeTensorMode
 
 from dicp.bridge.pipeline.stages import CompileContext
-from dicp.bridge.pipeline.backend import get_backend
+from dicp.api import get_backend
 from dicp.vendor.new_backendGraph.bounds import BoundsError
 from dicp.vendor.new_backendGraph.opset import ops
 

@@ -121,7 +121,8 @@ CASES = {
                           lambda n, g: (torch.randn(3, n, generator=g),)),
     # overlapping 2x2 blocks summed into an (n + 1, n + 2) image; `like` carries that size
     "fold": (lambda x, like: F.fold(x, like.shape, 2), lambda n, g: (
-        torch.randn(2, 3 * 4, n * (n + 1), generator=g), torch.zeros(n + 1, n + 2, dtype=torch.int8))),
+        torch.randn(2, 3 * 4, n * (n + 1), generator=g),
+        torch.zeros(n + 1, n + 2, dtype=torch.int8))),
     "unfold_backward": (lambda x: F.unfold(x, 2, padding=1), pool_input),
     "nll_loss_backward": (lambda x, t: F.cross_entropy(x, t, reduction="none"), lambda n, g: (
         torch.randn(n + 1, 5, generator=g), repeated(5, n + 1, g))),

@@ -12,7 +12,7 @@ import torch
 
 from dicp.bridge.cache.build import cache_stats
 from dicp.tools.op_collector import OpReport, collect_ops, main
-from dicp.bridge.pipeline.backend import get_backend
+from dicp.api import get_backend
 
 aten = torch.ops.aten
 BACKEND = "new_backendgraph"

@@ -8,14 +8,14 @@ import torch
 
 pytest.importorskip("openvino")
 
-import dicp.vendor.ovgraph as ovgraph  # noqa: E402
-from dicp.bridge.pipeline.fallback import observe_fallbacks  # noqa: E402
-from dicp.bridge.pipeline.conversion import UnsupportedOpError  # noqa: E402
+import dicp.vendor.ovgraph as ovgraph
+from dicp.bridge.pipeline.fallback import observe_fallbacks
+from dicp.bridge.pipeline.conversion import UnsupportedOpError
 
 # the module (the package's `compile_job` attribute is the function)
 compile_job = importlib.import_module("dicp.vendor.ovgraph.compile_job")
 
-from .helpers import cause_of, warm_cache  # noqa: E402,F401  (fixture)
+from .helpers import cause_of, warm_cache  # noqa: F401  (fixture)
 
 
 class MLP(torch.nn.Module):

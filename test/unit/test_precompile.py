@@ -51,7 +51,8 @@ compiled = torch.compile(fn, fullgraph=True, backend=os.environ["BACKEND"],
                          dynamic=CASE == "dynamic").aot_compile((inputs(6), {}))
 compiled.save_compiled_function(os.environ["ARTIFACT"])
 args = inputs(6)
-ok = all(torch.allclose(a, b, atol=1e-5) for a, b in zip(outputs(compiled, args), outputs(fn, args)))
+pairs = zip(outputs(compiled, args), outputs(fn, args))
+ok = all(torch.allclose(a, b, atol=1e-5) for a, b in pairs)
 print(json.dumps({"ok": ok}))
 """
 

@@ -3,7 +3,6 @@ warning, DICP_PROFILE's table at exit and the TORCH_LOGS=dicp.profile lines."""
 import itertools
 import logging
 
-import pytest
 import torch
 
 import dicp

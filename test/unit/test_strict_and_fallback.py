@@ -8,7 +8,7 @@ import torch
 from dicp.bridge.pipeline import utils
 from dicp.bridge.pipeline.fallback import declared_reason, observe_fallbacks
 from dicp.bridge.pipeline.conversion import UnsupportedOpError
-from dicp.bridge.pipeline.backend import get_backend
+from dicp.api import get_backend
 from dicp.vendor.new_backendGraph import config
 from dicp.vendor.new_backendGraph.conversion import CONVERSIONS
 

@@ -25,7 +25,9 @@ def private_torch_names(source):
     ATen ops (torch.ops.aten._softmax) are public."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "torch":
+        torch_import = isinstance(node, ast.ImportFrom) and node.module and \
+            node.module.split(".")[0] == "torch"
+        if torch_import:
             found += [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names]

@@ -41,7 +41,7 @@ class CompiledGraph:
                                   f"not in backend {self.backend!r}'s Backend.vendor_ops table")
         blobs = {ref.key: ref.read() for ref in self.artifacts} if with_artifacts else {}
         generated = dataclasses.replace(self.generated,
-                                        vendor_ops=sorted(self.generated.vendor_ops))
+                                        vendor_ops=dict.fromkeys(sorted(self.generated.vendor_ops)))
         state = (FORMAT, self.backend, self.kind, generated, tuple(self.artifacts), blobs,
                  tuple(self.fallbacks))
         try:
@@ -72,15 +72,18 @@ class CompiledGraph:
             return get_backend(self.backend).compile_job(self.generated, ctx)
 
 
-def compile_recorded(backend, generated, ctx):
-    """Run `backend.compile_job`; returns (callable, CompiledGraph describing it), where the
+def recorded(stages, run):
+    """`run()` (a GraphTransformer's `build` or `compile`), and the CompiledGraph describing the
+    callable it returns: the sources and the build-cache entries the compile job loaded. The
     CompiledGraph is None for a codegen that does not hand over a GeneratedGraph (such a
     backend is neither cached nor precompiled)."""
     with build_cache.recording() as refs:
-        fn = backend.compile_job(generated, ctx)
+        fn = run()
+    generated = stages.sources
     if not isinstance(generated, GeneratedGraph):
         return fn, None
-    return fn, CompiledGraph(backend.name, ctx.kind, generated, tuple(dict.fromkeys(refs)))
+    return fn, CompiledGraph(stages.backend.name, stages.ctx.kind, generated,
+                             tuple(dict.fromkeys(refs)))
 
 
 def _vendor_ops(backend_name, names):

@@ -5,7 +5,7 @@ written atomically, the digest last: an entry without one is a miss. One that fa
 or does not load is reported, counted as rejected and compiled again, never trusted.
 """
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from dicp import config, profile
 

@@ -25,6 +25,11 @@ from ..pipeline.utils import leaves, op_name
 log = logging.getLogger("dicp.op_args")
 
 
+def graph_hook(compiled, aten_gm, stages):
+    """The pipeline's graph hook: `compiled` dumping its ops under DICP_DUMP_OP_ARGS."""
+    return dumping(compiled, aten_gm, stages) if config.dump_op_args else compiled
+
+
 def dumping(compiled, aten_gm, transformer):
     """A boxed callable that runs `compiled` and dumps its ops at the configured level."""
     level, ctx = config.dump_op_args, transformer.ctx

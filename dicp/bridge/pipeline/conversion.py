@@ -14,6 +14,7 @@ from dicp import config, profile
 
 from .fallback import Fallback, declared_reason, record_fallback
 from .provenance import ORIGIN, Origin
+from .stages import infer_node
 from .symbolic import RAW_SYMBOLIC_WARNING
 from .torch_compat import OpOverload, OpOverloadPacket
 from .utils import is_random, leaves, log_once, matches_any, op_name
@@ -196,7 +197,7 @@ class OpTransformer:
                  "it natively, %s", backend, name, reason, advice)
 
     def _table(self):
-        return self.backend.conversion_table or f"the conversion table of {self.backend.name}"
+        return self.backend.conversion_table
 
     def _strict_message(self, name, reason, advice):
         return (f"{self.backend.name}: {name} is not supported ({reason}) and DICP_STRICT=1 "
@@ -207,7 +208,7 @@ def convert(gm: fx.GraphModule, ctx) -> fx.GraphModule:
     """The conversion pass for `ctx.backend`: ATen graph -> vendor graph through its conversion
     table, every emitted node's result inferred on fake tensors. The first (or only) pass of a
     backend's `opset_transform`."""
-    from .stages import infer_node  # graph.py imports this module
+
     return OpTransformer(gm, ctx.backend, lambda node: infer_node(node, ctx.fake_mode)).run()
 
 

@@ -11,10 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 
-from dicp import config as dicp_config
-from dicp import profile
-from dicp.bridge.cache.build import BuildSpec, Toolchain, atomic_write, load_artifacts
-from dicp.bridge.pipeline.codegen import load_wrapper
+from dicp.api import (BuildSpec, Toolchain, atomic_write, config as dicp_config, load_artifacts,
+                      load_wrapper, profile)
 
 from . import bounds, config
 from .blas import sgemm_address
@@ -181,7 +179,7 @@ class KernelTable:
         readers = [bounds.error_reader(library) for library in libraries]
         zero_readers = [bounds.zero_division_reader(library) if dividing else None
                         for library in libraries]
-        for library, reader, zero_reader in zip(libraries, readers, zero_readers):
+        for library, reader, zero_reader in zip(libraries, readers, zero_readers):  # noqa: B007
             for name, (pointers, symbols) in signatures.items():
                 fn = getattr(library, name, None)
                 if fn is None:  # in another of the graph's libraries

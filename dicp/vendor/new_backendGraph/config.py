@@ -1,8 +1,7 @@
 """Knobs of new_backendgraph (declared in dicp.config) and its decomposition table."""
 import torch
 
-from dicp import config as dicp_config
-from dicp.bridge.pipeline.decompositions import build_decompositions
+from dicp.api import build_decompositions, config as dicp_config
 
 aten = torch.ops.aten
 

@@ -9,10 +9,7 @@ import operator
 
 import torch
 
-from dicp.bridge.pipeline.conversion import register_conversion
-from dicp.bridge.pipeline.conversion import Unsupported
-from dicp.bridge.pipeline.symbolic import shape_of, strides_of
-from dicp.bridge.pipeline.utils import opmath_dtype
+from dicp.api import Unsupported, opmath_dtype, register_conversion
 
 from .convolution import aten_takes_onednn
 from .opset import ops

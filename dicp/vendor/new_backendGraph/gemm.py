@@ -17,10 +17,7 @@ from functools import lru_cache
 
 import torch
 
-from dicp import config as dicp_config
-from dicp.bridge.cache.build import atomic_write
-from dicp.bridge.pipeline.torch_compat import TORCH_VERSION, build_config
-from dicp.bridge.pipeline.utils import log
+from dicp.api import TORCH_VERSION, atomic_write, build_config, config as dicp_config, log
 
 from . import onednn
 

@@ -15,10 +15,7 @@ import sympy
 import torch
 import torch.fx as fx
 
-from dicp.bridge.pipeline.codegen import GeneratedGraph
-from dicp.bridge.pipeline.graph_engine import GraphEngineCodegen
-from dicp.bridge.pipeline.symbolic import is_symbolic, to_sympy
-from dicp.bridge.pipeline.templating import render
+from dicp.api import GeneratedGraph, GraphEngineCodegen, is_symbolic, render, to_sympy
 
 from .opset import OPSET_MODULE
 

@@ -6,10 +6,7 @@ class only says what a vendor op becomes (`vendor_op`) and renders the kernels (
 """
 from pathlib import Path
 
-from dicp.bridge.pipeline.codegen import GeneratedGraph, GraphCodegenBase
-from dicp.bridge.pipeline.symbolic import shape_of
-from dicp.bridge.pipeline.templating import render
-from dicp.bridge.pipeline.wrapper import Var
+from dicp.api import GeneratedGraph, GraphCodegenBase, Var, render, shape_of
 
 TEMPLATES = Path(__file__).parent / "templates"
 CTYPES = {"torch.float32": "float", "torch.float64": "double"}

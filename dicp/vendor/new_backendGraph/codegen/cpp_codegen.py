@@ -6,11 +6,8 @@ import sympy
 import torch
 import torch.fx as fx
 
-from dicp.bridge.pipeline.codegen import GeneratedGraph, GraphCodegenBase, sizes_as_sympy
-from dicp.bridge.cache.graph import size_hints
-from dicp.bridge.pipeline.operator import Operator
-from dicp.bridge.pipeline.symbolic import shape_of, strides_of, to_sympy
-from dicp.bridge.pipeline.utils import log
+from dicp.api import (GeneratedGraph, GraphCodegenBase, Operator, log, shape_of, size_hints,
+                      sizes_as_sympy, strides_of, to_sympy)
 
 from .. import config
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)

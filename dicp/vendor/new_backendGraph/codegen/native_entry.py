@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from dicp import config as dicp_config
+from dicp.api import config as dicp_config
 
 from .. import gemm
 from ..blas import sgemm_address
