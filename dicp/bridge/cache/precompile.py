@@ -126,12 +126,17 @@ def output_code(compiled: CompiledGraph, fn: Callable) -> Callable:
         if bundling() and OutputCode is not None:  # the AOT cache: not stored, no error
             return _unsaved_output_code(fn)
         return fn
-    return DicpOutputCode(compiled=compiled, fn=fn)
+    return _boxed(DicpOutputCode(compiled=compiled, fn=fn))
 
 
 def _unsaved_output_code(fn: Callable) -> Callable:
     """`fn` as an OutputCode (AOTAutograd asserts one while bundling) that is never saved."""
-    return DicpOutputCode(compiled=None, fn=fn)
+    return _boxed(DicpOutputCode(compiled=None, fn=fn))
+
+
+def _boxed(code):
+    code._boxed_call = True  # AOTAutograd's convention: called with the list of inputs
+    return code
 
 
 def _why_not(compiled) -> str:
@@ -149,7 +154,6 @@ if OutputCode is not None:
         compiled: CompiledGraph | None = None
         fn: Callable | None = None
         serialized: bytes | None = None
-        _boxed_call = True  # AOTAutograd's convention: called with the list of inputs
 
         def __call__(self, inputs: Any) -> Any:
             return self.fn(inputs)  # type: ignore[misc]  # None only while saved, never called
