@@ -51,15 +51,6 @@ def chip_flags(variant: str) -> tuple:
 
 
 @lru_cache(maxsize=None)
-def _host_cpu() -> str:
-    """Part of the cache key for `native`, which means something different per machine."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                return line
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 @lru_cache(maxsize=None)
@@ -71,7 +62,7 @@ def toolchain() -> Toolchain:
     """g++ building a shared library loaded with ctypes; the key adds what `-march=native`
     means on this CPU and the runtime header's text."""
     variant = config.chip_variant()
-    key_variant = f"native:{_host_cpu()}" if variant == "native" else variant
+    key_variant = f"native:{config.host_cpu()}" if variant == "native" else variant
     flags = BASE_FLAGS + chip_flags(variant)
     libraries = ()
     if has_libmvec(config.compiler(), flags):
