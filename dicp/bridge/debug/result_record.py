@@ -54,7 +54,8 @@ def _digests(values) -> list:
 def _digest(value) -> str:
     if not isinstance(value, torch.Tensor):
         return f"{type(value).__name__}:{value!r}"
-    host = value.detach().cpu().contiguous().reshape(-1)  # 0-dim tensors too
+    # a fresh dense copy: contiguous() keeps a size-1 dim's stride, which view() refuses
+    host = torch.empty(value.numel(), dtype=value.dtype).copy_(value.detach().reshape(-1))
     data = host.view(torch.uint8).numpy().tobytes() if host.numel() else b""
     return (f"{value.dtype}{tuple(value.shape)}{value.stride()}:"
             f"{hashlib.sha256(data).hexdigest()[:16]}")
