@@ -12,10 +12,9 @@ import pickle
 from dataclasses import dataclass, field
 
 from ..pipeline.backend import get_backend
-
-from . import build as build_cache
 from ..pipeline.codegen import GeneratedGraph
 from ..pipeline.torch_compat import unset_fake_temporarily
+from . import build as build_cache
 
 FORMAT = 2  # bump when the pickled layout changes
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from dicp import config, profile
 
-from .build import read_with_digest, write_with_digest
 from ..pipeline.utils import log
+from .build import read_with_digest, write_with_digest
 
 
 class EntryStore:

@@ -16,13 +16,13 @@ from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 from dicp import config, profile
 from dicp.tolerance import MODEL_TOLERANCES, TOLERANCES, Difference, compare
 
-from .instrument import (InstrumentedGraph, clone_inputs, eager_values, mutated_inputs,
-                         value_nodes, writes_first_arg)
 from ..pipeline.backend import get_backend
 from ..pipeline.provenance import SourceLine, module_of, source_line
 from ..pipeline.stages import GraphTransformer
 from ..pipeline.torch_compat import FakeTensorMode, OpOverload
 from ..pipeline.utils import leaves, log, matches_any, op_name
+from .instrument import (InstrumentedGraph, clone_inputs, eager_values, mutated_inputs,
+                         value_nodes, writes_first_arg)
 from .repro import load_graph, write_repro
 
 # Ops whose eager result cannot be reproduced by re-running them: uninitialized memory.

@@ -16,11 +16,11 @@ import torch
 
 from dicp import config
 
-from .instrument import (InstrumentedGraph, clone_inputs, eager_values, mutated_inputs,
-                         vendor_ops_by_origin)
 from ..pipeline.provenance import source_line
 from ..pipeline.torch_compat import OpOverload
 from ..pipeline.utils import leaves, op_name
+from .instrument import (InstrumentedGraph, clone_inputs, eager_values, mutated_inputs,
+                         vendor_ops_by_origin)
 
 log = logging.getLogger("dicp.op_args")
 
