@@ -15,7 +15,7 @@ from dicp import config, profile
 from . import debug  # noqa: F401  (registers the debugging tools' hooks)
 from .cache import aot as aot_cache
 from .cache import graph as graph_cache
-from .cache.artifact import recorded
+from .cache.artifact import arity, recorded
 from .cache.precompile import keyed_autograd_cache, output_code, serializable, serializable_results
 from .pipeline import hooks
 from .pipeline.backend import Backend
@@ -73,29 +73,31 @@ def _graph_compiler(backend, kind):
 def _cached_or_built(stages):
     """(the graph's callable, its CompiledGraph or None): the graph cache's sources through the
     backend's compile job, or every stage (and the result stored)."""
-    key = None
+    key, aten_arity = None, arity(stages.gm)  # what AOTAutograd passes and expects back
     if graph_cache.enabled():
         with profile.stage("load"):
             key = graph_cache.graph_key(stages.gm, stages.ctx.kind, stages.backend,
                                         stages.ctx.fake_mode)
-            cached = graph_cache.lookup(key) if key else None
+            cached = graph_cache.lookup(key, stages.gm) if key else None
             if cached is not None:  # conversion and codegen done by an earlier process
                 for taken in cached.fallbacks:  # observers see them as if converted now
                     record_fallback(taken)
                 stages.sources = cached.generated
-                return _with_fallbacks(recorded(stages, stages.compile), cached.fallbacks)
+                built = recorded(stages, stages.compile)
+                return _as_stored(built, cached.fallbacks, aten_arity)
     with observe_fallbacks() as fallbacks:
         built = recorded(stages, stages.build)
-    fn, record = _with_fallbacks(built, fallbacks)
+    fn, record = _as_stored(built, fallbacks, aten_arity)
     if key and record is not None:
         graph_cache.store(key, record)
     return fn, record
 
 
-def _with_fallbacks(built, fallbacks):
-    """`built` (callable, CompiledGraph), the CompiledGraph recording the fallbacks conversion
-    took (a cache replays them on a hit)."""
+def _as_stored(built, fallbacks, aten_arity):
+    """`built` (callable, CompiledGraph), the CompiledGraph recording what a cache checks and
+    replays on a hit: the fallbacks conversion took, the ATen graph's inputs and outputs."""
     fn, record = built
     if record is not None:
         record.fallbacks = tuple(fallbacks)
+        record.arity = aten_arity
     return fn, record

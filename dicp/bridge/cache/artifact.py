@@ -16,7 +16,7 @@ from ..pipeline.codegen import GeneratedGraph
 from ..pipeline.torch_compat import unset_fake_temporarily
 from . import build as build_cache
 
-FORMAT = 2  # bump when the pickled layout changes
+FORMAT = 3  # bump when the pickled layout changes
 
 
 class NotSerializable(RuntimeError):
@@ -31,6 +31,7 @@ class CompiledGraph:
     artifacts: tuple = ()          # ArtifactRef of every build-cache entry the graph loads
     blobs: dict = field(default_factory=dict)  # key -> artifact bytes, when they travel
     fallbacks: tuple = ()          # fallback.Fallback the conversion took, replayed on a hit
+    arity: tuple = ()              # (inputs, outputs) of the ATen graph it was compiled from
 
     def dumps(self, with_artifacts=False) -> bytes:
         """Pickled; vendor ops are stored by name (their backend resolves them on load)."""
@@ -39,10 +40,10 @@ class CompiledGraph:
             raise NotSerializable(f"{self.generated.name}: vendor ops {sorted(missing)} are "
                                   f"not in backend {self.backend!r}'s Backend.vendor_ops table")
         blobs = {ref.key: ref.read() for ref in self.artifacts} if with_artifacts else {}
-        generated = dataclasses.replace(self.generated,
-                                        vendor_ops=dict.fromkeys(sorted(self.generated.vendor_ops)))
+        names = dict.fromkeys(sorted(self.generated.vendor_ops))
+        generated = dataclasses.replace(self.generated, vendor_ops=names)
         state = (FORMAT, self.backend, self.kind, generated, tuple(self.artifacts), blobs,
-                 tuple(self.fallbacks))
+                 tuple(self.fallbacks), self.arity)
         try:
             with unset_fake_temporarily():  # constants are real tensors: keep them real
                 return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
@@ -53,12 +54,13 @@ class CompiledGraph:
     @classmethod
     def loads(cls, data: bytes) -> "CompiledGraph":
         with unset_fake_temporarily():  # or tensor constants would load as fake tensors
-            version, backend, kind, generated, artifacts, blobs, fallbacks = pickle.loads(data)
+            version, *state = pickle.loads(data)
         if version != FORMAT:
             raise ValueError(f"compiled graph format {version}, this dicp reads {FORMAT}")
+        backend, kind, generated, artifacts, blobs, fallbacks, arity = state
         names = generated.vendor_ops
         generated = dataclasses.replace(generated, vendor_ops=_vendor_ops(backend, names))
-        return cls(backend, kind, generated, artifacts, blobs, fallbacks)
+        return cls(backend, kind, generated, artifacts, blobs, fallbacks, arity)
 
     def callable(self, ctx):
         """`call(args)` of the graph through its backend's compile job, loading the carried
@@ -69,6 +71,25 @@ class CompiledGraph:
         refs = [ref for ref in self.artifacts if ref.key in self.blobs]
         with build_cache.prebuilt(refs):
             return get_backend(self.backend).compile_job(self.generated, ctx)
+
+
+def arity(gm) -> tuple:
+    """(inputs, outputs) of an ATen graph: what AOTAutograd passes its compiled graph and
+    expects back."""
+    return (len(gm.graph.find_nodes(op="placeholder")), len(gm.graph.output_node().args[0]))
+
+
+class MisfitGraph(ValueError):
+    """A stored compiled graph whose inputs or outputs differ from its caller's graph."""
+
+
+def fitting(compiled: "CompiledGraph", expected: tuple) -> "CompiledGraph":
+    """`compiled`, if it takes and returns as many values as `expected` says, else raise."""
+    if compiled.arity != expected:
+        raise MisfitGraph(f"it was compiled from a graph of {compiled.arity[0]} inputs and "
+                          f"{compiled.arity[1]} outputs; this graph has {expected[0]} and "
+                          f"{expected[1]}")
+    return compiled
 
 
 def recorded(stages, run):

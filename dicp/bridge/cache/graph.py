@@ -32,10 +32,10 @@ import torch.fx as fx
 import dicp
 from dicp import config
 
-from .artifact import CompiledGraph, NotSerializable
+from .artifact import CompiledGraph, NotSerializable, arity, fitting
 from .entry_store import EntryStore
 from ..pipeline.symbolic import example_values
-from ..pipeline.torch_compat import TORCH_VERSION, FakeTensor
+from ..pipeline.torch_compat import TORCH_VERSION, FakeTensor, StorageWeakRef
 from ..pipeline.utils import log
 
 _FILE_KINDS = (".py", ".j2", ".h", ".txt", ".ini")
@@ -59,7 +59,9 @@ def graph_key(gm: fx.GraphModule, kind: str, backend, fake_mode) -> str | None:
     try:
         for name, module in gm.named_modules():
             if isinstance(module, fx.GraphModule):
-                parts += [name, module.code, *map(_node_fingerprint, module.graph.nodes)]
+                storages: dict = {}
+                parts += [name, module.code,
+                          *(_node_fingerprint(n, storages) for n in module.graph.nodes)]
                 parts += constant_fingerprints(module)
     except Unhashable as error:
         log.info("dicp: graph cache skips a graph holding %s", error)
@@ -68,9 +70,11 @@ def graph_key(gm: fx.GraphModule, kind: str, backend, fake_mode) -> str | None:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def lookup(key: str):
-    """The CompiledGraph stored under `key`, or None (missing, corrupt, or not loadable)."""
-    return _STORE.read(key, CompiledGraph.loads)
+def lookup(key: str, gm: fx.GraphModule):
+    """The CompiledGraph stored under `key` for ATen graph `gm`, or None (missing, corrupt, not
+    loadable, or compiled from a graph of other inputs or outputs)."""
+    expected = arity(gm)
+    return _STORE.read(key, lambda data: fitting(CompiledGraph.loads(data), expected))
 
 
 def store(key: str, compiled: CompiledGraph) -> None:
@@ -185,16 +189,19 @@ class Unhashable(Exception):
     """A graph holds a constant the key cannot describe: it is not cached."""
 
 
-def _node_fingerprint(node: fx.Node) -> str:
-    return f"{node.name}:{_value_text(node.meta.get('val'))}"
+def _node_fingerprint(node: fx.Node, storages: dict) -> str:
+    """The node's fake value: its layout, and whether it is a view and of which storage among
+    the graph's (codegen returns an output viewing an input as that view of it)."""
+    return f"{node.name}:{_value_text(node.meta.get('val'), storages)}"
 
 
-def _value_text(val) -> str:
+def _value_text(val, storages: dict) -> str:
     if isinstance(val, torch.Tensor):
+        storage = storages.setdefault(StorageWeakRef(val.untyped_storage()), len(storages))
         return (f"T({val.dtype},{val.device},{tuple(val.shape)},{val.stride()},"
-                f"{val.storage_offset()},{val.layout})")
+                f"{val.storage_offset()},{val.layout},view {val._is_view()},storage {storage})")
     if isinstance(val, (list, tuple)):
-        return "(" + ",".join(map(_value_text, val)) + ")"
+        return "(" + ",".join(_value_text(v, storages) for v in val) + ")"
     return f"{type(val).__name__}:{val}"
 
 

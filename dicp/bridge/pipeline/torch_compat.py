@@ -25,9 +25,10 @@ from torch.multiprocessing.reductions import StorageWeakRef
 # The release, for cache keys.
 TORCH_VERSION = torch.__version__
 
-__all__ = ["TORCH_VERSION", "build_config", "FakeTensor", "FakeTensorMode", "OpOverload",
-           "OpOverloadPacket", "aot_autograd", "core_aten_decompositions", "detect_fake_mode",
-           "get_decompositions", "pytree", "same_storage", "unset_fake_temporarily"]
+__all__ = ["TORCH_VERSION", "StorageWeakRef", "build_config", "FakeTensor", "FakeTensorMode",
+           "OpOverload", "OpOverloadPacket", "aot_autograd", "core_aten_decompositions",
+           "detect_fake_mode", "get_decompositions", "pytree", "same_storage",
+           "unset_fake_temporarily"]
 
 
 def build_config() -> str:
