@@ -28,6 +28,7 @@ import sys
 import types
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 PREFIX = "DICP_"
 _TRUE = ("1", "true", "yes", "on")
@@ -426,6 +427,11 @@ class _ConfigModule(types.ModuleType):
             unset(name)
         else:
             super().__delattr__(name)
+
+
+if TYPE_CHECKING:
+    # For type checkers: a knob is an attribute of the module (`_ConfigModule`), by name.
+    def __getattr__(name: str) -> Any: ...
 
 
 # ---- dicp's own knobs ----

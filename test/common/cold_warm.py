@@ -5,7 +5,7 @@ warm run's compiled graphs computed bit for bit what the cold run's did.
 A cache is part of the compiler: whatever a warm process loads (AOTAutograd's result from the
 AOT cache, generated code from the graph cache, kernels from the build cache) must behave as
 the compile it replaces. Each run records a digest of every compiled-graph call's outputs and
-updated inputs (DICP_RECORD_RESULTS, dicp/dynamo_bridge/result_record.py); the records must be
+updated inputs (DICP_RECORD_RESULTS, dicp/bridge/debug/result_record.py); the records must be
 equal. The warm run must also build nothing and miss no entry the cold run stored.
 
 Registered with the harness plugin (test/common/conftest.py). COLD_WARM_WARM_ENV (JSON) adds
@@ -44,9 +44,9 @@ def pytest_sessionfinish(session):
     """In a run: write this process's cache statistics for the parent to check."""
     path = os.environ.get(STATS)
     if path and os.environ.get(CHILD):
-        from dicp.dynamo_bridge.aot_cache import aot_cache_stats
-        from dicp.dynamo_bridge.compile import cache_stats
-        from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+        from dicp.bridge.cache.aot import aot_cache_stats
+        from dicp.bridge.cache.build import cache_stats
+        from dicp.bridge.cache.graph import graph_cache_stats
         Path(path).write_text(json.dumps({"aot": aot_cache_stats(), "graphs": graph_cache_stats(),
                                           "builds": cache_stats()["builds"]}))
 
@@ -65,7 +65,7 @@ def _run(item, folder: Path, name: str) -> dict:
     if result.returncode != 0:
         pytest.fail(f"the {name} run failed (exit {result.returncode}):\n"
                     f"{(result.stdout + result.stderr)[-6000:]}", pytrace=False)
-    from dicp.dynamo_bridge.result_record import read
+    from dicp.bridge.debug.result_record import read
     return {"name": name, "record": read(record) if record.exists() else [],
             "stats": json.loads(stats.read_text())}
 
@@ -79,7 +79,7 @@ def _options(config) -> list:
 
 
 def _check(cold: dict, warm: dict) -> None:
-    from dicp.dynamo_bridge.result_record import compare
+    from dicp.bridge.debug.result_record import compare
     difference = compare(cold["record"], warm["record"])
     if difference:
         pytest.fail(f"the warm run computed something else than the cold run: {difference}",

@@ -119,7 +119,7 @@ def train(pattern, runs, data):
     """`runs`: (model, optimizer, scheduler, step) per model. The losses of every step."""
     losses = []
     for x, y in data:
-        for model, optimizer, scheduler, step in runs:
+        for _model, optimizer, scheduler, step in runs:
             if not pattern.zero_grad_inside:
                 optimizer.zero_grad()
             losses.append(step(x, y))

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from dicp.dynamo_bridge.result_record import compare
+from dicp.bridge.debug.result_record import compare
 
 from .helpers import REPO
 

@@ -103,7 +103,7 @@ def test_hit_in_the_same_process_keeps_tensor_constants_real(cold_cache):
     def f(x, i):
         return x.index_put((i,), torch.tensor(3.0)) * 2
     x, i = torch.randn(5, 4), torch.tensor([0, 3, 3])
-    from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+    from dicp.bridge.cache.graph import graph_cache_stats
     for _ in range(2):
         before = graph_cache_stats()["hits"]
         with dicp_config.patch(aot_cache=False):  # which would take the second compile
@@ -114,7 +114,7 @@ def test_hit_in_the_same_process_keeps_tensor_constants_real(cold_cache):
 def test_an_entry_that_does_not_fit_its_graph_is_compiled_again(cold_cache):
     """A stored graph whose inputs or outputs differ from the graph looking it up is refused
     at load, logged and counted, never called."""
-    from dicp.dynamo_bridge import graph_cache
+    from dicp.bridge.cache import graph as graph_cache
     fn = compiled(lambda a, b: (a * b).sin() + 1)
     x, y = torch.randn(4, 3), torch.randn(4, 3)
     torch.testing.assert_close(fn(x, y), (x * y).sin() + 1)

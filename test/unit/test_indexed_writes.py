@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from dicp import config as dicp_config
-from dicp.dynamo_bridge.compile import loaded_libraries
+from dicp.bridge.cache.build import loaded_libraries
 
 from .helpers import compiled, warm_cache  # noqa: F401  (fixture)
 
@@ -121,7 +121,8 @@ CASES = {
                           lambda n, g: (torch.randn(3, n, generator=g),)),
     # overlapping 2x2 blocks summed into an (n + 1, n + 2) image; `like` carries that size
     "fold": (lambda x, like: F.fold(x, like.shape, 2), lambda n, g: (
-        torch.randn(2, 3 * 4, n * (n + 1), generator=g), torch.zeros(n + 1, n + 2, dtype=torch.int8))),
+        torch.randn(2, 3 * 4, n * (n + 1), generator=g),
+        torch.zeros(n + 1, n + 2, dtype=torch.int8))),
     "unfold_backward": (lambda x: F.unfold(x, 2, padding=1), pool_input),
     # Tensor.unfold's windows share elements (step < size): its backward adds them up, fused
     # with the producer's backward and the consumer's (issue 44)

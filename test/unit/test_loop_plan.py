@@ -6,7 +6,7 @@ element keep both. A store into a layout that overlaps itself is never parallel.
 import pytest
 import sympy
 
-from dicp.dynamo_bridge.symbolic import may_overlap
+from dicp.bridge.pipeline.symbolic import may_overlap
 from dicp.vendor.new_backendGraph.codegen.kernel import Access
 from dicp.vendor.new_backendGraph.codegen.loops import (KernelLoops, LoopPlan, PhaseLoops,
                                                         plan_loops)

@@ -3,12 +3,12 @@ warning, DICP_PROFILE's table at exit and the TORCH_LOGS=dicp.profile lines."""
 import itertools
 import logging
 
-import pytest
 import torch
 
 import dicp
 from dicp import profile
-from dicp.dynamo_bridge import dynamo_context, utils
+from dicp.bridge.pipeline import dynamo_context
+from dicp.bridge.pipeline import utils
 
 from .helpers import check_fresh, cold_cache, compiled, run_fresh, warm_cache  # noqa: F401
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dicp.dynamo_bridge.conversion import overloads_of
+from dicp.bridge.pipeline.conversion import overloads_of
 from dicp.vendor.new_backendGraph import config as backend_config
 
 from ..common.tolerance import assert_close

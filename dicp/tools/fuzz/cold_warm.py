@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dicp.dynamo_bridge.result_record import compare, read
+from dicp.bridge.debug.result_record import compare, read
 
 
 def run_cold_then_warm(argv: list, print=print) -> int:

@@ -9,10 +9,7 @@ import operator
 
 import torch
 
-from dicp.dynamo_bridge.conversion import register_conversion
-from dicp.dynamo_bridge.op_transformer import Unsupported
-from dicp.dynamo_bridge.symbolic import shape_of, strides_of
-from dicp.dynamo_bridge.utils import opmath_dtype
+from dicp.api import Unsupported, opmath_dtype, register_conversion
 
 from .convolution import aten_takes_onednn
 from .opset import ops

@@ -6,7 +6,7 @@ lives in codegen/lowering.py, keyed by the same name.
 """
 import torch
 
-from dicp.dynamo_bridge.operator import Operator
+from dicp.api import Operator
 
 from . import convolution, gemm
 

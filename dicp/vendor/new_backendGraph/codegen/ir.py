@@ -5,12 +5,11 @@ which is how pointwise chains and reductions with their producers fuse into one 
 Views of buffers are new strides and offsets, never copies.
 """
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import sympy
 
-from dicp.dynamo_bridge.symbolic import same_size
-from dicp.dynamo_bridge.wrapper import TensorView
+from dicp.api import TensorView, same_size
 
 from .ctypes_map import compute_ctype, storage_ctype
 from .loop_ir import Const

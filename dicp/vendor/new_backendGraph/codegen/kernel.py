@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from dicp.dynamo_bridge.symbolic import may_overlap
+from dicp.api import may_overlap
 
 from . import loop_ir as L
 from .ctypes_map import compute_ctype, storage_ctype

@@ -2,7 +2,7 @@
 import sympy
 import torch
 
-from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
+from dicp.api import shape_of, strides_of, to_sympy
 
 from . import ir
 from .ctypes_map import compute_ctype, storage_ctype

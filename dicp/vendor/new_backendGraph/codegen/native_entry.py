@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from dicp import config as dicp_config
-from dicp.dynamo_bridge.symbolic import storage_span
+from dicp.api import config as dicp_config
+from dicp.api import storage_span
 
 from .. import gemm
 from ..blas import sgemm_address

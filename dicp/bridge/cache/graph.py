@@ -34,8 +34,9 @@ from dicp import config
 
 from .artifact import CompiledGraph, NotSerializable, arity, fitting
 from .entry_store import EntryStore
-from .torch_compat import TORCH_VERSION, FakeTensor, StorageWeakRef
-from .utils import log
+from ..pipeline.symbolic import example_values
+from ..pipeline.torch_compat import TORCH_VERSION, FakeTensor, StorageWeakRef
+from ..pipeline.utils import log
 
 _FILE_KINDS = (".py", ".j2", ".h", ".txt", ".ini")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -123,9 +124,7 @@ def _table_fingerprint(table) -> str:
 
 
 def _decomposition_fingerprint(backend) -> str:
-    table = backend.decompositions
-    table = table() if callable(table) else table
-    return _table_fingerprint(table)
+    return _table_fingerprint(backend.decomposition_table())
 
 
 _FUNCTIONS: dict = {}  # function -> fingerprint (the function is kept, so ids never repeat)
@@ -171,7 +170,8 @@ def _address_free(text: str) -> str:
 
 
 def _package_dir(module_name: str) -> Path:
-    return Path(sys.modules[module_name.split(".")[0]].__file__).parent
+    package = sys.modules[module_name.split(".")[0]]
+    return Path(package.__file__).parent  # type: ignore[arg-type]  # a package imported from files
 
 
 @lru_cache(maxsize=None)
@@ -241,28 +241,7 @@ def _shape_env_fingerprint(fake_mode) -> str:
     if env is None:
         return "no shape env"
     facts = [sorted((str(s), str(r)) for s, r in env.var_to_range.items()),
-             sorted((str(s), str(v)) for s, v in _example_values(env).items()),
+             sorted((str(s), str(v)) for s, v in example_values(env).items()),
              sorted((str(s), str(v)) for s, v in env.replacements.items()),
              sorted(map(str, getattr(env, "divisible", ())))]
     return repr(facts)
-
-
-def size_hints(fake_mode) -> dict:
-    """Size variable name -> (the value the graph was traced with, the least value its guards
-    allow, None if it may be negative); none without a shape env."""
-    env = getattr(fake_mode, "shape_env", None)
-    if env is None:
-        return {}
-    hints = {}
-    for symbol, value in _example_values(env).items():
-        lower = getattr(env.var_to_range.get(symbol), "lower", None)
-        if getattr(value, "is_integer", False) or isinstance(value, int):
-            known = getattr(lower, "is_integer", False) and lower.is_finite and lower >= 0
-            hints[str(symbol)] = (int(value), int(lower) if known else None)
-    return hints
-
-
-def _example_values(env) -> dict:
-    # torch 2.13 renamed var_to_val (now deprecated) to backed_var_to_val
-    values = getattr(env, "backed_var_to_val", None)
-    return values if values is not None else env.var_to_val

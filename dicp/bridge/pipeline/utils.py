@@ -1,6 +1,10 @@
-"""Small shared helpers: op names and patterns, the dicp logger. Knobs live in dicp.config."""
+"""Small shared helpers: op names and patterns, the dicp logger, atomic file writes. Knobs live
+in dicp.config."""
 import fnmatch
 import logging
+import os
+import tempfile
+from pathlib import Path
 
 import torch
 
@@ -47,3 +51,17 @@ def log_once(key, message: str, *args, level=logging.WARNING) -> None:
     if key not in _logged_once:
         _logged_once.add(key)
         log.log(level, message, *args)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """`data` at `path`, through a temp file in the same folder renamed into place: readers and
+    concurrent writers (DDP ranks) never see a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -10,10 +10,11 @@ import operator
 import torch
 import torch.fx as fx
 
-from .op_transformer import is_size_arithmetic
-from .provenance import origin_of
-from .torch_compat import OpOverload
-from .utils import op_name
+from ..pipeline.conversion import is_size_arithmetic
+from ..pipeline.provenance import origin_of
+from ..pipeline.stages import GraphTransformer
+from ..pipeline.torch_compat import OpOverload
+from ..pipeline.utils import op_name
 
 
 def value_nodes(graph: fx.Graph) -> list:
@@ -28,7 +29,7 @@ def with_all_values(gm: fx.GraphModule) -> fx.GraphModule:
     env: dict = {}
     original_outputs = graph.graph_copy(gm.graph, env)  # the copied output value
     computed = [env[n] for n in value_nodes(gm.graph)]
-    graph.output((*computed, *original_outputs))
+    graph.output((*computed, *original_outputs))  # type: ignore[misc]  # a tuple of nodes
     return fx.GraphModule(gm, graph)
 
 
@@ -36,10 +37,9 @@ class InstrumentedGraph:
     """The ATen graph built once more by the backend with every op's value as an output."""
 
     def __init__(self, gm: fx.GraphModule, backend, kind: str):
-        from .graph import GraphTransformer  # graph.py imports this module's users
         self.nodes = value_nodes(gm.graph)
         transformer = GraphTransformer(with_all_values(gm), backend, f"{kind}_instrumented")
-        self.compiled = transformer.compile_to_callable(hooks=False)
+        self.compiled = transformer.build()
         self.vendor_graph = transformer.gm.graph
         self.name = transformer.ctx.graph_name
 
@@ -68,6 +68,8 @@ def vendor_ops_by_origin(vendor_graph: fx.Graph) -> dict:
 
 
 class _Recorder(fx.Interpreter):
+    values: dict
+
     def run_node(self, node):
         value = super().run_node(node)
         self.values[node.name] = value

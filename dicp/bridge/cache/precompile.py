@@ -25,16 +25,20 @@ dicp returns plain callables and saving a precompiled function raises `Precompil
 import contextlib
 import contextvars
 import dataclasses
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import torch
 
+from ..pipeline.backend import get_backend
+from ..pipeline.fallback import record_fallback
+from ..pipeline.stages import CompileContext, boxed
 from .artifact import CompiledGraph
 
 try:
     from torch._inductor.output_code import OutputCode
 except ImportError:  # a torch that moved it: precompile is refused with a clear error
-    OutputCode = None
+    OutputCode = None  # type: ignore[misc,assignment]
 
 
 class PrecompileUnsupported(RuntimeError):
@@ -102,7 +106,8 @@ def autograd_config_text() -> str:
 def keyed_autograd_cache(fingerprint: str):
     """A context in which torch's AOTAutogradCache keys include dicp's `fingerprint`."""
     tag = torch.compiler.config.cache_key_tag
-    return torch.compiler.config.patch(cache_key_tag=f"{tag}|dicp:{fingerprint}")
+    return torch.compiler.config.patch(  # type: ignore[attr-defined]  # torch config modules
+        cache_key_tag=f"{tag}|dicp:{fingerprint}")
 
 
 def serializable(compiled_fn: Callable) -> Callable:
@@ -121,15 +126,16 @@ def output_code(compiled: CompiledGraph, fn: Callable) -> Callable:
         if bundling() and OutputCode is not None:  # the AOT cache: not stored, no error
             return _unsaved_output_code(fn)
         return fn
-    code = DicpOutputCode(compiled=compiled, fn=fn)
-    code._boxed_call = True
-    return code
+    return _boxed(DicpOutputCode(compiled=compiled, fn=fn))
 
 
 def _unsaved_output_code(fn: Callable) -> Callable:
     """`fn` as an OutputCode (AOTAutograd asserts one while bundling) that is never saved."""
-    code = DicpOutputCode(compiled=None, fn=fn)
-    code._boxed_call = True
+    return _boxed(DicpOutputCode(compiled=None, fn=fn))
+
+
+def _boxed(code):
+    code._boxed_call = True  # AOTAutograd's convention: called with the list of inputs
     return code
 
 
@@ -150,7 +156,7 @@ if OutputCode is not None:
         serialized: bytes | None = None
 
         def __call__(self, inputs: Any) -> Any:
-            return self.fn(inputs)
+            return self.fn(inputs)  # type: ignore[misc]  # None only while saved, never called
 
         def prepare_for_serialization(self) -> None:
             # torch calls this on a shallow copy: the live callable stays with the original
@@ -164,10 +170,7 @@ if OutputCode is not None:
 
         def post_compile(self, example_inputs, constants, graph_kwargs) -> None:
             if self.fn is None:
-                from .compile_fx import boxed
-                from .fallback import record_fallback
-                from .graph import CompileContext
-                from dicp.vendor import get_backend
+                assert self.serialized is not None, "a DicpOutputCode saved without its graph"
                 compiled = CompiledGraph.loads(self.serialized)
                 for taken in compiled.fallbacks:  # observers see them as if converted now
                     record_fallback(taken)

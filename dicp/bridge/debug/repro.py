@@ -4,8 +4,8 @@ A repro folder holds the ATen graph as Python (`module.py`, from GraphModule.to_
 constants), the inputs of the failing call (`inputs.pt`), the graph as dicp saw it with source
 lines (`graph.txt`), the backend and graph kind (`meta.json`), and `run.py`, which sets the knobs
 that were in effect (fallback ops, injected faults, ...), compiles the graph with the same
-backend, runs it with autocompare in raise mode and exits 1 on a mismatch, 0 on agreement.
-Symbolic sizes become the sizes of the failing call.
+backend, runs it with autocompare in raise mode (`autocompare.run_repro`) and exits 1 on a
+mismatch, 0 on agreement. Symbolic sizes become the sizes of the failing call.
 """
 import importlib.util
 import json
@@ -30,7 +30,7 @@ KNOBS = {knobs!r}  # in effect when the mismatch was found; the environment may 
 for name, value in KNOBS.items():
     os.environ.setdefault(name, value)
 
-from dicp.dynamo_bridge.repro import run_repro  # noqa: E402
+from dicp.bridge.debug.autocompare import run_repro  # noqa: E402
 
 sys.exit(run_repro(Path(__file__).resolve().parent))
 '''
@@ -68,7 +68,7 @@ def run_script_knobs(folder: Path) -> dict:
 def carried_knobs() -> dict:
     """DICP_* settings that differ from the defaults, as environment text."""
     carried = {}
-    for knob, shown, where in config.effective():
+    for knob, _shown, where in config.effective():
         if where != "default" and knob.name not in NOT_CARRIED:
             carried[knob.env] = config.as_env_text(knob.name, config.get(knob.name))
     return carried
@@ -82,6 +82,7 @@ def _concrete(value):
 
 def load_graph(folder: Path) -> torch.fx.GraphModule:
     spec = importlib.util.spec_from_file_location("dicp_repro_module", folder / "module.py")
+    assert spec is not None and spec.loader is not None, f"no module.py in {folder}"
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(folder))  # module.py loads its constants relative to itself
     try:
@@ -89,29 +90,3 @@ def load_graph(folder: Path) -> torch.fx.GraphModule:
         return torch.fx.symbolic_trace(module.ReproGraph())
     finally:
         sys.path.remove(str(folder))
-
-
-def run_repro(folder: Path) -> int:
-    """Compile and check the repro in `folder`; 1 if it disagrees with eager, else 0."""
-    from .torch_compat import FakeTensorMode
-    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
-
-    from dicp.vendor import get_backend
-
-    from .autocompare import AutocompareError, checked
-    from .graph import GraphTransformer
-
-    meta = json.loads((folder / "meta.json").read_text())
-    gm = load_graph(folder)
-    inputs = torch.load(folder / "inputs.pt", weights_only=False)
-    FakeTensorProp(gm, FakeTensorMode(allow_non_fake_inputs=True)).propagate(*inputs)
-    transformer = GraphTransformer(gm, get_backend(meta["backend"]), meta["kind"])
-    compiled = transformer.compile_to_callable(hooks=False)
-    with config.patch(autocompare="raise", repro_dir=None):
-        try:
-            checked(compiled, gm, transformer.ctx)(list(inputs))
-        except AutocompareError as error:
-            print(error.report)
-            return 1
-    print(f"graph {meta['graph']}: compiled output agrees with eager")
-    return 0

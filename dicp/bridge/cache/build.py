@@ -28,13 +28,13 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import dicp
 
 from dicp import config, profile
 
-from .utils import log
+from ..pipeline.utils import atomic_write, log
 
 _STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0}
 _STATS_LOCK = threading.Lock()  # builds run in worker threads (load_artifacts)
@@ -169,16 +169,6 @@ def loaded_libraries() -> frozenset:
     return frozenset(_LOADED)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_with_digest(path: Path, data: bytes) -> None:

@@ -3,15 +3,14 @@ wrong on purpose, so the debugging tools can be tested against a known culprit (
 `cpp.inject_relu_bug_TESTING_ONLY`). Kinds: accuracy (a wrong value), compile_error (the
 generated source does not build), runtime_error (the generated code raises when run).
 
-A backend's codegen calls `fault_for(node)` in one place and renders the fault its own way.
+`fault_for` is the pipeline's fault hook (pipeline/hooks.py): a backend's codegen asks it in one
+place and renders the fault its own way.
 """
 from dicp import config
 
-from .op_transformer import is_aten
-from .provenance import origin_of
-from .utils import matches_any
-
-KNOB = "DICP_INJECT_BUG_TESTING_ONLY"
+from ..pipeline.conversion import is_aten
+from ..pipeline.provenance import origin_of
+from ..pipeline.utils import matches_any
 
 
 def fault_for(node):
@@ -24,6 +23,3 @@ def fault_for(node):
     pattern, kind = spec
     return kind if matches_any(origin.op, (pattern,)) else None
 
-
-def runtime_error_message(node) -> str:
-    return f"dicp: runtime error injected into {origin_of(node).op} by {KNOB}"

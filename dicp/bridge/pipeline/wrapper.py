@@ -79,7 +79,9 @@ class WrapperBuilder:
             return self.view(value)
         if isinstance(value, (list, tuple)):
             items = ", ".join(self.literal(v) for v in value)
-            return f"[{items}]" if isinstance(value, list) else f"({items}{',' if len(value) == 1 else ''})"
+            if isinstance(value, list):
+                return f"[{items}]"
+            return f"({items}{',' if len(value) == 1 else ''})"
         if isinstance(value, sympy.Basic):
             return py_expr(value)
         if isinstance(value, float) and not math.isfinite(value):

@@ -17,7 +17,7 @@ import torch
 from dicp import config
 
 _CALLS: list = []
-_WRITER_REGISTERED = []
+_WRITER_REGISTERED: list = []
 
 
 def recording(fn, kind: str):

@@ -49,7 +49,7 @@ def declared_reason(backend, op: str, dtype: str = ""):
     for pattern, reason in backend.expected_fallbacks.items():
         if matches_any(op, [pattern]):
             return reason
-    for declared_dtype, reason in getattr(backend, "dtype_fallbacks", {}).items():
+    for declared_dtype, reason in backend.dtype_fallbacks.items():
         if dtype and str(declared_dtype) == dtype:
             return reason
     return None

@@ -10,11 +10,10 @@ wrapper, `finish()`. `PythonCodegen` is complete: each vendor op runs its `impl`
 import operator
 from dataclasses import dataclass, field
 
-import sympy
 import torch
 import torch.fx as fx
 
-from .fault_injection import fault_for, runtime_error_message
+from .hooks import fault_for, runtime_error_message
 from .operator import Operator
 from .symbolic import same_layout, shape_of, storage_span, strides_of, to_sympy
 from .torch_compat import OpOverload, same_storage
@@ -321,7 +320,7 @@ class PythonCodegen(GraphCodegenBase):
         return self.result_value(call, node.meta.get("val"))
 
 
-def load_wrapper(generated: GeneratedGraph, namespace: dict, path: str = None):
+def load_wrapper(generated: GeneratedGraph, namespace: dict, path: str | None = None):
     """The `call(args)` function of a generated wrapper, executed with `namespace` (a
     backend's kernels and helpers) plus the vendor ops and constants it names. `path` names
     the source in tracebacks (a debug dump's file)."""

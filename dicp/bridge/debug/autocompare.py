@@ -6,18 +6,24 @@ mismatch the graph is built once more with every op's value as an output (instru
 each op is re-run eagerly on the values the generated code gave its inputs: the first op whose
 own result differs beyond the single-op table is the culprit, whatever came before it.
 """
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
+from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 from dicp import config, profile
 from dicp.tolerance import MODEL_TOLERANCES, TOLERANCES, Difference, compare
 
+from ..pipeline.backend import get_backend
+from ..pipeline.provenance import SourceLine, module_of, source_line
+from ..pipeline.stages import GraphTransformer
+from ..pipeline.torch_compat import FakeTensorMode, OpOverload
+from ..pipeline.utils import leaves, log, matches_any, op_name
 from .instrument import (InstrumentedGraph, clone_inputs, eager_values, mutated_inputs,
                          value_nodes, writes_first_arg)
-from .provenance import SourceLine, module_of, source_line
-from .torch_compat import OpOverload
-from .utils import leaves, log, matches_any, op_name
+from .repro import load_graph, write_repro
 
 # Ops whose eager result cannot be reproduced by re-running them: uninitialized memory.
 UNINITIALIZED = ("aten.empty.*", "aten.empty_strided.*", "aten.new_empty*", "aten.empty_like.*")
@@ -73,6 +79,11 @@ class Report:
         lines += self.culprit.lines() if self.culprit else []
         lines += self.notes
         return "\n".join(lines)
+
+
+def graph_hook(compiled, aten_gm, stages):
+    """The pipeline's graph hook: `compiled` checked against eager under DICP_AUTOCOMPARE."""
+    return checked(compiled, aten_gm, stages.ctx) if config.autocompare != "off" else compiled
 
 
 def checked(compiled, aten_gm, ctx):
@@ -138,7 +149,6 @@ class _Analysis:
                                 f"{type(error).__name__}: {error})")
         if config.repro_dir is not None and not self.repro_written:
             self.repro_written = True
-            from .repro import write_repro
             write_repro(config.repro_dir, self.aten_gm, inputs, self.ctx)
         if raising:
             raise AutocompareError(report)
@@ -219,3 +229,21 @@ def _no_culprit_notes(aten_gm):
         notes.append(f"  the graph draws random numbers ({', '.join(random)}): the backend may "
                      f"not reproduce eager's random stream")
     return notes
+
+
+def run_repro(folder: Path) -> int:
+    """Compile and check the repro in `folder`; 1 if it disagrees with eager, else 0."""
+    meta = json.loads((folder / "meta.json").read_text())
+    gm = load_graph(folder)
+    inputs = torch.load(folder / "inputs.pt", weights_only=False)
+    FakeTensorProp(gm, FakeTensorMode(allow_non_fake_inputs=True)).propagate(*inputs)
+    transformer = GraphTransformer(gm, get_backend(meta["backend"]), meta["kind"])
+    compiled = transformer.build()
+    with config.patch(autocompare="raise", repro_dir=None):
+        try:
+            checked(compiled, gm, transformer.ctx)(list(inputs))
+        except AutocompareError as error:
+            print(error.report)
+            return 1
+    print(f"graph {meta['graph']}: compiled output agrees with eager")
+    return 0

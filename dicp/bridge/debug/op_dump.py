@@ -16,13 +16,18 @@ import torch
 
 from dicp import config
 
+from ..pipeline.provenance import source_line
+from ..pipeline.torch_compat import OpOverload
+from ..pipeline.utils import leaves, op_name
 from .instrument import (InstrumentedGraph, clone_inputs, eager_values, mutated_inputs,
                          vendor_ops_by_origin)
-from .provenance import source_line
-from .torch_compat import OpOverload
-from .utils import leaves, op_name
 
 log = logging.getLogger("dicp.op_args")
+
+
+def graph_hook(compiled, aten_gm, stages):
+    """The pipeline's graph hook: `compiled` dumping its ops under DICP_DUMP_OP_ARGS."""
+    return dumping(compiled, aten_gm, stages) if config.dump_op_args else compiled
 
 
 def dumping(compiled, aten_gm, transformer):

@@ -16,7 +16,7 @@ import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from .graph_codegen import GraphCodegenBase, broadcast_dims
+from .codegen import GraphCodegenBase, broadcast_dims
 from .operator import Operator
 from .symbolic import RAW_SYMBOLIC_WARNING, shape_of, strides_of
 from .wrapper import Var

@@ -42,11 +42,11 @@ import torch.fx as fx
 
 from dicp import config
 
-from . import graph_cache
+from . import graph as graph_cache
 from .entry_store import EntryStore
 from .precompile import (autograd_config_text, bundling, load_result, result_input_flags,
                          serialize_result)
-from .utils import log
+from ..pipeline.utils import log
 
 _STORE = EntryStore("aot", "AOT cache")
 

@@ -3,6 +3,8 @@
 torch exposes a symbolic size's expression only through `SymInt.node.expr`, a private
 attribute; this module is the one place that reads it.
 """
+from typing import Any
+
 import sympy
 import torch
 
@@ -164,3 +166,24 @@ class ExprPrinter:
 
 
 py_expr = ExprPrinter(PYTHON_FUNCTIONS)
+
+
+def size_hints(fake_mode) -> dict:
+    """Size variable name -> (the value the graph was traced with, the least value its guards
+    allow, None if it may be negative); none without a shape env."""
+    env = getattr(fake_mode, "shape_env", None)
+    if env is None:
+        return {}
+    hints = {}
+    for symbol, value in example_values(env).items():
+        lower: Any = getattr(env.var_to_range.get(symbol), "lower", None)
+        if getattr(value, "is_integer", False) or isinstance(value, int):
+            known = getattr(lower, "is_integer", False) and lower.is_finite and lower >= 0
+            hints[str(symbol)] = (int(value), int(lower) if known else None)
+    return hints
+
+
+def example_values(env) -> dict:
+    # torch 2.13 renamed var_to_val (now deprecated) to backed_var_to_val
+    values = getattr(env, "backed_var_to_val", None)
+    return values if values is not None else env.var_to_val

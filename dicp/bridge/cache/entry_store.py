@@ -5,12 +5,12 @@ written atomically, the digest last: an entry without one is a miss. One that fa
 or does not load is reported, counted as rejected and compiled again, never trusted.
 """
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from dicp import config, profile
 
-from .compile import read_with_digest, write_with_digest
-from .utils import log
+from ..pipeline.utils import log
+from .build import read_with_digest, write_with_digest
 
 
 class EntryStore:

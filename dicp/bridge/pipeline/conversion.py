@@ -1,4 +1,5 @@
-"""The conversion pass (ATen graph -> vendor graph) and the pattern-rewrite utility."""
+"""The conversion pass (ATen graph -> vendor graph), its table decorator, and the pattern-rewrite
+utility."""
 import dataclasses
 import functools
 import logging
@@ -13,8 +14,9 @@ from dicp import config, profile
 
 from .fallback import Fallback, declared_reason, record_fallback
 from .provenance import ORIGIN, Origin
+from .stages import infer_node
 from .symbolic import RAW_SYMBOLIC_WARNING
-from .torch_compat import OpOverload
+from .torch_compat import OpOverload, OpOverloadPacket
 from .utils import is_random, leaves, log_once, matches_any, op_name
 
 FORCED = "forced by DICP_FALLBACK_OPS"
@@ -195,7 +197,7 @@ class OpTransformer:
                  "it natively, %s", backend, name, reason, advice)
 
     def _table(self):
-        return self.backend.conversion_table or f"the conversion table of {self.backend.name}"
+        return self.backend.conversion_table
 
     def _strict_message(self, name, reason, advice):
         return (f"{self.backend.name}: {name} is not supported ({reason}) and DICP_STRICT=1 "
@@ -206,7 +208,7 @@ def convert(gm: fx.GraphModule, ctx) -> fx.GraphModule:
     """The conversion pass for `ctx.backend`: ATen graph -> vendor graph through its conversion
     table, every emitted node's result inferred on fake tensors. The first (or only) pass of a
     backend's `opset_transform`."""
-    from .graph import infer_node  # graph.py imports this module
+
     return OpTransformer(gm, ctx.backend, lambda node: infer_node(node, ctx.fake_mode)).run()
 
 
@@ -257,3 +259,32 @@ def _is_impure(node):
 
 def is_aten(target) -> bool:
     return isinstance(target, OpOverload)
+
+
+# ---- the conversion table: ATen op -> converter rows, one per overload ----
+class DuplicateConversionError(ValueError):
+    pass
+
+
+def overloads_of(aten_op):
+    """Every OpOverload named by `aten_op` (an overload, a packet, or a list of them). A string
+    stays as it is: it names an overload (`"prims.fma.default"`) that torch defines only when
+    something first uses it, so the row is keyed by the name (OpTransformer looks both up)."""
+    if isinstance(aten_op, (list, tuple)):
+        return [overload for op in aten_op for overload in overloads_of(op)]
+    if isinstance(aten_op, OpOverloadPacket):
+        return [getattr(aten_op, name) for name in aten_op.overloads()]
+    return [aten_op]
+
+
+def register_conversion(table, aten_ops):
+    """Decorator adding `fn` as the converter of `aten_ops` (packets expand to overloads)."""
+    def decorator(fn):
+        for overload in overloads_of(aten_ops):
+            if overload in table:
+                raise DuplicateConversionError(
+                    f"{overload} already has a converter ({table[overload].__name__}); "
+                    f"refusing to register {fn.__name__}")
+            table[overload] = fn
+        return fn
+    return decorator

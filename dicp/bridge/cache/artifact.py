@@ -11,11 +11,10 @@ import io
 import pickle
 from dataclasses import dataclass, field
 
-from dicp.vendor import get_backend
-
-from . import compile as build_cache
-from .graph_codegen import GeneratedGraph
-from .torch_compat import unset_fake_temporarily
+from ..pipeline.backend import get_backend
+from ..pipeline.codegen import GeneratedGraph
+from ..pipeline.torch_compat import unset_fake_temporarily
+from . import build as build_cache
 
 FORMAT = 3  # bump when the pickled layout changes
 
@@ -41,8 +40,8 @@ class CompiledGraph:
             raise NotSerializable(f"{self.generated.name}: vendor ops {sorted(missing)} are "
                                   f"not in backend {self.backend!r}'s Backend.vendor_ops table")
         blobs = {ref.key: ref.read() for ref in self.artifacts} if with_artifacts else {}
-        generated = dataclasses.replace(self.generated,
-                                        vendor_ops=sorted(self.generated.vendor_ops))
+        names = dict.fromkeys(sorted(self.generated.vendor_ops))
+        generated = dataclasses.replace(self.generated, vendor_ops=names)
         state = (FORMAT, self.backend, self.kind, generated, tuple(self.artifacts), blobs,
                  tuple(self.fallbacks), self.arity)
         try:
@@ -93,15 +92,18 @@ def fitting(compiled: "CompiledGraph", expected: tuple) -> "CompiledGraph":
     return compiled
 
 
-def compile_recorded(backend, generated, ctx):
-    """Run `backend.compile_job`; returns (callable, CompiledGraph describing it), where the
+def recorded(stages, run):
+    """`run()` (a GraphTransformer's `build` or `compile`), and the CompiledGraph describing the
+    callable it returns: the sources and the build-cache entries the compile job loaded. The
     CompiledGraph is None for a codegen that does not hand over a GeneratedGraph (such a
     backend is neither cached nor precompiled)."""
     with build_cache.recording() as refs:
-        fn = backend.compile_job(generated, ctx)
+        fn = run()
+    generated = stages.sources
     if not isinstance(generated, GeneratedGraph):
         return fn, None
-    return fn, CompiledGraph(backend.name, ctx.kind, generated, tuple(dict.fromkeys(refs)))
+    return fn, CompiledGraph(stages.backend.name, stages.ctx.kind, generated,
+                             tuple(dict.fromkeys(refs)))
 
 
 def _vendor_ops(backend_name, names):

@@ -7,14 +7,12 @@ import torch.fx as fx
 
 from dicp import config, profile
 
-from . import graph_cache
-from .artifact import arity, compile_recorded
-from .compile import atomic_write
-from .fallback import observe_fallbacks, record_fallback
+from . import hooks
+from .backend import Backend
 from .operator import InferenceError, Operator
 from .provenance import origin_of
 from .torch_compat import FakeTensorMode, detect_fake_mode
-from .utils import log, op_name
+from .utils import atomic_write, log, op_name
 
 _graph_ids = itertools.count()
 
@@ -22,7 +20,7 @@ _graph_ids = itertools.count()
 @dataclass
 class CompileContext:
     """Per-graph state handed to the backend's passes (no ambient globals)."""
-    backend: object
+    backend: Backend
     kind: str                      # forward, backward or inference
     fake_mode: object
     graph_id: int = field(default_factory=lambda: next(_graph_ids))
@@ -54,7 +52,7 @@ def infer_node(node: fx.Node, fake_mode):
         if isinstance(node.target, Operator):
             return node.target.infer_result(*args, **kwargs)
         try:
-            return node.target(*args, **kwargs)
+            return node.target(*args, **kwargs)  # type: ignore[operator]  # an op, not a name
         except Exception as error:
             raise InferenceError(f"shape inference failed for {op_name(node.target)}: "
                                  f"{error}") from error
@@ -65,16 +63,16 @@ def _fake_value(arg):
 
 
 class GraphTransformer:
-    """Runs one AOTAutograd graph through `backend` and returns a callable."""
+    """One AOTAutograd graph through `backend`'s stages: conversion (`transform`), shape
+    inference, codegen and the compile job. No cache and no debugging tool: the entry puts
+    those around `build()`."""
 
     def __init__(self, gm: fx.GraphModule, backend, kind: str, example_inputs=()):
         fake_mode = detect_fake_mode(example_inputs) or _fake_mode_of(gm)
         self.gm = gm
-        self.arity = arity(gm)  # what AOTAutograd passes and expects back, for the cache
         self.backend = backend
         self.ctx = CompileContext(backend, kind, fake_mode)
         self.sources = None
-        self.compiled_graph = None  # the result as data (artifact.CompiledGraph)
 
     def transform(self):
         self._dump("config.txt", config.format_effective())
@@ -99,8 +97,8 @@ class GraphTransformer:
         self.write_dumps()  # before the build, so a failing build leaves its sources
 
     def compile(self):
-        fn, self.compiled_graph = compile_recorded(self.backend, self.sources, self.ctx)
-        return fn
+        """The backend's compile job on `self.sources`: the graph's callable."""
+        return self.backend.compile_job(self.sources, self.ctx)
 
     def write_dumps(self):
         """DICP_DEBUG: write what this graph has dumped so far, for every backend."""
@@ -110,48 +108,16 @@ class GraphTransformer:
             atomic_write(self.ctx.debug_dir / name, text.encode())
         log.warning("%s: debug dumps in %s", self.ctx.graph_name, self.ctx.debug_dir)
 
-    def compile_to_callable(self, hooks=True):
-        """The compiled callable. With `hooks`, wrapped by the debugging tools the knobs turn
-        on (op-argument dumps, autocompare); the builds those tools make themselves pass
-        hooks=False, and convert afresh: they read the vendor graph, which a graph-cache hit
-        does not have."""
-        aten_gm, before = self.gm, profile.stage_totals()
+    def build(self):
+        """The graph's callable, through every stage; DICP_DEBUG dumps what was made, also
+        what was made before a stage failed."""
         try:
-            compiled = self._compile_stages(use_cache=hooks)
+            return self._run_stages()
         except Exception:
-            self.write_dumps()  # what was made before the failure, to look at
+            self.write_dumps()
             raise
-        self._account(before)
-        return _with_debug_tools(compiled, aten_gm, self) if hooks else compiled
 
-    def _compile_stages(self, use_cache):
-        key = None
-        if use_cache and graph_cache.enabled():
-            with profile.stage("load"):
-                key = graph_cache.graph_key(self.gm, self.ctx.kind, self.backend,
-                                            self.ctx.fake_mode)
-                cached = graph_cache.lookup(key, self.gm) if key else None
-                if cached is not None:  # conversion and codegen done by an earlier process
-                    for taken in cached.fallbacks:  # observers see them as if converted now
-                        record_fallback(taken)
-                    self.sources = cached.generated
-                    return self._with_fallbacks(self.compile(), cached.fallbacks)
-        with observe_fallbacks() as fallbacks:
-            compiled = self._convert_and_build()
-        compiled = self._with_fallbacks(compiled, fallbacks)
-        if key and self.compiled_graph is not None:
-            graph_cache.store(key, self.compiled_graph)
-        return compiled
-
-    def _with_fallbacks(self, compiled, fallbacks):
-        """`compiled`, its CompiledGraph recording the fallbacks conversion took (a cache
-        replays them on a hit)."""
-        if self.compiled_graph is not None:
-            self.compiled_graph.fallbacks = tuple(fallbacks)
-            self.compiled_graph.arity = self.arity
-        return compiled
-
-    def _convert_and_build(self):
+    def _run_stages(self):
         with profile.stage("conversion"):
             self.transform()
         if config.record_ops is not None:  # before codegen, which may be what fails
@@ -163,7 +129,9 @@ class GraphTransformer:
         with profile.stage("load"):  # the build, a stage of its own, happens inside
             return self.compile()
 
-    def _account(self, stages_before):
+    def account(self, stages_before):
+        """Count this graph in the compile profile (`stages_before`: the stage totals when
+        its compile began)."""
         vendor_nodes = sum(isinstance(n.target, Operator) for n in self.gm.graph.nodes)
         profile.count(f"graphs ({self.ctx.kind})")
         profile.count("vendor nodes", vendor_nodes)
@@ -174,14 +142,21 @@ class GraphTransformer:
             self.ctx.dumps[name] = text
 
 
-def _with_debug_tools(compiled, aten_gm, transformer):
-    if config.dump_op_args:
-        from .op_dump import dumping
-        compiled = dumping(compiled, aten_gm, transformer)
-    if config.autocompare != "off":
-        from .autocompare import checked
-        compiled = checked(compiled, aten_gm, transformer.ctx)
-    return compiled
+def boxed(fn, kind):
+    """`fn(args)` in AOTAutograd's boxed calling convention: it receives the one list of graph
+    inputs and may empty it to free inputs early; the list is emptied after the call in any
+    case. Whatever callable a backend's compile job returns (a function, a bound method, an
+    object) is wrapped, so the convention is dicp's business, not the vendor's. `kind`: the
+    graph's (forward, backward, inference), for the call hooks (DICP_RECORD_RESULTS)."""
+    fn = hooks.wrap_call(fn, kind)
+
+    def call(args):
+        try:
+            return fn(args)
+        finally:
+            args.clear()
+    call._boxed_call = True
+    return call
 
 
 def record_native_ops(gm, path):
