@@ -481,6 +481,10 @@ declare("recompile_warn_limit", Integer(0), 4, "warn once when one function has 
         "recompiled more than this many times because input shapes changed (`0`: never)")
 declare("record_ops", Location(), None, "append the ATen ops each graph runs natively to this "
         "file, one per line (used by `python -m dicp.tools.bisect`)")
+declare("emu_isolation", Flag(), True, "`import dicp.emu`: keep the emulated device's memory "
+        "unreadable from the host (`PROT_NONE`) except while device work on it runs, so host "
+        "code that reads device memory without a copy crashes; `0` maps it readable (faster, "
+        "no check). Read once, at the import", owner="emu")
 # Read by the test harness (test/common/utils.py); its plugin (test/common/harness.py) sets them
 # for xdist workers.
 declare("test_backend", Text(), "new_backendgraph", "tests: the backend under test (pytest "

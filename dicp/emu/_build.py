@@ -1,0 +1,108 @@
+"""Builds the emulated device's native runtime (csrc/) for the installed torch, once.
+
+The build lands in `<DICP_CACHE_DIR>/emu/<key>/`, keyed by the torch version, the Python
+version, the sources and the flags, so torch environments sharing a cache never mix builds.
+A file lock serializes builders: of several processes starting together (pytest-xdist
+workers), one builds and the others load its result. An existing build is imported directly,
+without ninja. `python -m dicp.emu._build` builds ahead of time (what `import dicp.emu` does).
+"""
+import contextlib
+import fcntl
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+
+from dicp import config
+
+SOURCES = Path(__file__).parent / "csrc"
+MODULE = "dicp_emu_C"
+FLAGS = ("-O2",)
+
+
+class EmuBuildError(RuntimeError):
+    """The native runtime failed to build; the message holds the compiler's output."""
+
+
+def sources() -> list[Path]:
+    return sorted(SOURCES.glob("*.cpp"))
+
+
+def build_key() -> str:
+    digest = hashlib.sha256()
+    for part in (torch.__version__, sys.version, *FLAGS):
+        digest.update(part.encode() + b"\0")
+    for path in sorted(SOURCES.iterdir()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:20]
+
+
+def build_dir() -> Path:
+    return Path(config.cache_dir) / "emu" / f"torch-{torch.__version__}-{build_key()}"
+
+
+def load_runtime(directory: Path | None = None):
+    """The runtime module, built first if this torch and these sources have no build yet."""
+    directory = directory or build_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    with _locked(directory.with_suffix(".lock")):
+        built = directory / f"{MODULE}.so"
+        if not built.exists():
+            _build(directory)
+        return _import(built)
+
+
+def _build(directory: Path) -> None:
+    from torch.utils import cpp_extension
+    with _ninja_on_path():
+        try:
+            cpp_extension.load(MODULE, [str(p) for p in sources()], extra_cflags=list(FLAGS),
+                               extra_include_paths=[str(SOURCES)],
+                               build_directory=str(directory), verbose=False)
+        except (RuntimeError, OSError) as error:
+            raise EmuBuildError(f"building dicp.emu's runtime for torch {torch.__version__} "
+                                f"failed in {directory}:\n{error}") from None
+
+
+def _import(path: Path):
+    if MODULE in sys.modules:
+        return sys.modules[MODULE]
+    spec = importlib.util.spec_from_file_location(MODULE, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[MODULE] = module
+    return module
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _ninja_on_path():
+    """torch builds with the `ninja` command; the ninja package's binary sits next to the
+    interpreter of an environment that is not activated."""
+    if shutil.which("ninja"):
+        yield
+        return
+    saved = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), saved])
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = saved
+
+
+if __name__ == "__main__":
+    load_runtime()
+    print(build_dir())
