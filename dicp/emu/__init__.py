@@ -29,7 +29,8 @@ from .debug import EagerAutocompareError  # noqa: E402
 from .eager import observe_ops  # noqa: E402
 
 _C = _runtime.module()
-eager.native = eager.registered(_C.register_device(eager.to_register(), config.emu_isolation))
+eager.native = eager.registered(
+    _C.register_device(eager.to_register(), eager.host_ops(), config.emu_isolation))
 
 from . import device  # noqa: E402
 

@@ -49,18 +49,21 @@ def load_runtime(directory: Path | None = None):
     """The runtime module, built first if this torch and these sources have no build yet."""
     directory = directory or build_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    with _locked(directory.with_suffix(".lock")):
+    with _locked(directory.parent / f"{directory.name}.lock"):
         built = directory / f"{MODULE}.so"
         if not built.exists():
             _build(directory)
         return _import(built)
 
 
-def _build(directory: Path) -> None:
+def _build(directory: Path, paths=None) -> None:
+    """Compile `paths` (the runtime's sources) into `directory`/dicp_emu_C.so."""
     from torch.utils import cpp_extension
+    paths = sources() if paths is None else paths
+    directory.mkdir(parents=True, exist_ok=True)
     with _ninja_on_path():
         try:
-            cpp_extension.load(MODULE, [str(p) for p in sources()], extra_cflags=list(FLAGS),
+            cpp_extension.load(MODULE, [str(p) for p in paths], extra_cflags=list(FLAGS),
                                extra_include_paths=[str(SOURCES)],
                                build_directory=str(directory), verbose=False)
         except (RuntimeError, OSError) as error:

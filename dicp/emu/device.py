@@ -89,14 +89,32 @@ class Stream(torch.Stream):
                                priority=priority)
 
 
-class Event(torch.Event):
-    """An event of the current emu device; `enable_timing=True` for elapsed_time."""
+class Event:
+    """An event of an emu device (the current one by default): record it on a stream, make
+    another stream wait for it, query or synchronize it; `enable_timing=True` for
+    elapsed_time. It wraps torch.Event, whose elapsed_time accepts torch.Event only."""
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False,
-                interprocess: bool = False):
-        return super().__new__(cls, device=torch.device("emu", current_device()),
-                               enable_timing=enable_timing, blocking=blocking,
-                               interprocess=interprocess)
+    def __init__(self, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False, device=None):
+        self.event = torch.Event(device=torch.device("emu", _index(device)),
+                                 enable_timing=enable_timing, blocking=blocking,
+                                 interprocess=interprocess)
+
+    def record(self, stream=None) -> None:
+        self.event.record(stream)
+
+    def wait(self, stream=None) -> None:
+        self.event.wait(stream)
+
+    def query(self) -> bool:
+        return self.event.query()
+
+    def synchronize(self) -> None:
+        self.event.synchronize()
+
+    def elapsed_time(self, end) -> float:
+        """Milliseconds between this event and `end`, both recorded and completed."""
+        return self.event.elapsed_time(end.event if isinstance(end, Event) else end)
 
 
 def current_stream(device=None) -> torch.Stream:

@@ -48,6 +48,10 @@ NATIVE_OPS = (
     "aten.mm.default", "aten.addmm.default", "aten.bmm.default",
 )
 
+# Ops torch implements for any backend by a composite that ends in a kernel this device lacks
+# (convolution reaches convolution_overrideable, which raises): they fall back as a whole.
+HOST_OPS = ("aten.convolution.default", "aten.convolution_backward.default")
+
 # Ops whose result cannot be compared with a second run: uninitialized memory.
 UNINITIALIZED = ("aten.empty.*", "aten.empty_strided.*", "aten.new_empty*", "aten.empty_like.*")
 
@@ -60,6 +64,10 @@ def to_register() -> list:
     """NATIVE_OPS less those DICP_KEEP_TORCH_DEFAULT keeps, as the dispatcher names them."""
     keep = config.keep_torch_default
     return [_dispatcher_name(op) for op in NATIVE_OPS if not _matches(op, keep)]
+
+
+def host_ops() -> list:
+    return [_dispatcher_name(op) for op in HOST_OPS]
 
 
 def _dispatcher_name(op: str) -> str:

@@ -152,6 +152,26 @@ void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   run_fallback(op, stack, query_policy(op, false));
 }
 
+// An op with a CPU kernel of its own that torch would run on any other backend through its
+// generic CompositeExplicitAutogradNonFunctional kernel (a structured op's functional and
+// in-place variants: meta, then the out= variant into new outputs) falls back as itself: its
+// inputs are copied once, no uninitialized output is, and the log names the op as written.
+void register_own_fallbacks(torch::Library& library) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const auto& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) continue;
+    const auto op = dispatcher.findOp(name);
+    if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
+      continue;
+    }
+    std::string qualified = name.name.substr(6);
+    if (!name.overload_name.empty()) qualified += "." + name.overload_name;
+    library.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
+  }
+}
+
 Args host_reference(const c10::OperatorHandle& op, const Args& args) {
   HostMirror mirror;
   torch::jit::Stack host = host_arguments(op, args, mirror, op_device(args));

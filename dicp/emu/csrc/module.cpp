@@ -1,7 +1,7 @@
 // The Python module of the emulated device (dicp.emu._C): registration, the runtime calls that
 // torch.emu exposes, and the bridge from the kernels to dicp's knobs (policy.h). This is the
 // only file that includes Python headers.
-#include <torch/extension.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include <sstream>
 
@@ -42,12 +42,22 @@ std::vector<std::string> register_native_ops(const std::vector<std::string>& nam
   return registered;
 }
 
-std::vector<std::string> register_device(const std::vector<std::string>& native, bool isolated) {
+// `host` names ops that torch implements for any backend by a composite ending in a kernel
+// this device lacks (convolution reaches convolution_overrideable): they fall back whole.
+std::vector<std::string> register_device(const std::vector<std::string>& native,
+                                         const std::vector<std::string>& host, bool isolated) {
   set_isolation(isolated);
   register_runtime();
-  register_core_ops(new_library("aten"));
+  auto& aten = new_library("aten");
+  register_core_ops(aten);
+  register_device_compositions(aten);
+  for (const auto& name : host) {
+    aten.impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
+  }
   new_library("_").fallback(torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
-  return register_native_ops(native);
+  auto registered = register_native_ops(native);
+  register_own_fallbacks(new_library("aten"));
+  return registered;
 }
 
 // ---- the bridge to Python's policy, dumps and comparisons ----

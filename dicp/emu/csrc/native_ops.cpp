@@ -8,6 +8,8 @@
 #include "ops.h"
 
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/ones_like.h>
 
 #include "device.h"
 
@@ -139,7 +141,23 @@ void native_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   push_all(stack, std::move(results));
 }
 
+// Dropout takes no generator argument: on the CPU it draws from the CPU's generator. On the
+// device it is composed of device ops, so its mask comes from the device's generator.
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
+                                                  std::optional<bool> train) {
+  if (input.numel() == 0) return {input.clone(), at::empty_like(input)};
+  const auto bool_options = input.options().dtype(at::kBool);
+  if (train.has_value() && !*train) return {input.clone(), at::ones_like(input, bool_options)};
+  const double keep = 1.0 - p;
+  auto mask = at::empty_like(input, bool_options).bernoulli_(keep);
+  return {input.mul(mask).mul_(keep == 0 ? 0.0 : 1.0 / keep), mask};
+}
+
 }  // namespace
+
+void register_device_compositions(torch::Library& library) {
+  library.impl("native_dropout", TORCH_FN(native_dropout));
+}
 
 void register_native_op(torch::Library& library, const std::string& name) {
   library.impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&native_kernel>());

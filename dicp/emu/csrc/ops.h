@@ -77,7 +77,9 @@ std::optional<size_t> written_argument(const c10::FunctionSchema& schema, size_t
 // ---- kernels ----
 void register_core_ops(torch::Library& library);
 void register_native_op(torch::Library& library, const std::string& name);
+void register_device_compositions(torch::Library& library);
 void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+void register_own_fallbacks(torch::Library& library);  // after every other registration
 void run_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const OpPolicy& policy);
 Args host_reference(const c10::OperatorHandle& op, const Args& args);  // op run on host copies
 
