@@ -112,11 +112,15 @@ def _fault(op: str) -> int:
 
 @functools.cache
 def _comparable(op: str) -> bool:
-    if _matches(op, UNINITIALIZED):
-        return False
+    return not _matches(op, UNINITIALIZED) and not is_random(op)
+
+
+@functools.cache
+def is_random(op: str) -> bool:
+    """Whether ATen op `op` ("aten.bernoulli_.float") draws random numbers."""
     namespace, name, overload = op.split(".")
     overload_packet = getattr(getattr(torch.ops, namespace), name)
-    return torch.Tag.nondeterministic_seeded not in getattr(overload_packet, overload).tags
+    return torch.Tag.nondeterministic_seeded in getattr(overload_packet, overload).tags
 
 
 @contextlib.contextmanager

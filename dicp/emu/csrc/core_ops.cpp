@@ -4,6 +4,7 @@
 #include "ops.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/copy.h>
@@ -43,6 +44,20 @@ at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
                       checked_index(c10::device_or_default(device).index()));
 }
 
+// A ZeroTensor: no memory at all (a null storage the size of the tensor), read as zeros by
+// torch's ZeroTensor kernels. Autograd makes them for gradients known to be zero.
+at::Tensor efficient_zero_tensor(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                                 std::optional<c10::Layout> layout,
+                                 std::optional<c10::Device> device,
+                                 std::optional<bool> pin_memory) {
+  check_options(layout, pin_memory);
+  at::native::ZeroTensorAllocator allocator(
+      c10::Device(kEmu, checked_index(c10::device_or_default(device).index())));
+  const auto keys = kEmuKeys | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return at::detail::empty_generic(size, &allocator, keys, c10::dtype_or_default(dtype),
+                                   std::nullopt);
+}
+
 // ---- views: new metadata over the same storage; no memory is touched ----
 
 at::Tensor as_strided(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride,
@@ -72,7 +87,7 @@ at::Tensor view_as_complex(const at::Tensor& self) {
 
 // ---- resizing and re-pointing: the storage grows by a device copy (resize_storage_bytes) ----
 
-const at::Tensor& resize(const at::Tensor& self, at::IntArrayRef size,
+const at::Tensor& resize_tensor(const at::Tensor& self, at::IntArrayRef size,
                          std::optional<c10::MemoryFormat> memory_format) {
   auto* impl = self.unsafeGetTensorImpl();
   if (self.sizes() != size) impl->set_sizes_contiguous(size);
@@ -81,7 +96,7 @@ const at::Tensor& resize(const at::Tensor& self, at::IntArrayRef size,
   return self;
 }
 
-std::vector<int64_t> contiguous_strides(at::IntArrayRef size) {
+std::vector<int64_t> dense_strides(at::IntArrayRef size) {
   std::vector<int64_t> strides(size.size());
   int64_t stride = 1;
   for (size_t i = size.size(); i-- > 0;) {
@@ -96,7 +111,7 @@ at::Tensor& set_storage(at::Tensor& self, at::Storage source, int64_t offset,
   TORCH_CHECK(source.device().type() == kEmu, "emu: set_ needs emu storage, got ",
               source.device());
   self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
-  const auto strides = stride.empty() ? contiguous_strides(size) : stride.vec();
+  const auto strides = stride.empty() ? dense_strides(size) : stride.vec();
   set_layout(self, size, strides, offset);
   return self;
 }
@@ -152,6 +167,10 @@ void copy_host_device(const at::Tensor& src, const at::Tensor& dst, bool non_blo
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "emu: copy of an undefined tensor");
+  if (self._is_zerotensor()) {  // it has no memory to copy from
+    dst.zero_();
+    return dst;
+  }
   if (self.is_privateuseone() && dst.is_privateuseone()) {
     copy_between_devices(self, dst);
   } else {
@@ -162,9 +181,17 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   return dst;
 }
 
+// copy_ itself, not only the _copy_from torch's generic copy_ ends in: a source with a conj or
+// neg bit would otherwise meet the Conjugate/Negative fallbacks at _copy_from, which clone it,
+// which copies it, endlessly. The views carry the bits and the CPU copy resolves them.
+at::Tensor& copy(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  copy_from(src, self, non_blocking);
+  return self;
+}
+
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   if (dst.is_privateuseone()) {
-    resize(dst, self.sizes(), std::nullopt);
+    resize_tensor(dst, self.sizes(), std::nullopt);
   } else {
     dst.resize_(self.sizes());
   }
@@ -188,17 +215,19 @@ void record_stream(at::Tensor& /*self*/, c10::Stream stream) {
 void register_core_ops(torch::Library& library) {
   library.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   library.impl("empty_strided", TORCH_FN(empty_strided));
+  library.impl("_efficientzerotensor", TORCH_FN(efficient_zero_tensor));
   library.impl("as_strided", TORCH_FN(as_strided));
   library.impl("view", TORCH_FN(view));
   library.impl("_reshape_alias", TORCH_FN(reshape_alias));
   library.impl("unfold", TORCH_FN(unfold));
   library.impl("view_as_real", TORCH_FN(view_as_real));
   library.impl("view_as_complex", TORCH_FN(view_as_complex));
-  library.impl("resize_", TORCH_FN(resize));
+  library.impl("resize_", TORCH_FN(resize_tensor));
   library.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
   library.impl("set_.source_Storage", TORCH_FN(set_whole_storage));
   library.impl("set_.source_Tensor", TORCH_FN(set_tensor));
   library.impl("set_", TORCH_FN(set_empty));
+  library.impl("copy_", TORCH_FN(copy));
   library.impl("_copy_from", TORCH_FN(copy_from));
   library.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   library.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));

@@ -18,6 +18,7 @@ class HostMirror {
   // A host tensor over the host copy of `tensor`'s storage (copied on first use).
   at::Tensor to_host(const at::Tensor& tensor) {
     if (!tensor.is_privateuseone()) return tensor;
+    if (tensor._is_zerotensor()) return zeros_on_host(tensor);
     const auto& storage = tensor.storage();
     auto it = host_of_.find(storage.unsafeGetStorageImpl());
     if (it == host_of_.end()) {
@@ -152,18 +153,25 @@ void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   run_fallback(op, stack, query_policy(op, false));
 }
 
-// An op with a CPU kernel of its own that torch would run on any other backend through its
-// generic CompositeExplicitAutogradNonFunctional kernel (a structured op's functional and
-// in-place variants: meta, then the out= variant into new outputs) falls back as itself: its
-// inputs are copied once, no uninitialized output is, and the log names the op as written.
+// An op with a CPU kernel of its own that torch would run on any other backend through a
+// generic composite kernel falls back as itself, as an op without a device kernel should:
+// - a structured op's functional and in-place variants (CompositeExplicitAutogradNonFunctional:
+//   meta, then the out= variant into new outputs): its inputs are copied once, no
+//   uninitialized output is, and the log names the op as written;
+// - the few with a math version for other backends (CompositeExplicitAutograd: layer and
+//   group norm through batch norm): the CPU's own kernel gives the CPU's numbers.
+bool has_generic_kernel(const c10::OperatorHandle& op) {
+  return op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+}
+
 void register_own_fallbacks(torch::Library& library) {
   auto& dispatcher = c10::Dispatcher::singleton();
   for (const auto& name : dispatcher.getAllOpNames()) {
     if (name.name.rfind("aten::", 0) != 0) continue;
     const auto op = dispatcher.findOp(name);
     if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
-        !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
-        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) || !has_generic_kernel(*op)) {
       continue;
     }
     std::string qualified = name.name.substr(6);

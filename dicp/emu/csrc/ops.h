@@ -32,6 +32,7 @@ c10::Storage new_device_storage(size_t nbytes, c10::DeviceIndex device);
 at::Tensor empty_device(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype,
                         c10::DeviceIndex device);
 void resize_storage_bytes(c10::StorageImpl* storage, size_t nbytes);  // keeps the contents
+at::Tensor zeros_on_host(const at::Tensor& zero_tensor);  // a ZeroTensor's value, on the host
 void set_layout(const at::Tensor& tensor, at::IntArrayRef sizes, at::IntArrayRef strides,
                 int64_t offset);  // grows the storage if it is too small
 

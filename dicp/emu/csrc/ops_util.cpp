@@ -3,6 +3,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/CPUAllocator.h>
 
 #include <cstring>
@@ -88,6 +89,7 @@ void set_layout(const at::Tensor& tensor, at::IntArrayRef sizes, at::IntArrayRef
 
 at::Tensor DeviceMemoryViews::operator()(const at::Tensor& tensor) {
   if (!tensor.is_privateuseone()) return tensor;
+  if (tensor._is_zerotensor()) return zeros_on_host(tensor);
   const auto& storage = tensor.storage();
   auto& alias = aliases_[storage.unsafeGetStorageImpl()];
   if (!alias) {
@@ -97,7 +99,11 @@ at::Tensor DeviceMemoryViews::operator()(const at::Tensor& tensor) {
   return view_of(alias, c10::DispatchKey::CPU, tensor);
 }
 
-// ---- whole-storage byte copies ----
+at::Tensor zeros_on_host(const at::Tensor& zero_tensor) {
+  return at::zeros(zero_tensor.sizes(), zero_tensor.options().device(c10::kCPU));
+}
+
+// ---- whole-storage byte copies (a storage without memory, a ZeroTensor's, has none) ----
 
 uint64_t copy_to_host(const c10::Storage& device, const c10::Storage& host, Stream& stream) {
   Task task;
@@ -106,7 +112,7 @@ uint64_t copy_to_host(const c10::Storage& device, const c10::Storage& host, Stre
   const void* from = device.data();
   void* to = host.mutable_data();
   const size_t n = std::min(device.nbytes(), host.nbytes());
-  task.run = [from, to, n] { if (n) std::memcpy(to, from, n); };
+  task.run = [from, to, n] { if (n && from && to) std::memcpy(to, from, n); };
   return stream.enqueue(std::move(task));
 }
 
@@ -117,7 +123,7 @@ uint64_t copy_to_device(const c10::Storage& host, const c10::Storage& device, St
   const void* from = host.data();
   void* to = const_cast<void*>(device.data());
   const size_t n = std::min(device.nbytes(), host.nbytes());
-  task.run = [from, to, n] { if (n) std::memcpy(to, from, n); };
+  task.run = [from, to, n] { if (n && from && to) std::memcpy(to, from, n); };
   return stream.enqueue(std::move(task));
 }
 
