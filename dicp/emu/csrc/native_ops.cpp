@@ -1,8 +1,8 @@
 // Native compute ops: one boxed kernel serves every op of the native set (eager.py lists them).
 //
 // On the host it checks the arguments and computes the results' layouts by running the op on
-// meta tensors (errors are raised at the call, as a device's launcher raises them), allocates
-// the results on the device and enqueues the work on the current stream. The work, run by the
+// meta tensors (layouts.cpp: errors are raised at the call, as a device's launcher raises
+// them), allocates the results on the device and enqueues the work on the current stream. The work, run by the
 // stream's thread, is the CPU kernel on views of the device memory it opened. The host returns
 // without waiting.
 #include "ops.h"
@@ -17,47 +17,24 @@ namespace dicp_emu {
 
 namespace {
 
-// The op on meta tensors of the same layouts, with one meta storage per device storage (so
-// overlap checks see the same aliasing). Host scalars stay as they are.
-Args meta_results(const c10::OperatorHandle& op, const Args& args) {
-  std::unordered_map<const c10::StorageImpl*, c10::Storage> storages;
-  auto to_meta = [&](const at::Tensor& tensor) -> at::Tensor {
-    if (!tensor.is_privateuseone()) return tensor;
-    auto& storage = storages[tensor.storage().unsafeGetStorageImpl()];
-    if (!storage) storage = meta_like(tensor.storage());
-    return view_of(storage, c10::DispatchKey::Meta, tensor);
-  };
-  const auto& arguments = op.schema().arguments();
-  torch::jit::Stack stack;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const bool generator = is_generator(arguments[i]);
-    stack.push_back(generator ? c10::IValue() : moved_device(map_tensors(args[i], to_meta),
-                                                              c10::kMeta));
-  }
-  op.callBoxed(stack);
-  return stack;
-}
-
 // A written argument (in-place, out=) is its own result, resized as the meta run resized it;
 // any other result is new device memory in the meta result's layout.
-Args device_results(const c10::FunctionSchema& schema, const Args& args, const Args& meta,
-                    c10::DeviceIndex device) {
+Args device_results(const c10::FunctionSchema& schema, const Args& args,
+                    const std::vector<Layout>& layouts, c10::DeviceIndex device) {
   Args results;
-  for (size_t i = 0; i < meta.size(); ++i) {
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    const auto& layout = layouts[i];
     if (auto written = written_argument(schema, i)) {
       const auto& tensor = args[*written].toTensor();
-      const auto& layout = meta[i].toTensor();
-      if (tensor.sizes() != layout.sizes() || tensor.strides() != layout.strides()) {
-        set_layout(tensor, layout.sizes(), layout.strides(), tensor.storage_offset());
+      if (tensor.sizes() != layout.sizes || tensor.strides() != layout.strides) {
+        set_layout(tensor, layout.sizes, layout.strides, tensor.storage_offset());
       }
       results.push_back(args[*written]);
       continue;
     }
-    TORCH_CHECK(meta[i].isTensor() && schema.returns()[i].alias_info() == nullptr,
+    TORCH_CHECK(schema.returns()[i].alias_info() == nullptr,
                 "emu: native ops return new tensors or written arguments: ", schema);
-    const auto& layout = meta[i].toTensor();
-    results.push_back(empty_device(layout.sizes(), layout.strides(),
-                                   layout.scalar_type(), device));
+    results.push_back(empty_device(layout.sizes, layout.strides, layout.dtype, device));
   }
   return results;
 }
@@ -134,7 +111,7 @@ void native_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   TORCH_CHECK(policy.fault != Fault::error, "dicp: runtime error injected into ", op_name(op),
               " on emu by DICP_INJECT_BUG_TESTING_ONLY");
   const Args reference = policy.compare ? host_reference(op, args) : Args{};
-  Args results = device_results(op.schema(), args, meta_results(op, args), device);
+  Args results = device_results(op.schema(), args, result_layouts(op, args), device);
   enqueue(op, args, results, device, policy.fault == Fault::accuracy);
   if (policy.compare) compare_with_host(op, results, reference);
   dump_values(op, policy, "out", results);

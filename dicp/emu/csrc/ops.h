@@ -75,6 +75,13 @@ at::Generator host_generator(const c10::IValue& generator, c10::DeviceIndex devi
 bool writes(const c10::Argument& argument);
 std::optional<size_t> written_argument(const c10::FunctionSchema& schema, size_t result);
 
+// ---- the layouts of a native op's results (layouts.cpp) ----
+struct Layout {
+  std::vector<int64_t> sizes, strides;
+  at::ScalarType dtype;
+};
+std::vector<Layout> result_layouts(const c10::OperatorHandle& op, const Args& args);
+
 // ---- kernels ----
 void register_core_ops(torch::Library& library);
 void register_native_op(torch::Library& library, const std::string& name);
