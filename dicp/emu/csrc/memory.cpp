@@ -30,10 +30,21 @@ struct Block {
 
 namespace {
 
-std::mutex g_mutex;                      // everything below
-std::map<uintptr_t, Block*> g_blocks;    // base address -> block, for every live mapping
-std::multimap<size_t, Block*> g_cache[kDeviceCount];  // free blocks by size
-MemoryStats g_stats[kDeviceCount];
+// The allocator's state lives as long as the process: stream workers and Python's finalizer
+// may still free blocks while static destructors run at exit.
+struct State {
+  std::mutex mutex;                      // everything below
+  std::map<uintptr_t, Block*> blocks;    // base address -> block, for every live mapping
+  std::multimap<size_t, Block*> cache[kDeviceCount];  // free blocks by size
+  MemoryStats stats[kDeviceCount];
+  std::map<uintptr_t, size_t> pinned;    // pinned host memory: base -> size
+};
+State& g = *new State();
+std::mutex& g_mutex = g.mutex;
+auto& g_blocks = g.blocks;
+auto& g_cache = g.cache;
+auto& g_stats = g.stats;
+auto& g_pinned = g.pinned;
 bool g_isolation = true;
 
 size_t round_to_pages(size_t n) {
@@ -125,7 +136,6 @@ struct DeviceAllocator final : c10::Allocator {
 };
 
 // Pinned host memory: ordinary host memory the runtime knows, so asynchronous copies may use it.
-std::map<uintptr_t, size_t> g_pinned;  // base -> size
 
 void free_pinned(void* ptr) {
   {

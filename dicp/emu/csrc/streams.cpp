@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include <omp.h>
+
 namespace dicp_emu {
 
 namespace {
@@ -24,10 +26,17 @@ thread_local std::array<c10::StreamId, kDeviceCount> t_stream{};  // 0: the defa
 constexpr c10::StreamId kPoolSize = 4;   // ids 1..kPoolSize: the global pool
 constexpr size_t kMaxStreams = 1024;     // per device, a guard against runaway creation
 
-// Streams are never destroyed: their detached workers outlive any static destructor.
-std::mutex g_streams_mutex;
-std::array<std::vector<Stream*>, kDeviceCount> g_streams;
-std::array<c10::StreamId, kDeviceCount> g_next_pool{};
+// Streams, and the registry, are never destroyed: their detached workers outlive any static
+// destructor.
+struct Registry {
+  std::mutex mutex;
+  std::array<std::vector<Stream*>, kDeviceCount> streams;
+  std::array<c10::StreamId, kDeviceCount> next_pool{};
+};
+Registry& g_registry = *new Registry();
+std::mutex& g_streams_mutex = g_registry.mutex;
+auto& g_streams = g_registry.streams;
+auto& g_next_pool = g_registry.next_pool;
 
 Stream& stream_at(c10::DeviceIndex device, c10::StreamId id) {
   std::lock_guard<std::mutex> lock(g_streams_mutex);
@@ -97,6 +106,9 @@ uint64_t Stream::enqueue(Task task) {
 
 void Stream::loop() {
   set_device(device_);
+  // Kernels run on this thread alone: device work must not take the host's cores (OpenMP
+  // teams spinning here starved the enqueueing host thread on a 2-core machine).
+  omp_set_num_threads(1);
   State& state = *state_;
   for (;;) {
     Task task;
