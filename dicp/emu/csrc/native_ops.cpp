@@ -2,9 +2,9 @@
 //
 // On the host it checks the arguments and computes the results' layouts by running the op on
 // meta tensors (layouts.cpp: errors are raised at the call, as a device's launcher raises
-// them), allocates the results on the device and enqueues the work on the current stream. The work, run by the
-// stream's thread, is the CPU kernel on views of the device memory it opened. The host returns
-// without waiting.
+// them), allocates the results on the device and enqueues the work on the current stream.
+// The work, run by the stream's thread, is the CPU kernel on views of the device memory it
+// opened. The host returns without waiting.
 #include "ops.h"
 
 #include <ATen/core/LegacyTypeDispatch.h>
