@@ -18,10 +18,10 @@ import atexit
 
 from dicp import config
 
-from . import _privateuse1
-from ._privateuse1 import PrivateUse1Taken
+from . import torch_compat
+from .torch_compat import PrivateUse1Taken
 
-_privateuse1.check_free()  # before anything is built or registered
+torch_compat.check_free()  # before anything is built or registered
 
 from . import _runtime, debug, eager  # noqa: E402  (the runtime builds here on first use)
 from ._build import EmuBuildError  # noqa: E402
@@ -34,7 +34,7 @@ eager.native = eager.registered(
 
 from . import device  # noqa: E402
 
-_privateuse1.claim(device)
+torch_compat.claim(device)
 _C.set_policy(eager.policy, debug.dump, debug.compare)
 atexit.register(_C.set_policy, None, None, None)  # no Python calls from kernels at exit
 

@@ -15,9 +15,9 @@ import shutil
 import sys
 from pathlib import Path
 
-import torch
-
 from dicp import config
+
+from .torch_compat import TORCH_VERSION
 
 SOURCES = Path(__file__).parent / "csrc"
 MODULE = "dicp_emu_C"
@@ -34,7 +34,7 @@ def sources() -> list[Path]:
 
 def build_key() -> str:
     digest = hashlib.sha256()
-    for part in (torch.__version__, sys.version, *FLAGS):
+    for part in (TORCH_VERSION, sys.version, *FLAGS):
         digest.update(part.encode() + b"\0")
     for path in sorted(SOURCES.iterdir()):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -42,7 +42,7 @@ def build_key() -> str:
 
 
 def build_dir() -> Path:
-    return Path(config.cache_dir) / "emu" / f"torch-{torch.__version__}-{build_key()}"
+    return Path(config.cache_dir) / "emu" / f"torch-{TORCH_VERSION}-{build_key()}"
 
 
 def load_runtime(directory: Path | None = None):
@@ -67,7 +67,7 @@ def _build(directory: Path, paths=None) -> None:
                                extra_include_paths=[str(SOURCES)],
                                build_directory=str(directory), verbose=False)
         except (RuntimeError, OSError) as error:
-            raise EmuBuildError(f"building dicp.emu's runtime for torch {torch.__version__} "
+            raise EmuBuildError(f"building dicp.emu's runtime for torch {TORCH_VERSION} "
                                 f"failed in {directory}:\n{error}") from None
 
 

@@ -17,7 +17,8 @@ import sys
 import torch
 
 from dicp import config
-from dicp.tolerance import TOLERANCES, compare as compare_tensors, tolerance_for
+from dicp.tolerance import TOLERANCES, tolerance_for
+from dicp.tolerance import compare as compare_tensors
 
 log = logging.getLogger("dicp.emu")
 dump_log = logging.getLogger("dicp.op_args")

@@ -65,9 +65,11 @@ READS = {
     "item": lambda t: [t[i].item() for i in range(4)],
     "print": lambda t: str(t),
     "tolist": lambda t: t.tolist(),
+    "nonzero": lambda t: t.nonzero().flatten().tolist(),   # a size that depends on the data
 }
 EXPECTED = {"cpu": [0.0, 2.0, 4.0, 6.0], "item": [0.0, 2.0, 4.0, 6.0],
-            "print": "tensor([0., 2., 4., 6.], device='emu:0')", "tolist": [0.0, 2.0, 4.0, 6.0]}
+            "print": "tensor([0., 2., 4., 6.], device='emu:0')", "tolist": [0.0, 2.0, 4.0, 6.0],
+            "nonzero": [1, 2, 3]}
 
 
 @pytest.mark.parametrize("read", sorted(READS))

@@ -21,7 +21,7 @@ def test_a_failed_build_names_the_compiler_message(tmp_path):
 def test_the_build_is_keyed_by_torch_and_the_sources(monkeypatch):
     key = _build.build_key()
     assert _build.build_dir().name == f"torch-{torch.__version__}-{key}"
-    monkeypatch.setattr(torch, "__version__", "2.99.0")
+    monkeypatch.setattr(_build, "TORCH_VERSION", "2.99.0")
     assert _build.build_key() != key
     monkeypatch.undo()
     monkeypatch.setattr(_build, "FLAGS", ("-O0",))

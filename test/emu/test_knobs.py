@@ -17,7 +17,7 @@ def operands():
 
 
 def test_forced_fallback_moves_a_native_op_to_the_cpu(operands, monkeypatch):
-    x, a, b = operands
+    _, a, b = operands
     with observe_ops() as native:
         on_device = a * b
     monkeypatch.setenv("DICP_FALLBACK_OPS", "aten.mul.*,aten.gelu.default")
@@ -52,7 +52,7 @@ def test_an_injected_fault_goes_unnoticed_without_autocompare(operands, monkeypa
 
 
 def test_autocompare_names_a_wrong_native_op(operands, monkeypatch):
-    x, a, b = operands
+    _, a, b = operands
     monkeypatch.setenv("DICP_INJECT_BUG_TESTING_ONLY", "aten.mul.Tensor:accuracy")
     monkeypatch.setenv("DICP_AUTOCOMPARE", "raise")
     with pytest.raises(EagerAutocompareError) as error:
@@ -63,7 +63,7 @@ def test_autocompare_names_a_wrong_native_op(operands, monkeypatch):
 
 
 def test_autocompare_logs_the_first_mismatch_of_an_op(operands, monkeypatch, caplog):
-    x, a, b = operands
+    _, a, b = operands
     monkeypatch.setattr(debug, "_reported", set())
     monkeypatch.setenv("DICP_INJECT_BUG_TESTING_ONLY", "aten.add.Tensor:accuracy")
     monkeypatch.setenv("DICP_AUTOCOMPARE", "1")
@@ -84,7 +84,7 @@ def test_autocompare_passes_right_ops(operands, monkeypatch):
 
 
 def test_an_injected_runtime_error_names_the_op(operands, monkeypatch):
-    x, a, b = operands
+    _, a, b = operands
     monkeypatch.setenv("DICP_INJECT_BUG_TESTING_ONLY", "aten.mul.*:runtime_error")
     with pytest.raises(RuntimeError, match="runtime error injected into aten.mul.Tensor"):
         a * b
@@ -122,7 +122,7 @@ def test_dump_level_3_adds_value_summaries(monkeypatch, tmp_path):
 
 
 def test_knob_syntax_errors_name_the_variable(operands, monkeypatch):
-    x, a, b = operands
+    _, a, b = operands
     monkeypatch.setenv("DICP_INJECT_BUG_TESTING_ONLY", "aten.mul.Tensor:wrong")
     with pytest.raises(Exception, match="DICP_INJECT_BUG_TESTING_ONLY"):
         a * b

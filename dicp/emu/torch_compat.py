@@ -1,10 +1,15 @@
-"""Claiming PrivateUse1 for `emu`, the one place dicp touches torch's device registration.
+"""The torch internals dicp.emu relies on, in one place: claiming PrivateUse1 for `emu`.
 
 Only one runtime can hold PrivateUse1 in a process, and a vendor's own (DIPU, torch_npu)
 holds it in theirs, so dicp claims it only on `import dicp.emu` and refuses when another
-backend already has it.
+backend already has it. torch offers public calls to rename the key and generate the tensor
+methods, but none to read who holds it, and registers the device module (torch.emu) with
+`torch._register_device_module`, the call every PrivateUse1 runtime uses.
 """
 import torch
+
+# The release, for the runtime's build key.
+TORCH_VERSION = torch.__version__
 
 NAME = "emu"
 UNCLAIMED = "privateuseone"
