@@ -26,7 +26,9 @@ def _lazy_init() -> None:
 
 
 def _is_in_bad_fork() -> bool:
-    return False
+    """In a child forked from a process that used the device: its stream threads are gone
+    (torch.manual_seed then leaves the device alone; device work raises)."""
+    return _C.in_forked_child()
 
 
 def device_count() -> int:

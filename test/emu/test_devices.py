@@ -2,6 +2,8 @@
 import pytest
 import torch
 
+from .conftest import run_python
+
 
 def test_the_device_module_is_torch_emu():
     assert torch.emu.is_available() and torch.emu.device_count() >= 2
@@ -99,3 +101,23 @@ def test_event_wait_and_timing():
         plain.record()
         plain.synchronize()
         start.elapsed_time(plain)
+
+
+def test_a_forked_child_cannot_use_the_device():
+    result = run_python("""
+        import os, torch, dicp.emu
+        (torch.ones(2, device="emu") * 2).cpu()        # the parent's streams are running
+        pid = os.fork()
+        if pid == 0:
+            torch.manual_seed(0)                        # leaves the device alone
+            try:
+                torch.ones(2, device="emu") * 2
+            except RuntimeError as error:
+                print("child:", torch.emu._is_in_bad_fork(), str(error).splitlines()[0])
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print("parent:", torch.emu._is_in_bad_fork(), (torch.ones(2, device="emu") * 2).tolist())
+    """)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "child: True emu: the emulated device cannot be used in a forked child" in result.stdout
+    assert "parent: False [2.0, 2.0]" in result.stdout

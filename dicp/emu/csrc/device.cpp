@@ -182,6 +182,7 @@ void register_runtime() {
   TORCH_CHECK(!c10::impl::hasDeviceGuardImpl(kEmu) && !at::isPrivateUse1HooksRegistered(),
               "emu: PrivateUse1 already has a device runtime registered from C++ (another "
               "vendor's extension); dicp.emu cannot take it");
+  install_fork_guard();
   static c10::impl::DeviceGuardImplRegistrar guard(kEmu, new GuardImpl());
   c10::SetAllocator(kEmu, device_allocator());
   at::RegisterPrivateUse1HooksInterface(new Hooks());

@@ -165,6 +165,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("reset_peak", [](int device) { reset_peak(device); });
   m.def("empty_cache", &empty_cache);
   m.def("isolation", &isolation);
+  m.def("in_forked_child", &in_forked_child);
   m.def("is_device_memory", &is_device_memory);
   py::class_<Stall, std::shared_ptr<Stall>>(m, "Stall")
       .def("release", [](const std::shared_ptr<Stall>& stall) { release_stall(stall); });

@@ -53,6 +53,10 @@ bool isolation();
 void open_blocks(const std::vector<Block*>& blocks);   // worker side: make readable
 void close_blocks(const std::vector<Block*>& blocks);  // and unreadable again
 
+// ---- fork: stream threads do not survive it, so a forked child must not use the device ----
+void install_fork_guard();
+bool in_forked_child();
+
 // ---- streams ----
 struct Task {
   std::function<void()> run;

@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include <omp.h>
+#include <pthread.h>
 
 namespace dicp_emu {
 
@@ -58,6 +60,21 @@ std::string error_text(const std::exception& error) {
 
 }  // namespace
 
+// ---- fork ----
+
+namespace {
+std::atomic<bool> g_forked{false};
+}  // namespace
+
+void install_fork_guard() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, [] { g_forked = true; }); });
+}
+
+bool in_forked_child() {
+  return g_forked;
+}
+
 // ---- devices ----
 
 c10::DeviceIndex checked_index(c10::DeviceIndex index) {
@@ -90,6 +107,8 @@ Stream::Stream(c10::DeviceIndex device, c10::StreamId id)
     : device_(device), id_(id), state_(std::make_shared<State>()) {}
 
 uint64_t Stream::enqueue(Task task) {
+  TORCH_CHECK(!g_forked, "emu: the emulated device cannot be used in a forked child process "
+              "(its stream threads do not survive fork()); start processes with 'spawn'");
   uint64_t ticket;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
