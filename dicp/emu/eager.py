@@ -97,10 +97,12 @@ def _record(op: str, path: str, forced: bool) -> None:
     for seen in _observers:
         seen[op, path] += 1
     if path == "fallback" and (op, forced) not in _logged:
+        # As dicp logs compiled graphs' fallbacks: the device's own (it declares its native
+        # set) at INFO, those the user forced at WARNING.
         _logged.add((op, forced))
         why = "forced by DICP_FALLBACK_OPS" if forced else "no emu kernel"
-        log.info("dicp.emu: %s runs on the CPU (%s): inputs copied to the host and results "
-                 "back", op, why)
+        log.log(logging.WARNING if forced else logging.INFO, "dicp.emu: %s runs on the CPU "
+                "(%s): inputs copied to the host and results back", op, why)
 
 
 def _fault(op: str) -> int:

@@ -5,7 +5,7 @@ import re
 import pytest
 import torch
 
-from dicp.emu import EagerAutocompareError, debug, observe_ops
+from dicp.emu import EagerAutocompareError, debug, eager, observe_ops
 
 from .conftest import run_python
 
@@ -16,16 +16,19 @@ def operands():
     return x, x.to("emu"), (x * 0.5).to("emu")
 
 
-def test_forced_fallback_moves_a_native_op_to_the_cpu(operands, monkeypatch):
+def test_forced_fallback_moves_a_native_op_to_the_cpu(operands, monkeypatch, caplog):
     _, a, b = operands
     with observe_ops() as native:
         on_device = a * b
     monkeypatch.setenv("DICP_FALLBACK_OPS", "aten.mul.*,aten.gelu.default")
-    with observe_ops() as forced:
+    monkeypatch.setattr(eager, "_logged", set())
+    with observe_ops() as forced, caplog.at_level(logging.WARNING, logger="dicp.emu"):
         on_host = a * b
     assert native["aten.mul.Tensor", "native"] == 1 and not native["aten.mul.Tensor", "fallback"]
     assert forced["aten.mul.Tensor", "fallback"] == 1 and not forced["aten.mul.Tensor", "native"]
     assert torch.equal(on_device.cpu(), on_host.cpu()) and on_host.device.type == "emu"
+    assert any("aten.mul.Tensor runs on the CPU (forced by DICP_FALLBACK_OPS)" in r.getMessage()
+               and r.levelno == logging.WARNING for r in caplog.records)
 
 
 def test_keep_torch_default_drops_the_device_kernel_of_an_op():
