@@ -14,7 +14,7 @@ setup(
     description="Device-Independent Compile Platform: plug a device into torch.compile",
     packages=find_packages(include=["dicp", "dicp.*"]),
     package_data={"dicp": ["vendor/*/codegen/templates/*.j2", "vendor/*/codegen/include/*.h",
-                            "dynamo_bridge/templates/*.j2", "emu/csrc/*.cpp", "emu/csrc/*.h",
+                            "bridge/pipeline/templates/*.j2", "emu/csrc/*.cpp", "emu/csrc/*.h",
                             "vendor/*/templates/*.j2", "tools/backend_template/*",
                             "tools/backend_template/*/*", "tools/backend_template/*/*/*"]},
     python_requires=">=3.10",
@@ -24,9 +24,12 @@ setup(
     # transformers: the debugging tools are tested on Hugging Face GPT-2 (built from a config);
     # expecttest: torch's OpInfo database imports it; openvino: the ovgraph backend's SDK;
     # setuptools>=70.1: the scaffold test builds a generated backend without build isolation,
-    # and older setuptools (a new venv's 65.5) cannot build a wheel without the `wheel` package
+    # and older setuptools (a new venv's 65.5) cannot build a wheel without the `wheel` package;
+    # ruff, import-linter, mypy: the lint, import-layer and type checks of .ci/run (pinned: a
+    # new release's new rules must not fail CI unannounced)
     extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "cryptography>=41", "transformers",
-                             "expecttest", "openvino>=2024.0", "setuptools>=70.1"]},
+                             "expecttest", "openvino>=2024.0", "setuptools>=70.1",
+                             "ruff==0.17.6", "import-linter==2.17", "mypy==2.4.1"]},
     entry_points={
         "torch_dynamo_backends": [
             "new_backendgraph = dicp.vendor.new_backendGraph:new_backendgraph",

@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-import dicp.emu  # noqa: E402, F401
+import dicp.emu  # noqa: F401
 
 CALLS = 2000
 

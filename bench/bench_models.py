@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch._dynamo as dynamo
@@ -25,10 +25,10 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for test.model
 
-from test.model.models.bert import build_bert, make_bert_inputs  # noqa: E402
-from test.model.models.llama import CausalLMLoss, add_lora, build_llama  # noqa: E402
-from test.model.models.resnet import build_resnet50  # noqa: E402
-from test.model.models.unet import build_unet  # noqa: E402
+from test.model.models.bert import build_bert, make_bert_inputs
+from test.model.models.llama import CausalLMLoss, add_lora, build_llama
+from test.model.models.resnet import build_resnet50
+from test.model.models.unet import build_unet
 
 EAGER = "eager"
 DEFAULT_BACKENDS = "eager,inductor,new_backendgraph"

@@ -27,7 +27,7 @@ model, x = TransformerBlock().eval(), torch.randn(4, 64, 128)
 start = time.perf_counter()
 with torch.no_grad():
     torch.compile(model, backend=sys.argv[2])(x)
-from dicp.dynamo_bridge.compile import cache_stats
+from dicp.bridge.cache.build import cache_stats
 print(json.dumps({"seconds": time.perf_counter() - start, **cache_stats()}))
 """
 

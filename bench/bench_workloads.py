@@ -17,7 +17,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch._dynamo as dynamo
@@ -167,7 +167,7 @@ def print_table(results):
         print(f"{name:<18} {ms[EAGER]:9.3f} {ms[INDUCTOR]:9.3f} {ms[DICP]:9.3f} "
               f"{ms[DICP] / ms[EAGER]:10.2f}x {ms[DICP] / ms[INDUCTOR]:8.2f}x "
               f"{ms[INDUCTOR] / ms[EAGER]:9.2f}x")
-    ratios = lambda a, b: geomean([ms[a] / ms[b] for ms in results.values()])  # noqa: E731
+    ratios = lambda a, b: geomean([ms[a] / ms[b] for ms in results.values()])
     print(f"{'geomean':<18} {'':>9} {'':>9} {'':>9} {ratios(DICP, EAGER):10.2f}x "
           f"{ratios(DICP, INDUCTOR):8.2f}x {ratios(INDUCTOR, EAGER):9.2f}x")
     print("ratios are step-time ratios: lower is faster (dicp/ind 0.9x = 10% faster than "

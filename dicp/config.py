@@ -15,8 +15,8 @@ Declaring a knob (dicp's own below; a vendor backend, in-tree or in its own pip 
 The name is the attribute; the environment variable is `DICP_` + the name in capitals. Kinds:
 Flag (1/true/yes/on, 0/false/no/off, else an error), Choice, Integer, Text, Patterns
 (comma-separated), Location (a path) and FaultSpec. A default may be a function (computed at
-read time) with `default_doc` saying what it computes. The README knob table is generated from
-these declarations (`python -m dicp.config --markdown`); test/unit/test_config.py fails when
+read time) with `default_doc` saying what it computes. The knob table in docs/knobs.md is generated
+from these declarations (`python -m dicp.config --markdown`); test/unit/test_config.py fails when
 the two differ.
 
 This module imports no torch: reading a knob is cheap.
@@ -28,6 +28,7 @@ import sys
 import types
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 PREFIX = "DICP_"
 _TRUE = ("1", "true", "yes", "on")
@@ -164,7 +165,8 @@ class FaultSpec:
 
 class Knob:
     """A declared knob. `default` is a value or a function computing it when read;
-    `default_doc` is how the README shows the default (required for computed ones)."""
+    `default_doc` is how the knob table (docs/knobs.md) shows the default (required for
+    computed ones)."""
     __slots__ = ("name", "kind", "default", "doc", "owner", "default_doc")
 
     def __init__(self, name, kind, default, doc, owner="dicp", default_doc=""):
@@ -206,7 +208,7 @@ def declare(name: str, kind, default, doc: str, owner: str = "dicp", default_doc
     if existing is not None and (existing.owner, existing.doc) != (owner, doc):
         raise ConfigError(f"knob {name!r} ({knob.env}) is already declared by {existing.owner}")
     if callable(default) and not default_doc:
-        raise ConfigError(f"knob {name!r}: a computed default needs default_doc for the README")
+        raise ConfigError(f"knob {name!r}: a computed default needs default_doc for the knob table")
     if not callable(default) and default is not None:
         kind.coerce(default)  # a default the kind rejects is a bug in the declaration
     _KNOBS[name] = knob
@@ -346,7 +348,7 @@ def format_effective() -> str:
 
 
 def markdown_table() -> str:
-    """The README's knob table, generated from the declarations."""
+    """The knob table of docs/knobs.md, generated from the declarations."""
     rows = ["| knob | default | owner | meaning |", "| --- | --- | --- | --- |"]
     for k in knobs():
         default = _show_default(k)
@@ -427,6 +429,11 @@ class _ConfigModule(types.ModuleType):
             super().__delattr__(name)
 
 
+if TYPE_CHECKING:
+    # For type checkers: a knob is an attribute of the module (`_ConfigModule`), by name.
+    def __getattr__(name: str) -> Any: ...
+
+
 # ---- dicp's own knobs ----
 
 def _default_cache_dir() -> Path:
@@ -481,6 +488,10 @@ declare("recompile_warn_limit", Integer(0), 4, "warn once when one function has 
         "recompiled more than this many times because input shapes changed (`0`: never)")
 declare("record_ops", Location(), None, "append the ATen ops each graph runs natively to this "
         "file, one per line (used by `python -m dicp.tools.bisect`)")
+declare("record_results", Location(), None, "at exit, write a digest of every compiled graph "
+        "call's outputs and updated inputs (bytes, dtype, shape, strides) to this file, one line"
+        " per call: two runs recording equal files computed bit-for-bit equal results (the "
+        "cold-against-warm test mode, `pytest --cold-warm`)")
 declare("emu_isolation", Flag(), True, "`import dicp.emu`: keep the emulated device's memory "
         "unreadable from the host (`PROT_NONE`) except while device work on it runs, so host "
         "code that reads device memory without a copy crashes; `0` maps it readable (faster, "

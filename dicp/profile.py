@@ -30,6 +30,7 @@ from dicp import config
 
 log = logging.getLogger(__name__)
 
+_COUNTED = ("stages", "counters", "fallback_ops", "compiles", "recompiled")
 STAGES = ("dynamo", "aot_autograd", "setup", "conversion", "shape_inference", "codegen", "build",
           "load")
 
@@ -40,14 +41,16 @@ class Stats:
     counters: Counter = field(default_factory=Counter)      # name -> count
     fallback_ops: Counter = field(default_factory=Counter)  # ATen op -> graphs it fell back in
     compiles: Counter = field(default_factory=Counter)      # function -> compiles
+    # function -> compiles after its first since dynamo's last reset (a trace after
+    # torch._dynamo.reset() starts afresh, as test suites and notebooks do)
+    recompiled: Counter = field(default_factory=Counter)
 
     def __sub__(self, earlier):
-        return Stats(*(_minus(getattr(self, f), getattr(earlier, f))
-                       for f in ("stages", "counters", "fallback_ops", "compiles")))
+        return Stats(*(_minus(getattr(self, f), getattr(earlier, f)) for f in _COUNTED))
 
     @property
     def recompiles(self) -> dict:
-        return {name: n - 1 for name, n in self.compiles.items() if n > 1}
+        return {name: n for name, n in self.recompiled.items() if n > 0}
 
     def format(self) -> str:
         """The profile as a text table."""
@@ -93,7 +96,7 @@ def collect():
         yield result
     finally:
         delta = stats() - before
-        for name in ("stages", "counters", "fallback_ops", "compiles"):
+        for name in _COUNTED:
             getattr(result, name).update(getattr(delta, name))
 
 
@@ -138,10 +141,12 @@ def fallback(op: str) -> None:
     _TOTAL.fallback_ops[op] += 1
 
 
-def compiled_function(name: str) -> int:
-    """Count one more compile of function `name`; returns how many there were."""
+def compiled_function(name: str, again: bool) -> None:
+    """Count one more compile of function `name`; `again`: it was compiled before since
+    dynamo's last reset."""
     _TOTAL.compiles[name] += 1
-    return _TOTAL.compiles[name]
+    if again:
+        _TOTAL.recompiled[name] += 1
 
 
 def _stack():

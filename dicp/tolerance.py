@@ -1,6 +1,6 @@
 """Per-dtype tolerances for comparing dicp's results with eager PyTorch, in one table.
 
-Autocompare (dicp.dynamo_bridge.autocompare) and the test suites (test/common/tolerance.py)
+Autocompare (dicp.bridge.debug.autocompare) and the test suites (test/common/tolerance.py)
 both read these tables. Fused kernels keep intermediates in float registers and may reduce in
 another order than eager, so half types differ from eager by a few ulps of the storage type.
 """

@@ -1,4 +1,5 @@
-"""dicp quick start: compile a small transformer block with new_backendgraph, check it against eager.
+"""dicp quick start: compile a small transformer block with new_backendgraph, check it against
+eager.
 
     python examples/quickstart.py [--dynamic] [--steps N]
 """
@@ -6,7 +7,6 @@ import argparse
 import time
 
 import torch
-import torch.nn.functional as F
 
 
 class TransformerBlock(torch.nn.Module):

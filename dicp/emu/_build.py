@@ -75,6 +75,8 @@ def _import(path: Path):
     if MODULE in sys.modules:
         return sys.modules[MODULE]
     spec = importlib.util.spec_from_file_location(MODULE, path)
+    if spec is None or spec.loader is None:
+        raise EmuBuildError(f"{path} is not a loadable extension module: delete {path.parent}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     sys.modules[MODULE] = module

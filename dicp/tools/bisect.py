@@ -128,7 +128,7 @@ def _remove_old_repros(repro_dir):
 
 def _narrow_repros(repro_dir, others, user_fallback):
     """Point each repro at the culprits (every other op on fallback) if it still fails so."""
-    from dicp.dynamo_bridge.repro import run_script_knobs, write_run_script
+    from dicp.bridge.debug.repro import run_script_knobs, write_run_script
     folders = sorted(p.parent for p in Path(repro_dir).glob("*/run.py"))
     if not folders:
         print("no repro: no compiled graph disagreed with eager (the failure is an error, "

@@ -26,12 +26,12 @@ import torch
 from functorch.compile import make_boxed_func
 
 from dicp import config
-from dicp.dynamo_bridge.fallback import observe_fallbacks
-from dicp.dynamo_bridge.graph import GraphTransformer
-from dicp.dynamo_bridge.op_transformer import is_aten
-from dicp.dynamo_bridge.torch_compat import aot_autograd, pytree
-from dicp.dynamo_bridge.utils import op_name
-from dicp.vendor import get_backend
+from dicp.bridge.pipeline.fallback import observe_fallbacks
+from dicp.bridge.pipeline.stages import GraphTransformer
+from dicp.bridge.pipeline.conversion import is_aten
+from dicp.bridge.pipeline.torch_compat import aot_autograd, pytree
+from dicp.bridge.pipeline.utils import op_name
+from dicp.bridge.pipeline.backend import get_backend
 
 GRAPH_KINDS = ("forward", "backward", "inference")
 # A node whose value is one of these is size arithmetic (sym_size, SymInt math), not a device op.

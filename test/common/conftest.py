@@ -8,7 +8,7 @@ DICP folder runs next to ours (test/conftest.py imports the same function) or on
 """
 import pytest
 
-from . import harness
+from . import cold_warm, harness
 from .utils import DEFAULT_BACKEND, parse_dynamic_arg
 
 HARNESS_PLUGIN = "dicp-test-harness"
@@ -18,6 +18,7 @@ def pytest_addoption(parser, pluginmanager):
     if pluginmanager.has_plugin(HARNESS_PLUGIN):
         return
     pluginmanager.register(harness, HARNESS_PLUGIN)
+    pluginmanager.register(cold_warm, "dicp-cold-warm")
     parser.addoption("--backend", type=str, default=DEFAULT_BACKEND,
                      help="dynamo backend to test (default: %(default)s)")
     parser.addoption("--dynamic", type=str, default="all",
@@ -26,6 +27,10 @@ def pytest_addoption(parser, pluginmanager):
                      help="op tests run with DICP_STRICT=0 and pass with eager fallback on any "
                           "op (measuring a backend's coverage); by default they fail on a "
                           "fallback the backend does not declare")
+    parser.addoption("--cold-warm", action="store_true",
+                     help="run each test twice in a fresh interpreter, cold (empty cache) then "
+                          "warm, and require the warm run's compiled results to equal the cold "
+                          "run's bit for bit (test/common/cold_warm.py)")
     parser.addoption("--seed-base", type=int, default=0,
                      help="every test seeds its inputs from this and its own id; another value "
                           "draws other inputs in every test (default: %(default)s)")

@@ -23,7 +23,7 @@ import random
 import pytest
 import torch
 
-from dicp.dynamo_bridge.fallback import declared_reason, observe_fallbacks
+from dicp.bridge.pipeline.fallback import declared_reason, observe_fallbacks
 
 from .accuracy import recording_eager_calls
 from .utils import CompiledModel, dicp_backend

@@ -8,7 +8,7 @@ being as accurate as eager against the same computation in float64.
 """
 import torch
 
-from dicp.tolerance import (FP64_ERROR_MULTIPLIER, MODEL_TOLERANCES, TOLERANCES,  # noqa: F401
+from dicp.tolerance import (FP64_ERROR_MULTIPLIER, MODEL_TOLERANCES, TOLERANCES,
                             fp64_multiplier, tolerance_for)
 
 from .accuracy import recorded_reference

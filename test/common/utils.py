@@ -81,7 +81,7 @@ def compile_model(model, backend, dynamic=False):
 def dicp_backend(name):
     """The registered dicp Backend called `name`, or None for other dynamo backends (inductor,
     aot_eager), which tests may also run against."""
-    from dicp.vendor import get_backend
+    from dicp.api import get_backend
     try:
         return get_backend(name)
     except KeyError:
@@ -99,8 +99,8 @@ def update_dynamo_config(dynamic=False):
     dynamo.config.automatic_dynamic_shapes = dynamic
 
 
-from .accuracy import float64_run  # noqa: E402,F401
-from .tolerance import (MODEL_TOLERANCES, TOLERANCES, assert_close,  # noqa: E402,F401
+from .accuracy import float64_run  # noqa: F401
+from .tolerance import (MODEL_TOLERANCES, TOLERANCES, assert_close,  # noqa: F401
                         assert_close_or_as_accurate)
 
 

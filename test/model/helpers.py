@@ -44,7 +44,7 @@ def dicp_builds(backend):
     else None."""
     if not is_dicp_backend(backend):
         return None
-    from dicp.dynamo_bridge.compile import cache_stats
+    from dicp.bridge.cache.build import cache_stats
     return cache_stats()["builds"]
 
 

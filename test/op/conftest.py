@@ -9,7 +9,7 @@ import inspect
 
 import pytest
 
-from dicp.dynamo_bridge.compile import loaded_libraries
+from dicp.bridge.cache.build import loaded_libraries
 
 from ..common.conftest import backend, dynamic  # noqa: F401  (re-exported fixtures)
 from ..common.utils import Size

@@ -1,5 +1,5 @@
 """The `_foreach_*` ops (optimizer steps, clip_grad_norm_), decomposed per list element
-(dicp/dynamo_bridge/decompositions_foreach.py): each overload kind (List, Scalar, ScalarList,
+(dicp/bridge/pipeline/decompositions_foreach.py): each overload kind (List, Scalar, ScalarList,
 Tensor, ScalarAndTensor), in place and functional, over lists of tensors of different sizes."""
 import pytest
 

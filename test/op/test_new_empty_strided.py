@@ -1,6 +1,6 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
+from ..common.utils import (Size, compile_model, dynamo, get_device, parse_args,
                             torch, update_dynamo_config)
 
 

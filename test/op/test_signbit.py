@@ -1,6 +1,6 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, assert_grads_close, compile_model, dynamo,
+from ..common.utils import (Size, assert_close, compile_model, dynamo,
                             get_device, parse_args, torch, update_dynamo_config)
 
 

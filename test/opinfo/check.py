@@ -22,12 +22,12 @@ import torch
 import torch._dynamo
 
 from dicp import profile
-from dicp.dynamo_bridge.fallback import declared_reason, observe_fallbacks
-from dicp.vendor import get_backend
+from dicp.bridge.pipeline.fallback import declared_reason, observe_fallbacks
+from dicp.api import get_backend
 
 from . import samples as sample_lib
 from .compare import Mismatch, check_outputs, check_tensor, leaves
-from .dtypes import GRAD_DTYPE, case_dtypes
+from .dtypes import case_dtypes
 from .outcome import Outcome
 
 BACKEND = "new_backendgraph"
@@ -358,7 +358,7 @@ def _root(error):
     return inner if inner is not None else error
 
 
-_COMPILE_FRAMES = {"compile_to_callable", "compile_fx"}
+_COMPILE_FRAMES = {"compile_graph", "compile_fx"}  # the entry's, around every stage
 
 
 def _error_kind(error):
@@ -403,7 +403,7 @@ def _trace_only(name):
     from torch._dynamo.backends.common import aot_autograd
     table = get_backend(name).decompositions if name else {}
     table = table() if callable(table) else table
-    keep = lambda gm, _: gm  # noqa: E731
+    keep = lambda gm, _: gm
     return aot_autograd(fw_compiler=keep, bw_compiler=keep, decompositions=table)
 
 

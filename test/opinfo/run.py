@@ -8,8 +8,9 @@ case and the run goes on), with DICP_BOUNDS_CHECK=1. Outcomes are appended to `-
 lines as they come and never removed: the same command with the same `--out` continues a run that
 was stopped (tasks with an outcome are not run again), `--rerun-failed` runs the failed tasks
 again after a fix and `--again` every selected one (the latest outcome of a case counts), and
-`--summary-only` summarizes a results file again. The run ends with the summary (summary.py); the exit status
-is 1 if a case fails that the expected-failure table does not list, or passes while listed.
+`--summary-only` summarizes a results file again. The run ends with the summary (summary.py); the
+exit status is 1 if a case fails that the expected-failure table does not list, or passes while
+listed.
 """
 import argparse
 import fnmatch

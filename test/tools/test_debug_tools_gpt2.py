@@ -1,7 +1,7 @@
 """The debugging tools on a model nobody here wrote: Hugging Face GPT-2 (built from a config, no
 download) with a fault injected into one op's generated code. Autocompare names the op and
 its line in transformers' source, bisect finds it, and the dump, profile and config commands
-print what the README describes. Real subprocesses, as a user runs them."""
+print what docs/debugging.md describes. Real subprocesses, as a user runs them."""
 import os
 import subprocess
 import sys

@@ -269,3 +269,13 @@ def test_the_float64_arbiter_runs_on_contiguous_inputs():
     right, reference = x_gradient(x, w.contiguous(), grad), x_gradient(x64, w64, grad64)
     assert judge(right, x_gradient(x, w, grad), reference) is None
     assert judge(right + 0.5, right, reference) is not None
+
+
+def test_cold_warm_runs_twice_and_compares(own_cache):
+    """--cold-warm: a cold and a warm process on one new cache, the warm one's results equal."""
+    result = subprocess.run([sys.executable, "-m", "dicp.tools.fuzz", "--seed", "5",
+                             "--programs", "16", "--cold-warm"], capture_output=True, text=True,
+                            timeout=900, env=dict(os.environ))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.count("mismatches: 0; errors: 0") == 2, result.stdout
+    assert "the warm run computed bit for bit what the cold run did" in result.stdout

@@ -186,7 +186,8 @@ def test_homogeneous_round_trip(repo, base, tmp_path):
     branch, out = publish(repo, base, "A_X100", cwd=repo / "dicp")  # from a subdirectory
     assert branch == f"dicp-patch/A_X100/{base[:12]}"
     assert git(repo, "rev-parse", f"{branch}^") == base
-    assert git(repo, "log", "-1", "--format=%B", branch) == git(repo, "log", "-1", "--format=%B", cur)
+    message = git(repo, "log", "-1", "--format=%B", cur)
+    assert git(repo, "log", "-1", "--format=%B", branch) == message
     changed = git(repo, "diff-tree", "-r", "--name-only", base, branch).split()
     assert changed == [patch_file(base, "A_X100")]
     series = git_bytes(repo, "show", f"{branch}:{patch_file(base, 'A_X100')}")
@@ -230,7 +231,8 @@ def test_heterogeneous_round_trip(repo, base):
     hetero = git(repo, "show", f"{branch_b}:{HETERO}")
     assert hetero == f"{base[:12]}: A_X100 B_Y100"
     a_patch = patch_file(base, "A_X100")
-    assert git(repo, "rev-parse", f"{branch_b}:{a_patch}") == git(repo, "rev-parse", f"{branch_a}:{a_patch}")
+    blob = git(repo, "rev-parse", f"{branch_a}:{a_patch}")
+    assert git(repo, "rev-parse", f"{branch_b}:{a_patch}") == blob
 
     git(repo, "checkout", "-q", branch_b)
     succeeds(unpatch(repo, base, "B_Y100", "A_X100", extra=("--dir", "build")))  # any order
@@ -313,7 +315,8 @@ def test_tampered_patch_refused(repo, base, sealed):
 def test_sealed_patch_moved_to_another_device_refused(repo, base, sealed):
     _, key_dir = sealed
     moved = repo / patch_file(base, "B_Y100", encrypted=True)
-    write(repo, moved.relative_to(repo), (repo / patch_file(base, "A_X100", encrypted=True)).read_bytes())
+    encrypted = (repo / patch_file(base, "A_X100", encrypted=True)).read_bytes()
+    write(repo, moved.relative_to(repo), encrypted)
     fails(unpatch(repo, base, "B_Y100", extra=("--dir", "build", "--key-path", str(key_dir))),
           "cannot decrypt", "moved")
 
@@ -409,7 +412,8 @@ def test_repatch_replaces_only_that_patch(repo, base, tmp_path):
     for kept in (f"hardware/C_Z100/{base[:12]}/{base[:12]}.patch",
                  "hardware/A_X100/0123456789ab/0123456789ab.patch"):
         for branch in (second, third):
-            assert git(repo, "rev-parse", f"{branch}:{kept}") == git(repo, "rev-parse", f"{cur}:{kept}")
+            blob = git(repo, "rev-parse", f"{cur}:{kept}")
+            assert git(repo, "rev-parse", f"{branch}:{kept}") == blob
     # Going encrypted replaces the plain patch rather than keeping both.
     listing = git(repo, "ls-tree", "-r", "--name-only", third, f"hardware/A_X100/{base[:12]}")
     assert listing.split() == [patch_file(base, "A_X100", encrypted=True)]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import dicp.vendor.new_backendGraph  # noqa: F401  (declares the backend's knobs)
+import dicp.vendor.new_backendGraph
 import dicp.vendor.ovgraph  # noqa: F401  (declares its knobs; openvino is imported only to compile)
 from dicp import config as dicp_config
 
@@ -97,7 +97,7 @@ def compiled_and_eager_grads(model, x, loss):
 
 
 def builds():
-    from dicp.dynamo_bridge.compile import cache_stats
+    from dicp.bridge.cache.build import cache_stats
     return cache_stats()["builds"]
 
 
@@ -136,20 +136,20 @@ def check_fresh(code, cache_dir, **env):
 CACHE_TEST_BACKEND = """
 import dataclasses, json, os, torch
 import dicp, dicp.vendor.new_backendGraph as nb
-from dicp.vendor import register_backend
-from dicp.dynamo_bridge.aot_cache import aot_cache_stats
-from dicp.dynamo_bridge.compile import cache_stats
-from dicp.dynamo_bridge.compile_fx import compile_fx
-from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+from dicp.api import compile_fx, register_backend
+from dicp.bridge.cache.aot import aot_cache_stats
+from dicp.bridge.cache.build import cache_stats
+from dicp.bridge.cache.graph import graph_cache_stats
 
 dicp.__version__ = os.environ.get("FAKE_DICP_VERSION", dicp.__version__)
 table = dict(nb.BACKEND.conversions)
 if os.environ.get("WRONG_MUL"):
     table[torch.ops.aten.mul.Tensor] = table[torch.ops.aten.add.Tensor]
-register_backend(dataclasses.replace(nb.BACKEND, name="cache_test", conversions=table))
+CACHE_TEST = register_backend(dataclasses.replace(nb.BACKEND, name="cache_test",
+                                                   conversions=table))
 
 def backend(gm, example_inputs):
-    return compile_fx(gm, example_inputs, "cache_test")
+    return compile_fx(gm, example_inputs, CACHE_TEST)
 """
 
 

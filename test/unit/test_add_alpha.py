@@ -25,13 +25,13 @@ def _assert_identical(got, want):
 @pytest.mark.parametrize("alpha", [-1, 0, 2, False])
 def test_bool_result_reads_alpha_as_bool(cold_cache, alpha):
     x, y = torch.rand(7, 5) < 0.5, torch.rand(5) < 0.5
-    fn = lambda a, b: torch.add(a, b, alpha=alpha)  # noqa: E731
+    fn = lambda a, b: torch.add(a, b, alpha=alpha)
     _assert_identical(compiled(fn)(x, y), fn(x, y))
 
 
 def test_integer_result_keeps_its_type(cold_cache):
     x, y = torch.randint(-100, 100, (9,), dtype=torch.int8), torch.rand(9) < 0.5
-    fn = lambda a, b: torch.add(a, b, alpha=3)  # noqa: E731
+    fn = lambda a, b: torch.add(a, b, alpha=3)
     _assert_identical(compiled(fn)(x, y), fn(x, y))
 
 
@@ -48,7 +48,7 @@ def test_half_types_round_once(cold_cache, name, dtype):
 
 @pytest.mark.parametrize("size", [1, 7, 8])
 def test_gradients_match_eager(cold_cache, size):
-    fn = lambda a, b: (torch.sub(a, b, alpha=-2.5) * torch.add(b, a, alpha=0.5)).sum()  # noqa: E731
+    fn = lambda a, b: (torch.sub(a, b, alpha=-2.5) * torch.add(b, a, alpha=0.5)).sum()
     inputs = [torch.randn(size, 3, requires_grad=True) for _ in range(2)]
     got = torch.autograd.grad(compiled(fn)(*inputs), inputs)
     want = torch.autograd.grad(fn(*inputs), inputs)

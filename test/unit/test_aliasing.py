@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from dicp.dynamo_bridge.graph import GraphTransformer
-from dicp.vendor import get_backend
+from dicp.bridge.pipeline.stages import GraphTransformer
+from dicp.api import get_backend
 
 from .helpers import BACKEND, compiled, warm_cache  # noqa: F401  (fixture)
 
@@ -23,7 +23,7 @@ def compile_aten(fn, *inputs):
     returns the callable and the generated C++ source."""
     gm = make_fx(fn, tracing_mode="fake")(*inputs)
     transformer = GraphTransformer(gm, get_backend(BACKEND), "inference", list(inputs))
-    call = transformer.compile_to_callable()
+    call = transformer.build()
     return call, transformer.sources.files.get("kernels.cpp", "")
 
 

@@ -119,7 +119,7 @@ def test_two_graphs_in_one_process_never_share_an_entry(cold_cache):
 
 
 def test_off_where_torch_caches_are_off(cold_cache):
-    from dicp.dynamo_bridge.aot_cache import aot_cache_stats
+    from dicp.bridge.cache.aot import aot_cache_stats
     before = aot_cache_stats()
     with torch.compiler.config.patch(force_disable_caches=True):
         x = torch.randn(4, 3)
@@ -129,8 +129,8 @@ def test_off_where_torch_caches_are_off(cold_cache):
 
 def test_a_graph_calling_a_module_gets_no_key():
     """A submodule's parameters and state are not in the key: such a graph is not cached."""
-    from dicp.dynamo_bridge import aot_cache
-    from dicp.vendor import get_backend
+    from dicp.bridge.cache import aot as aot_cache
+    from dicp.api import get_backend
     gm = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(3, 2)))
     assert any(node.op == "call_module" for node in gm.graph.nodes)
     assert aot_cache.key(gm, [torch.randn(4, 3)], get_backend("new_backendgraph")) is None
@@ -171,16 +171,16 @@ def test_a_warm_optimizer_step_equals_the_cold_one(cold_cache, optimizer):
 def test_an_entry_that_does_not_fit_its_caller_is_compiled_again(cold_cache):
     """A hit whose result takes other inputs than its caller passes is refused at load,
     logged and counted, never called."""
-    from dicp.dynamo_bridge import aot_cache
+    from dicp.bridge.cache import aot as aot_cache
     seen = {}
 
     def remember(gm, example_inputs):
-        from dicp.dynamo_bridge.compile_fx import compile_fx
+        from dicp.bridge.entry import compile_fx
         seen["key"] = aot_cache.key(gm, example_inputs, get_backend("new_backendgraph"))
         seen["gm"], seen["inputs"] = gm, example_inputs
-        return compile_fx(gm, example_inputs, "new_backendgraph")
+        return compile_fx(gm, example_inputs, get_backend("new_backendgraph"))
 
-    from dicp.vendor import get_backend
+    from dicp.api import get_backend
     torch._dynamo.reset()
     x = torch.randn(4, 3)
     torch.testing.assert_close(torch.compile(lambda a: a * 2 + 1, backend=remember)(x), x * 2 + 1)

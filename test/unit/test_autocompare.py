@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from dicp.dynamo_bridge import utils
-from dicp.dynamo_bridge.autocompare import AutocompareError
-from dicp.dynamo_bridge.compile import CompileError
+from dicp.bridge.pipeline import utils
+from dicp.bridge.debug.autocompare import AutocompareError
+from dicp.bridge.cache.build import CompileError
 
 from .helpers import cause_of, compiled, warm_cache  # noqa: F401
 
@@ -115,9 +115,9 @@ def test_inputs_the_graph_writes_are_compared_too(raising):
     # AOTAutograd can keep an input mutation in the graph as a copy_ epilogue; build one
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from dicp.dynamo_bridge.autocompare import checked
-    from dicp.dynamo_bridge.graph import GraphTransformer
-    from dicp.vendor import get_backend
+    from dicp.bridge.debug.autocompare import checked
+    from dicp.bridge.pipeline.stages import GraphTransformer
+    from dicp.api import get_backend
 
     def write_input(x):
         x.copy_(torch.tanh(x) * 3)
@@ -126,7 +126,7 @@ def test_inputs_the_graph_writes_are_compared_too(raising):
     gm = make_fx(torch.func.functionalize(write_input, remove="mutations_and_views"),
                  tracing_mode="fake")(inputs(5))
     transformer = GraphTransformer(gm, get_backend("new_backendgraph"), "inference")
-    call = checked(transformer.compile_to_callable(hooks=False), gm, transformer.ctx)
+    call = checked(transformer.build(), gm, transformer.ctx)
     x = inputs(5)
     with pytest.raises(AutocompareError) as info:
         call([x])

@@ -6,8 +6,8 @@ import torch
 import torch.fx as fx
 from torch._subclasses import FakeTensorMode
 
-from dicp.dynamo_bridge.graph import CompileContext
-from dicp.vendor import get_backend
+from dicp.bridge.pipeline.stages import CompileContext
+from dicp.api import get_backend
 from dicp.vendor.new_backendGraph.bounds import BoundsError
 from dicp.vendor.new_backendGraph.opset import ops
 
@@ -146,7 +146,7 @@ def test_off_by_default_and_a_different_build(warm_cache, monkeypatch):
     def f(x, index):
         return torch.gather(x, 1, index) + 1
     x, index = torch.randn(5, 3), torch.tensor([[0], [1], [2], [1], [0]])
-    from dicp.dynamo_bridge.compile import cache_stats
+    from dicp.bridge.cache.build import cache_stats
     monkeypatch.delenv("DICP_BOUNDS_CHECK", raising=False)
     plain = compiled(f)(x, index)
     builds = cache_stats()["builds"]

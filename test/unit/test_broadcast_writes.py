@@ -47,6 +47,6 @@ def test_scales_of_a_row_reduction_stay_in_its_kernel(dumps, dynamic):
 
 def test_a_costly_per_row_value_read_by_a_broadcast(cold_cache):
     """exp of a column vector read by every element of a [rows, 4096] product."""
-    fn = lambda x, v: (x * v.exp().sqrt()).sum(-1)  # noqa: E731
+    fn = lambda x, v: (x * v.exp().sqrt()).sum(-1)
     x, v = torch.randn(16, 4096), torch.randn(16, 1)
     torch.testing.assert_close(compiled(fn)(x, v), fn(x, v))

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 import dicp
-from dicp.dynamo_bridge.compile import (BuildSpec, CompileError, Toolchain, atomic_write,
+from dicp.bridge.cache.build import (BuildSpec, CompileError, Toolchain, atomic_write,
                                         cache_stats, load_artifact)
 from dicp.vendor.new_backendGraph.compile_job import BASE_FLAGS
 
@@ -35,7 +35,7 @@ extern "C" long long dicp_unit_broken(long long a) {{
 # A fresh interpreter loads the spec stored in SPEC_FILE and reports its cache counters.
 LOAD_SCRIPT = """
 import ctypes, json, os
-from dicp.dynamo_bridge.compile import BuildSpec, Toolchain, cache_stats, load_artifact
+from dicp.bridge.cache.build import BuildSpec, Toolchain, cache_stats, load_artifact
 raw = json.load(open(os.environ["SPEC_FILE"]))
 spec = BuildSpec(raw["source"], Toolchain(tuple(raw["command"]), key=tuple(raw["key"])))
 fn = load_artifact(spec).dicp_unit_axpb
@@ -250,7 +250,7 @@ def test_corrupt_entry_of_any_toolchain_is_rebuilt(cold_cache, monkeypatch):
     load_artifact(spec)
     key = spec.key()
     (cold_cache / "kernels" / key[:2] / f"{key}.out").write_text("tampered")
-    monkeypatch.setattr("dicp.dynamo_bridge.compile._LOADED", {})  # as a new process would
+    monkeypatch.setattr("dicp.bridge.cache.build._LOADED", {})  # as a new process would
     before = cache_stats()
     assert load_artifact(spec) == spec.source.upper()
     assert delta(before, cache_stats())["rebuilt_corrupt"] == 1

@@ -46,7 +46,7 @@ def test_chunked_sums_stay_within_two_ulp_of_exact(cold_cache, name, length):
 @pytest.mark.parametrize("length", [1, 255, 257, 1024])
 def test_softmax_with_chunked_sums_matches_eager_forward_and_backward(cold_cache, length):
     x = torch.randn(5, length, dtype=torch.float32, requires_grad=True)
-    fn = lambda t: torch.softmax(t, -1) * torch.arange(length)  # noqa: E731
+    fn = lambda t: torch.softmax(t, -1) * torch.arange(length)
     got = compiled(fn)(x)
     torch.testing.assert_close(got, fn(x))
     grad = torch.randn_like(got)
@@ -78,7 +78,7 @@ def test_a_float64_sum_of_float_values_keeps_its_double_accumulator(cold_cache):
     """sum(dtype=float64) of float32 squares: eager adds them in float64 (float chunks were
     1e-8 off)."""
     x = torch.randn(4, 3000)
-    fn = lambda t: (t * t).sum(-1, dtype=torch.float64)  # noqa: E731
+    fn = lambda t: (t * t).sum(-1, dtype=torch.float64)
     got, want = compiled(fn)(x), fn(x)
     assert ((got - want).abs() <= 1e-12 * want.abs()).all()
     assert "chunk_acc" not in kernel_sources(cold_cache)

@@ -35,7 +35,7 @@ def test_column_sums_match_eager(cold_cache, bounds_check, shape, dims):
 @pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.bfloat16, torch.float16])
 def test_column_sums_in_other_types_match_eager(cold_cache, dtype):
     x = (torch.randn(33, 70) * 4).to(dtype)
-    fn = lambda x: x.sum(0)  # noqa: E731
+    fn = lambda x: x.sum(0)
     assert_close(compiled(fn)(x), fn(x))
 
 
@@ -75,7 +75,7 @@ def test_a_view_dropping_kept_dims_builds_the_reduction_once(cold_cache, case):
 
 
 def test_a_view_dropping_kept_dims_under_dynamic_shapes_matches_eager(cold_cache):
-    fn = lambda x: (x * 2).sum(0, keepdim=True).view(-1)  # noqa: E731
+    fn = lambda x: (x * 2).sum(0, keepdim=True).view(-1)
     compiled_fn = compiled(fn, dynamic=True)
     for rows, columns in [(3, 10), (17, 64), (1, 1), (5, 131)]:
         x = torch.randn(rows, columns)

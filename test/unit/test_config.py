@@ -1,5 +1,5 @@
 """dicp.config: precedence (patch > environment > code > default), validation, the unknown-
-variable warning, backend-declared knobs, the command line and the README table."""
+variable warning, backend-declared knobs, the command line and the knob table (docs/knobs.md)."""
 import subprocess
 import sys
 import warnings
@@ -155,13 +155,13 @@ def test_command_line_prints_values_and_sources():
     assert "DICP_STRCT is not a dicp knob (did you mean DICP_STRICT?)" in result.stderr
 
 
-def test_readme_knob_table_matches_the_declarations():
-    readme = (REPO / "README.md").read_text()
-    start = readme.index("<!-- knob table")
-    start = readme.index("\n", start) + 1
-    end = readme.index("<!-- end of knob table -->")
-    assert readme[start:end].strip() == config.markdown_table(), (
-        "README knob table is out of date: paste `python -m dicp.config --markdown` into it")
+def test_docs_knob_table_matches_the_declarations():
+    page = (REPO / "docs" / "knobs.md").read_text()
+    start = page.index("<!-- knob table")
+    start = page.index("\n", start) + 1
+    end = page.index("<!-- end of knob table -->")
+    assert page[start:end].strip() == config.markdown_table(), (
+        "docs/knobs.md knob table is out of date: paste `python -m dicp.config --markdown` into it")
 
 
 def test_debug_dump_records_the_effective_config(monkeypatch, tmp_path):

@@ -4,9 +4,9 @@ import torch
 import torch.fx as fx
 from torch._subclasses import FakeTensorMode
 
-from dicp.dynamo_bridge.conversion import DuplicateConversionError, register_conversion
-from dicp.dynamo_bridge.graph import infer_node
-from dicp.dynamo_bridge.operator import InferenceError, Operator
+from dicp.bridge.pipeline.conversion import DuplicateConversionError, register_conversion
+from dicp.bridge.pipeline.stages import infer_node
+from dicp.bridge.pipeline.operator import InferenceError, Operator
 
 aten = torch.ops.aten
 

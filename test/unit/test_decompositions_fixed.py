@@ -3,8 +3,8 @@ checked bit for bit against eager; each case failed with torch's own decompositi
 import pytest
 import torch
 
-from dicp.dynamo_bridge.decompositions_fixed import FIXED
-from dicp.dynamo_bridge.torch_compat import get_decompositions
+from dicp.bridge.pipeline.decompositions_fixed import FIXED
+from dicp.bridge.pipeline.torch_compat import get_decompositions
 
 aten = torch.ops.aten
 

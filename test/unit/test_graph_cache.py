@@ -103,9 +103,33 @@ def test_hit_in_the_same_process_keeps_tensor_constants_real(cold_cache):
     def f(x, i):
         return x.index_put((i,), torch.tensor(3.0)) * 2
     x, i = torch.randn(5, 4), torch.tensor([0, 3, 3])
-    from dicp.dynamo_bridge.graph_cache import graph_cache_stats
+    from dicp.bridge.cache.graph import graph_cache_stats
     for _ in range(2):
         before = graph_cache_stats()["hits"]
         with dicp_config.patch(aot_cache=False):  # which would take the second compile
             torch.testing.assert_close(compiled(f)(x, i), f(x, i))
     assert graph_cache_stats()["hits"] == before + 1
+
+
+def test_an_entry_that_does_not_fit_its_graph_is_compiled_again(cold_cache):
+    """A stored graph whose inputs or outputs differ from the graph looking it up is refused
+    at load, logged and counted, never called."""
+    from dicp.bridge.cache import graph as graph_cache
+    fn = compiled(lambda a, b: (a * b).sin() + 1)
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    torch.testing.assert_close(fn(x, y), (x * y).sin() + 1)
+    (entry,) = (cold_cache / "graphs").rglob("*.pkl")
+    key = entry.stem
+    stored = graph_cache.lookup(key, _graph_of_arity(2, 1))
+    assert stored is not None and stored.arity == (2, 1)
+    before = graph_cache.graph_cache_stats()["rejected"]
+    assert graph_cache.lookup(key, _graph_of_arity(3, 1)) is None
+    assert graph_cache.lookup(key, _graph_of_arity(2, 2)) is None
+    assert graph_cache.graph_cache_stats()["rejected"] == before + 2
+
+
+def _graph_of_arity(inputs, outputs):
+    graph = torch.fx.Graph()
+    args = [graph.placeholder(f"x{i}") for i in range(inputs)]
+    graph.output(tuple(args[:1] * outputs))
+    return torch.fx.GraphModule(torch.nn.Module(), graph)

@@ -2,10 +2,11 @@
 accesses alone. Stores through computed indices are never parallel over the loops they index,
 and get `omp simd` only on a loop whose lanes provably store to distinct elements (the
 computed index the same in every lane, or in another dim); read-modify-writes of one's own
-element keep both."""
+element keep both. A store into a layout that overlaps itself is never parallel."""
 import pytest
 import sympy
 
+from dicp.bridge.pipeline.symbolic import may_overlap
 from dicp.vendor.new_backendGraph.codegen.kernel import Access
 from dicp.vendor.new_backendGraph.codegen.loops import (KernelLoops, LoopPlan, PhaseLoops,
                                                         plan_loops)
@@ -99,6 +100,34 @@ CASES["overlapping split rows"] = (plan([4, 129, 6], [store([128 * i0 + i1, i2],
 CASES["column blocks"] = (column_blocks(sympy.Min(64, 300 - 64 * i0)), LoopPlan(1, False, (None,)))
 # a block wider than the stride between blocks: blocks overlap, so no parallel loop
 CASES["overlapping blocks"] = (column_blocks(sympy.Integer(65)), LoopPlan(0, False, (None,)))
+
+
+def overlapping_store(index, sizes, strides):
+    """A store into a layout that may overlap itself, as the kernel builder records it."""
+    return Access("out", tuple(index), tuple(strides), 0, True,
+                  may_overlap(sizes, strides))
+
+
+# A value realized in eager's layout of x.unfold(0, 3, 1) for x of (5, 4): (3, 4, 3) with
+# strides (4, 1, 4). Each element was written by several (i0, i2) pairs, in parallel; lanes
+# that differ in one index of nonzero stride (its only use) still store apart. Windows apart
+# pin as before.
+CASES["overlapping windows"] = (
+    plan([3, 4, 3], [overlapping_store([i0, i1, i2], [3, 4, 3], [4, 1, 4])]),
+    expect(0, True))
+CASES["overlapping windows, columns last"] = (
+    plan([3, 3, 4], [overlapping_store([i0, i1, i2], [3, 3, 4], [4, 4, 1])]),
+    expect(0, True))
+CASES["overlapping windows, symbolic"] = (
+    plan([s0, 3, 4], [overlapping_store([i0, i1, i2], [s0, 3, 4], [4, 4, 1])]),
+    expect(0, True))
+CASES["windows apart"] = (
+    plan([2, 3, 4], [overlapping_store([i0, i1, i2], [2, 3, 4], [12, 4, 1])]),
+    expect(2, True))
+# a diagonal-like index uses i1 in two dims of an overlapping layout: its lanes may meet
+CASES["overlapping, one variable in two dims"] = (
+    plan([3, 4], [overlapping_store([i0, i1, 3 - i1], [3, 4, 4], [4, 1, 1])]),
+    expect(0, False))
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -10,9 +10,9 @@ import sys
 import pytest
 import torch
 
-from dicp.dynamo_bridge.compile import cache_stats
+from dicp.bridge.cache.build import cache_stats
 from dicp.tools.op_collector import OpReport, collect_ops, main
-from dicp.vendor import get_backend
+from dicp.api import get_backend
 
 aten = torch.ops.aten
 BACKEND = "new_backendgraph"

@@ -45,3 +45,25 @@ def test_output_viewing_an_input_at_an_offset(view, input_offset, backend):
             assert got.shape == want.shape and got.stride() == want.stride()
             assert got.storage_offset() == want.storage_offset()
             torch.testing.assert_close(got, want)
+
+
+# Empty outputs viewing a computed tensor at an offset, where `1 + sum((size - 1) * stride)`
+# is negative: the wrapper's copy into eager's layout asked torch.empty for -1 to -4 elements
+# (issue 44: t.sin().diagonal(1, 0, 1) of a (0, 2, 2) tensor).
+EMPTY_VIEWS = {
+    "diagonal_of_empty": (lambda x: x.sin().diagonal(1, 0, 1), (0, 2, 2)),
+    "diagonal_past_edge_of_empty": (lambda x: x.sin().diagonal(3), (0, 5)),
+    "stepped_slice_of_empty": (lambda x: x.sin()[::2, 1::3], (0, 3)),
+    "narrow_to_nothing": (lambda x: x.sin().narrow(1, 2, 0), (0, 3)),
+    "as_strided_empty_at_offset": (lambda x: x.sin().as_strided((2, 0), (1, 6), 2), (3, 2)),
+}
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("view", list(EMPTY_VIEWS))
+def test_empty_output_viewing_a_computed_tensor_at_an_offset(view, dynamic):
+    fn, shape = EMPTY_VIEWS[view]
+    torch._dynamo.reset()
+    x = torch.randn(shape)
+    got, want = torch.compile(fn, backend="new_backendgraph", dynamic=dynamic)(x), fn(x)
+    assert got.shape == want.shape and got.stride() == want.stride()

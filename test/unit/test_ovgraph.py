@@ -8,14 +8,14 @@ import torch
 
 pytest.importorskip("openvino")
 
-import dicp.vendor.ovgraph as ovgraph  # noqa: E402
-from dicp.dynamo_bridge.fallback import observe_fallbacks  # noqa: E402
-from dicp.dynamo_bridge.op_transformer import UnsupportedOpError  # noqa: E402
+import dicp.vendor.ovgraph as ovgraph
+from dicp.bridge.pipeline.fallback import observe_fallbacks
+from dicp.bridge.pipeline.conversion import UnsupportedOpError
 
 # the module (the package's `compile_job` attribute is the function)
 compile_job = importlib.import_module("dicp.vendor.ovgraph.compile_job")
 
-from .helpers import cause_of, warm_cache  # noqa: E402,F401  (fixture)
+from .helpers import cause_of, warm_cache  # noqa: F401  (fixture)
 
 
 class MLP(torch.nn.Module):
@@ -153,7 +153,7 @@ def test_declared_dtype_fallback_is_allowed_under_strict(warm_cache, monkeypatch
     """float64 runs eagerly (OpenVINO's CPU plugin would compute it in float32): a fallback
     ovgraph declares in Backend.dtype_fallbacks, so strict mode allows it, and reports it."""
     monkeypatch.setenv("DICP_STRICT", "1")
-    from dicp.dynamo_bridge.fallback import declared_reason
+    from dicp.bridge.pipeline.fallback import declared_reason
 
     def fn(x):
         return (x + 1e-10) - 1.0

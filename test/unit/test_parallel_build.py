@@ -31,7 +31,7 @@ def test_kernels_from_several_sources_are_all_right(cold_cache, monkeypatch, bou
 SCRIPT = """
 import json, torch
 import dicp
-from dicp.dynamo_bridge.compile import cache_stats
+from dicp.bridge.cache.build import cache_stats
 from test.unit.test_parallel_build import many_kernels
 x = torch.randn(5, 7, generator=torch.Generator().manual_seed(0))
 ok = torch.allclose(torch.compile(many_kernels, backend="new_backendgraph")(x), many_kernels(x),

@@ -4,7 +4,7 @@ import torch
 import torch.fx as fx
 from torch._subclasses import FakeTensorMode
 
-from dicp.dynamo_bridge.op_transformer import rewrite_patterns
+from dicp.bridge.pipeline.conversion import rewrite_patterns
 from dicp.vendor.new_backendGraph.opset import ops
 from dicp.vendor.new_backendGraph.pattern_replacement import REWRITES
 

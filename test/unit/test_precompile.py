@@ -51,13 +51,14 @@ compiled = torch.compile(fn, fullgraph=True, backend=os.environ["BACKEND"],
                          dynamic=CASE == "dynamic").aot_compile((inputs(6), {}))
 compiled.save_compiled_function(os.environ["ARTIFACT"])
 args = inputs(6)
-ok = all(torch.allclose(a, b, atol=1e-5) for a, b in zip(outputs(compiled, args), outputs(fn, args)))
+pairs = zip(outputs(compiled, args), outputs(fn, args))
+ok = all(torch.allclose(a, b, atol=1e-5) for a, b in pairs)
 print(json.dumps({"ok": ok}))
 """
 
 LOAD = COMMON + """
 import shutil
-from dicp.dynamo_bridge.compile import cache_stats
+from dicp.bridge.cache.build import cache_stats
 assert shutil.which("g++") is None and shutil.which("c++") is None, "a compiler is reachable"
 with open(os.environ["ARTIFACT"], "rb") as f:
     compiled = torch.compiler.load_compiled_function(f)

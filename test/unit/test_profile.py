@@ -3,12 +3,12 @@ warning, DICP_PROFILE's table at exit and the TORCH_LOGS=dicp.profile lines."""
 import itertools
 import logging
 
-import pytest
 import torch
 
 import dicp
 from dicp import profile
-from dicp.dynamo_bridge import dynamo_context, utils
+from dicp.bridge.pipeline import dynamo_context
+from dicp.bridge.pipeline import utils
 
 from .helpers import check_fresh, cold_cache, compiled, run_fresh, warm_cache  # noqa: F401
 
@@ -93,6 +93,19 @@ def test_dynamic_compiles_after_resets_do_not_warn(warm_cache, monkeypatch, capl
     caplog.set_level(logging.WARNING, logger="dicp")
     for n in range(2, 6):
         compiled(block, dynamic=True)(torch.randn(n + 1, n))  # compiled() resets dynamo
+    assert not [r for r in caplog.records if "recompiled" in r.getMessage()]
+
+
+def test_a_reset_starts_the_recompile_counts_afresh(warm_cache, monkeypatch, caplog):
+    """A loop that resets dynamo and compiles one function at several static sizes compiles
+    it once per reset: no recompile is counted or warned about."""
+    monkeypatch.setenv("DICP_RECOMPILE_WARN_LIMIT", "1")
+    monkeypatch.setattr(utils, "_logged_once", set())
+    caplog.set_level(logging.WARNING, logger="dicp")
+    with profile.collect() as stats:
+        for n in range(2, 7):
+            compiled(block, dynamic=False)(torch.randn(3, n))  # compiled() resets dynamo
+    assert sum(stats.compiles.values()) == 5 and stats.recompiles == {}
     assert not [r for r in caplog.records if "recompiled" in r.getMessage()]
 
 

@@ -1,4 +1,5 @@
 """The backend registry: a second vendor plugs in without touching shared code."""
+import ast
 import dataclasses
 from pathlib import Path
 
@@ -7,11 +8,11 @@ import torch
 import torch.fx as fx
 
 import dicp
-from dicp.dynamo_bridge.compile_fx import compile_fx
-from dicp.dynamo_bridge.graph import infer_node
-from dicp.dynamo_bridge.op_transformer import OpTransformer
-from dicp.dynamo_bridge.operator import Operator
-from dicp.vendor import Backend, get_backend, register_backend, registered_backends
+import dicp.bridge.pipeline.backend as backend_registry
+from dicp.bridge.pipeline.stages import infer_node
+from dicp.bridge.pipeline.conversion import OpTransformer
+from dicp.bridge.pipeline.operator import Operator
+from dicp.api import Backend, compile_fx, get_backend, register_backend, registered_backends
 
 from .helpers import BACKEND, cold_cache  # noqa: F401  (fixture)
 
@@ -62,7 +63,7 @@ def vendor():
     vendor = ThrowawayVendor()
     register_backend(vendor.backend())
     yield vendor
-    dicp.vendor._REGISTRY.pop(NAME, None)  # the registry is process-global
+    backend_registry._REGISTRY.pop(NAME, None)  # the registry is process-global
 
 
 def fn(x, y):
@@ -71,14 +72,14 @@ def fn(x, y):
 
 def test_second_backend_compiles_through_shared_bridge(vendor, cold_cache):
     x, y = torch.randn(4, 5), torch.randn(4, 5)
-    compiled = torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, NAME))
+    compiled = torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, get_backend(NAME)))
     torch.testing.assert_close(compiled(x, y), fn(x, y), rtol=0, atol=0)
     assert vendor.converted == [aten.add.Tensor]
 
 
 def test_second_backend_graph_holds_its_vendor_op(vendor, cold_cache):
     x = torch.randn(3)
-    torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, NAME))(x, x)
+    torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, get_backend(NAME)))(x, x)
     targets = [n.target for gm in vendor.graphs for n in gm.graph.nodes
                if n.op == "call_function"]
     assert vendor.vendor_add in targets
@@ -105,9 +106,9 @@ def test_registered_backends_lists_throwaway(vendor):
 
 
 def test_shared_code_never_names_a_backend():
-    bridge = Path(dicp.__file__).parent / "dynamo_bridge"
+    bridge = Path(dicp.__file__).parent / "bridge"
     files = sorted(bridge.rglob("*.py"))
-    assert files, "no sources found under dicp/dynamo_bridge"
+    assert files, "no sources found under dicp/bridge"
     offenders = [str(p) for p in files if "new_backendgraph" in p.read_text().lower()]
     assert offenders == []
 
@@ -115,7 +116,7 @@ def test_shared_code_never_names_a_backend():
 def test_debug_dumps_work_for_any_backend(vendor, cold_cache, monkeypatch):
     monkeypatch.setenv("DICP_DEBUG", "1")
     x = torch.randn(3)
-    compiled = torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, NAME))
+    compiled = torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, get_backend(NAME)))
     torch.testing.assert_close(compiled(x, x), fn(x, x))
     (dump,) = (cold_cache / "debug").iterdir()
     assert {"aten_graph.txt", "vendor_graph.txt", "config.txt", "sources.txt"} <= \
@@ -139,7 +140,34 @@ def test_any_callable_from_compile_job_is_wrapped(cold_cache):
     register_backend(vendor.backend())
     try:
         x, y = torch.randn(4, 5), torch.randn(4, 5)
-        compiled = torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, NAME))
+        compiled = torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, get_backend(NAME)))
         torch.testing.assert_close(compiled(x, y), fn(x, y))
     finally:
-        dicp.vendor._REGISTRY.pop(NAME, None)
+        backend_registry._REGISTRY.pop(NAME, None)
+
+
+def dicp_imports(path: Path) -> list:
+    """The dicp modules a source file imports (relative imports stay inside its package)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found += [node.module] if node.module != "dicp" else \
+                [f"dicp.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+    return [name for name in found if name.split(".")[0] == "dicp"]
+
+
+BACKEND_SOURCES = [Path(dicp.__file__).parent / "vendor",
+                   Path(dicp.__file__).parent / "tools" / "backend_template"]
+
+
+@pytest.mark.parametrize("folder", BACKEND_SOURCES, ids=lambda p: p.name)
+def test_backends_import_only_the_public_api(folder):
+    """The in-tree backends and the scaffold's backend use dicp.api and nothing else of dicp:
+    the bridge's modules are free to move."""
+    files = sorted(folder.rglob("*.py"))
+    assert files, f"no sources found under {folder}"
+    offenders = {str(p.relative_to(folder)): names for p in files
+                 for names in [[n for n in dicp_imports(p) if n != "dicp.api"]] if names}
+    assert offenders == {}, "import these through dicp.api (add them there if missing)"

@@ -21,7 +21,7 @@ def _rows(shape, special=None):
 @pytest.mark.parametrize("shape", [(3, 1), (5, 7), (4, 1024), (2, 3, 6)])
 def test_softmax_multiplies_by_its_row_sums_reciprocal(cold_cache, shape, special):
     x = _rows(shape, special).requires_grad_()
-    fn = lambda t: torch.softmax(t, -1)  # noqa: E731
+    fn = lambda t: torch.softmax(t, -1)
     got = compiled(fn)(x)
     torch.testing.assert_close(got, fn(x), equal_nan=True)
     assert RECIPROCAL in kernel_sources(cold_cache)

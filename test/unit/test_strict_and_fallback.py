@@ -5,10 +5,10 @@ import logging
 import pytest
 import torch
 
-from dicp.dynamo_bridge import utils
-from dicp.dynamo_bridge.fallback import declared_reason, observe_fallbacks
-from dicp.dynamo_bridge.op_transformer import UnsupportedOpError
-from dicp.vendor import get_backend
+from dicp.bridge.pipeline import utils
+from dicp.bridge.pipeline.fallback import declared_reason, observe_fallbacks
+from dicp.bridge.pipeline.conversion import UnsupportedOpError
+from dicp.api import get_backend
 from dicp.vendor.new_backendGraph import config
 from dicp.vendor.new_backendGraph.conversion import CONVERSIONS
 
@@ -253,7 +253,7 @@ def test_failing_converter_in_strict_mode_raises_naming_op(warm_cache, monkeypat
 
 
 def test_nested_fallback_observers_each_see_their_own_fallbacks():
-    from dicp.dynamo_bridge.fallback import Fallback, observe_fallbacks, record_fallback
+    from dicp.bridge.pipeline.fallback import Fallback, observe_fallbacks, record_fallback
     first, second = Fallback("b", "aten.x", "r"), Fallback("b", "aten.y", "r")
     with observe_fallbacks() as outer:
         with observe_fallbacks() as inner:

@@ -5,7 +5,7 @@ import ast
 from pathlib import Path
 
 import dicp
-from dicp.dynamo_bridge import torch_compat
+from dicp.bridge.pipeline import torch_compat
 
 PACKAGE = Path(dicp.__file__).parent
 ISOLATION_MODULES = {"torch_compat.py", "dynamo_context.py", "precompile.py"}
@@ -25,7 +25,9 @@ def private_torch_names(source):
     ATen ops (torch.ops.aten._softmax) are public."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "torch":
+        torch_import = isinstance(node, ast.ImportFrom) and node.module and \
+            node.module.split(".")[0] == "torch"
+        if torch_import:
             found += [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names]
@@ -40,7 +42,7 @@ def test_private_torch_names_only_in_isolation_modules():
     found = {str(path.relative_to(PACKAGE.parent)): names
              for path in sorted(PACKAGE.rglob("*.py")) if path.name not in ISOLATION_MODULES
              for names in [private_torch_names(path.read_text())] if names}
-    assert not found, f"import these through dicp/dynamo_bridge/torch_compat.py: {found}"
+    assert not found, f"import these through dicp/bridge/pipeline/torch_compat.py: {found}"
 
 
 def test_the_check_sees_private_names_in_code_only():

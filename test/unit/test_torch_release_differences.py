@@ -1,6 +1,6 @@
 """Ops whose torch decomposition differs between supported releases run natively on each.
 
-torch's decomposition tables change between releases (README, Torch versions). Three of those
+torch's decomposition tables change between releases (docs/torch-versions.md). Three of those
 changes reach the conversion table: `max_pool2d_with_indices_backward` and `hann_window` have a
 decomposition from torch 2.13 on only (max-pool's bows out under deterministic algorithms), and
 `linalg_vector_norm` is in the core table from 2.15 on only. Before they were handled (converters
@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dicp.dynamo_bridge.conversion import overloads_of
+from dicp.bridge.pipeline.conversion import overloads_of
 from dicp.vendor.new_backendGraph import config as backend_config
 
 from ..common.tolerance import assert_close

@@ -35,13 +35,13 @@ def test_a_dim_shorter_than_a_tile_is_not_tiled(cold_cache, shape):
 @pytest.mark.parametrize("dims", [(0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1)])
 def test_permutations_of_three_dims(cold_cache, dims):
     x = torch.randn(9, 20, 33)
-    fn = lambda x: torch.sigmoid(x.permute(dims)).contiguous() * 2  # noqa: E731
+    fn = lambda x: torch.sigmoid(x.permute(dims)).contiguous() * 2
     torch.testing.assert_close(compiled(fn)(x), fn(x))
 
 
 def test_a_sum_of_a_matrix_and_its_transpose(cold_cache):
     x = torch.randn(37, 37)
-    fn = lambda x: x + x.t() * 3  # noqa: E731
+    fn = lambda x: x + x.t() * 3
     torch.testing.assert_close(compiled(fn)(x), fn(x))
 
 

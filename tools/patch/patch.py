@@ -4,7 +4,7 @@
         [--current-commit-id CUR] [--key-path DIR]
 
 Writes hardware/<device>/<base>/<base>.patch (or .patch.encrypted) on a new branch made from
-BASE and prints the branch name. See tools/patch/README.md.
+BASE and prints the branch name. See docs/patches.md.
 """
 import argparse
 import itertools

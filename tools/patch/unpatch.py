@@ -5,7 +5,7 @@
 
 With --dir, writes <dir>/<device>/dicp (BASE with the device's patch applied, a plain directory
 tree) for each device. Without --dir, applies one device's patch to this clean checkout.
-See tools/patch/README.md.
+See docs/patches.md.
 """
 import argparse
 import os

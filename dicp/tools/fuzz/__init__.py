@@ -1,4 +1,4 @@
 """Differential graph fuzzer: random programs compiled with a dicp backend, compared with eager.
 
-`python -m dicp.tools.fuzz --help`; the README's "Differential fuzzer" section describes it.
+`python -m dicp.tools.fuzz --help`; docs/fuzz.md describes it.
 """

@@ -7,6 +7,7 @@ import sys
 
 import dicp.vendor.new_backendGraph  # noqa: F401  (declares the bounds_check knob)
 
+from .cold_warm import run_cold_then_warm
 from .driver import Options, fuzz
 from .generate import FAMILIES
 
@@ -44,6 +45,10 @@ def parse(argv=None):
                              "out-of-bounds accesses)")
     parser.add_argument("--backend", default="new_backendgraph")
     parser.add_argument("--repro-dir", default="", help="also write each repro to DIR/repro_N.py")
+    parser.add_argument("--cold-warm", action="store_true",
+                        help="run twice, each in a fresh process sharing a new cache "
+                             "directory: the warm run must compute bit for bit what the cold "
+                             "run did")
     args = parser.parse_args(argv)
     families = tuple(f for f in args.families.split(",") if f)
     unknown = set(families) - set(FAMILIES)
@@ -57,6 +62,10 @@ def parse(argv=None):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--cold-warm" in argv:
+        parse(argv)  # refuse bad arguments before running anything
+        return run_cold_then_warm([a for a in argv if a != "--cold-warm"])
     report = fuzz(parse(argv))
     return 1 if report.findings else 0
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from dicp.dynamo_bridge.torch_compat import recompile_error_type, recompiles_raise
+from dicp.bridge.pipeline.torch_compat import recompile_error_type, recompiles_raise
 
 from .check import float64_inputs, float64_reference_runs, judge, rounded_run
 from .program import batch_function
@@ -73,7 +73,7 @@ def run_case(case: Case) -> list:
             try:
                 actual = compiled(*[t for r in runs for t in r.compiled_inputs])
                 failures = _judge_all(runs, actual, case.backward)
-            except Exception as error:  # noqa: BLE001  (any compile or run error is a finding)
+            except Exception as error:
                 return [error_failure(error, config)]
         if failures:
             return failures

@@ -1,5 +1,5 @@
 """new_backendgraph: dicp's reference backend, generating fused C++ kernels for the host CPU."""
-from dicp.vendor import Backend, register_backend
+from dicp.api import Backend, compile_fx, register_backend
 
 from . import config
 from .codegen import codegen
@@ -27,5 +27,4 @@ BACKEND = register_backend(Backend(
 
 def new_backendgraph(gm, example_inputs):
     """The TorchDynamo backend entry point (`torch.compile(backend="new_backendgraph")`)."""
-    from dicp.dynamo_bridge.compile_fx import compile_fx
-    return compile_fx(gm, example_inputs, BACKEND.name)
+    return compile_fx(gm, example_inputs, BACKEND)

@@ -11,10 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 
-from dicp import config as dicp_config
-from dicp import profile
-from dicp.dynamo_bridge.compile import BuildSpec, Toolchain, atomic_write, load_artifacts
-from dicp.dynamo_bridge.graph_codegen import load_wrapper
+from dicp.api import (BuildSpec, Toolchain, atomic_write, config as dicp_config, load_artifacts,
+                      load_wrapper, profile)
 
 from . import bounds, config
 from .blas import sgemm_address
@@ -53,15 +51,6 @@ def chip_flags(variant: str) -> tuple:
 
 
 @lru_cache(maxsize=None)
-def _host_cpu() -> str:
-    """Part of the cache key for `native`, which means something different per machine."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                return line
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 @lru_cache(maxsize=None)
@@ -73,7 +62,7 @@ def toolchain() -> Toolchain:
     """g++ building a shared library loaded with ctypes; the key adds what `-march=native`
     means on this CPU and the runtime header's text."""
     variant = config.chip_variant()
-    key_variant = f"native:{_host_cpu()}" if variant == "native" else variant
+    key_variant = f"native:{config.host_cpu()}" if variant == "native" else variant
     flags = BASE_FLAGS + chip_flags(variant)
     libraries = ()
     if has_libmvec(config.compiler(), flags):
@@ -181,7 +170,7 @@ class KernelTable:
         readers = [bounds.error_reader(library) for library in libraries]
         zero_readers = [bounds.zero_division_reader(library) if dividing else None
                         for library in libraries]
-        for library, reader, zero_reader in zip(libraries, readers, zero_readers):
+        for library, reader, zero_reader in zip(libraries, readers, zero_readers):  # noqa: B007
             for name, (pointers, symbols) in signatures.items():
                 fn = getattr(library, name, None)
                 if fn is None:  # in another of the graph's libraries

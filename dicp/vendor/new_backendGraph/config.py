@@ -1,8 +1,11 @@
-"""Knobs of new_backendgraph (declared in dicp.config) and its decomposition table."""
+"""Knobs of new_backendgraph (declared in dicp.config), its decomposition table, and what
+`native` means on this machine."""
+import platform
+from pathlib import Path
+
 import torch
 
-from dicp import config as dicp_config
-from dicp.dynamo_bridge.decompositions import build_decompositions
+from dicp.api import build_decompositions, config as dicp_config
 
 aten = torch.ops.aten
 
@@ -76,3 +79,13 @@ def bounds_check() -> bool:
 
 def native_entry() -> bool:
     return dicp_config.native_entry
+
+def host_cpu() -> str:
+    """Part of the cache key for `native`, which means something different per machine."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return line
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -10,19 +10,17 @@ Rounding differs from the unfolded chain by an ulp or so of the scale, as with I
 batch-norm folding under freezing.
 """
 from dataclasses import dataclass
-from typing import Union
 
 import torch
 import torch.fx as fx
 
-from dicp.dynamo_bridge.provenance import ORIGIN
-from dicp.dynamo_bridge.symbolic import shape_of
+from dicp.api import ORIGIN, shape_of
 
 from .opset import ops
 
 CONVOLUTIONS = ("Convolution", "ConvolutionNHWC")
 AFFINE = ("Add", "Sub", "Mul", "Div", "Neg")
-Value = Union[fx.Node, float]  # a per-channel [C] vector or a number
+Value = fx.Node | float  # a per-channel [C] vector or a number
 
 
 @dataclass

@@ -9,10 +9,7 @@ import operator
 
 import torch
 
-from dicp.dynamo_bridge.conversion import register_conversion
-from dicp.dynamo_bridge.op_transformer import Unsupported
-from dicp.dynamo_bridge.symbolic import shape_of, strides_of
-from dicp.dynamo_bridge.utils import opmath_dtype
+from dicp.api import Unsupported, opmath_dtype, register_conversion
 
 from .convolution import aten_takes_onednn
 from .opset import ops
@@ -468,6 +465,14 @@ def slice_(ctx, x, dim=0, start=None, end=None, step=1):
 def diagonal(ctx, x, offset=0, dim1=0, dim2=1):
     rank = max(ctx.val(x).dim(), 1)
     return ctx.op(ops.Diagonal, x, offset, dim1 % rank, dim2 % rank)
+
+
+@conversion(aten.unfold.default)
+def unfold(ctx, x, dimension, size, step):
+    """Tensor.unfold, and the index arithmetic of its backward (arange(n).unfold(...))."""
+    if ctx.val(x).dim() == 0:  # eager's one window of a 0-d tensor
+        return ctx.op(ops.Reshape, x, [1])
+    return ctx.op(ops.Unfold, x, dimension % ctx.val(x).dim(), size, step)
 
 
 @conversion(aten.diagonal_scatter.default)

@@ -7,7 +7,7 @@ runs natively.
 """
 
 _COMPLEX = ("its result or input is complex, and the generated kernels hold real and integer "
-            "dtypes only (README, Gaps)")
+            "dtypes only (docs/ops.md, Gaps)")
 
 EXPECTED_FALLBACKS = {
     "aten.view_as_complex.*": _COMPLEX,

@@ -17,12 +17,9 @@ from functools import lru_cache
 
 import torch
 
-from dicp import config as dicp_config
-from dicp.dynamo_bridge.compile import atomic_write
-from dicp.dynamo_bridge.torch_compat import TORCH_VERSION, build_config
-from dicp.dynamo_bridge.utils import log
+from dicp.api import TORCH_VERSION, atomic_write, build_config, config as dicp_config, log
 
-from . import onednn
+from . import config, onednn
 
 LIBRARIES = ("auto", "aten", "onednn")
 dicp_config.declare("gemm_library", dicp_config.Choice(*LIBRARIES), "auto",
@@ -172,9 +169,8 @@ def _measured(key, bias, a, b):
 
 @lru_cache(maxsize=None)
 def _build_id():
-    from .compile_job import _host_cpu
     # the measurement too: choices made by an earlier, noisier one are not kept
-    build = repr((TORCH_VERSION, build_config(), _host_cpu(),
+    build = repr((TORCH_VERSION, build_config(), config.host_cpu(),
                   (WARMUP_RUNS, TIMED_RUNS, NOISE_MARGIN, AUTOTUNE_MIN_WORK)))
     return hashlib.sha256(build.encode()).hexdigest()[:16]
 

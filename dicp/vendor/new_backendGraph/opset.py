@@ -6,7 +6,7 @@ lives in codegen/lowering.py, keyed by the same name.
 """
 import torch
 
-from dicp.dynamo_bridge.operator import Operator
+from dicp.api import Operator
 
 from . import convolution, gemm
 
@@ -73,6 +73,7 @@ LAYOUT = {
                                                 + (slice(start, end, step),)],
     "Select": lambda x, dim, index: x.select(dim, index),
     "Diagonal": lambda x, offset, dim1, dim2: torch.diagonal(x, offset, dim1, dim2),
+    "Unfold": lambda x, dim, size, step: x.unfold(dim, size, step),
     "DiagonalScatter": lambda x, src, offset, dim1, dim2: torch.diagonal_scatter(
         x, src, offset, dim1, dim2),
     "SliceScatter": lambda x, src, dim, start, end, step: torch.slice_scatter(

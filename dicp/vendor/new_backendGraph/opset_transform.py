@@ -1,7 +1,7 @@
 """The new_backendgraph pass pipeline: ATen graph -> vendor graph, one flat function."""
 import torch
 
-from dicp.dynamo_bridge.op_transformer import convert, rewrite_patterns
+from dicp.api import convert, rewrite_patterns
 
 from .conv_epilogue import fold_convolution_epilogues
 from .pattern_replacement import REWRITES

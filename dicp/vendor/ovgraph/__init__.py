@@ -1,11 +1,9 @@
 """ovgraph: dicp's graph-engine backend on OpenVINO. Each graph's OpenVINO ops become one
 OpenVINO Model per engine subgraph, compiled once with Core().compile_model and run on torch
 tensors; ops OpenVINO lacks run as eager ATen calls between the subgraphs."""
-import torch
+from dicp.api import Backend, compile_fx, register_backend
 
-from dicp.vendor import Backend, register_backend
-
-from . import config
+from . import config, conversion_layout  # noqa: F401  (conversion_layout: its rows)
 from .codegen import DTYPES, codegen
 from .compile_job import compile_job
 from .conversion import CONVERSIONS
@@ -31,5 +29,4 @@ BACKEND = register_backend(Backend(
 
 def ovgraph(gm, example_inputs):
     """The TorchDynamo backend entry point (`torch.compile(backend="ovgraph")`)."""
-    from dicp.dynamo_bridge.compile_fx import compile_fx
-    return compile_fx(gm, example_inputs, BACKEND.name)
+    return compile_fx(gm, example_inputs, BACKEND)

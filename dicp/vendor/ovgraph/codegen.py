@@ -15,10 +15,7 @@ import sympy
 import torch
 import torch.fx as fx
 
-from dicp.dynamo_bridge.graph_codegen import GeneratedGraph
-from dicp.dynamo_bridge.graph_engine import GraphEngineCodegen
-from dicp.dynamo_bridge.symbolic import is_symbolic, to_sympy
-from dicp.dynamo_bridge.templating import render
+from dicp.api import GeneratedGraph, GraphEngineCodegen, is_symbolic, render, to_sympy
 
 from .opset import OPSET_MODULE
 

@@ -1,7 +1,6 @@
 """ovgraph's compile job: build each engine subgraph's Model once, compile it once for the
 configured device (and precision hint), then run the wrapper with them."""
-from dicp import config
-from dicp.dynamo_bridge.graph_codegen import load_wrapper
+from dicp.api import config, load_wrapper
 
 from .runtime import EnginePart
 

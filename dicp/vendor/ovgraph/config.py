@@ -1,8 +1,7 @@
 """Knobs of ovgraph (declared in dicp.config) and its decomposition table."""
 import torch
 
-from dicp import config as dicp_config
-from dicp.dynamo_bridge.decompositions import build_decompositions
+from dicp.api import build_decompositions, config as dicp_config
 
 aten = torch.ops.aten
 

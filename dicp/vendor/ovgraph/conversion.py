@@ -3,16 +3,13 @@
 A converter gets the ATen node's arguments (tensors already converted) and returns OpenVINO op
 nodes. OpenVINO broadcasts like numpy but does not promote types, so every converter casts its
 operands to the dtype torch computes in (`cast`). Layout, indexing and creation ops are in
-conversion_layout.py.
+conversion_layout.py, which adds its rows to CONVERSIONS (the package imports both).
 """
 import math
 
 import torch
 
-from dicp.dynamo_bridge.conversion import register_conversion
-from dicp.dynamo_bridge.op_transformer import Unsupported
-from dicp.dynamo_bridge.symbolic import is_symbolic, to_sympy
-from dicp.dynamo_bridge.utils import opmath_dtype
+from dicp.api import Unsupported, is_symbolic, opmath_dtype, register_conversion, to_sympy
 
 from .opset import OPS
 
@@ -351,7 +348,7 @@ for aten_op, vendor in REDUCTIONS.items():
 @register_conversion(CONVERSIONS, aten.prod)
 def prod(ctx, x, dim=None, keepdim=False, dtype=None):
     if isinstance(dim, torch.dtype):  # prod.default(x, dtype)
-        dim, dtype = None, dim
+        dim = None  # the result's dtype (ctx.out) is the one asked for
     axes = [dim] if dim is not None else all_axes(ctx, x)
     return op(ctx, "ReduceProd", cast(ctx, x, ctx.out.dtype), axes, keepdim)
 
@@ -491,5 +488,3 @@ def masked_scores(ctx, scores, mask):
         return op(ctx, "Select", mask, scores, cast(ctx, float("-inf"), torch.float32))
     return op(ctx, "Add", scores, cast(ctx, mask, torch.float32))
 
-
-from . import conversion_layout  # noqa: E402,F401  registers its rows into CONVERSIONS

@@ -6,9 +6,7 @@ fake result, so a symbolic size is a sympy expression the wrapper computes at ru
 """
 import torch
 
-from dicp.dynamo_bridge.conversion import register_conversion
-from dicp.dynamo_bridge.op_transformer import Unsupported
-from dicp.dynamo_bridge.symbolic import is_symbolic, to_sympy
+from dicp.api import Unsupported, is_symbolic, register_conversion, to_sympy
 
 from .conversion import CONVERSIONS, broadcast_to_out, cast, is_tensor, op, scalar
 

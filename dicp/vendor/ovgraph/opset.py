@@ -7,7 +7,7 @@ meaning in torch ops: on fake tensors it is the shape rule.
 """
 import torch
 
-from dicp.dynamo_bridge.operator import Operator
+from dicp.api import Operator
 
 OPSET_MODULE = "openvino.opset16"  # the newest opset module openvino 2026.x ships complete
 

@@ -1,7 +1,7 @@
 """The ovgraph pass pipeline: ATen graph -> OpenVINO op graph, one flat function."""
 import torch
 
-from dicp.dynamo_bridge.op_transformer import convert
+from dicp.api import convert
 
 
 def opset_transform(gm: torch.fx.GraphModule, ctx) -> torch.fx.GraphModule:

@@ -9,7 +9,7 @@ import functools
 import numpy as np
 import torch
 
-from dicp import config
+from dicp.api import config
 
 
 @functools.lru_cache(maxsize=None)

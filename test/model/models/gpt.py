@@ -83,5 +83,6 @@ def build_gpt(cfg=GptConfig(), seed=0):
 
 
 def make_batch(batch, length, vocab, seed):
-    tokens = torch.randint(vocab, (batch, length + 1), generator=torch.Generator().manual_seed(seed))
+    generator = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(vocab, (batch, length + 1), generator=generator)
     return tokens[:, :-1], tokens[:, 1:]

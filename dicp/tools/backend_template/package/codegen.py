@@ -6,10 +6,7 @@ class only says what a vendor op becomes (`vendor_op`) and renders the kernels (
 """
 from pathlib import Path
 
-from dicp.dynamo_bridge.graph_codegen import GeneratedGraph, GraphCodegenBase
-from dicp.dynamo_bridge.symbolic import shape_of
-from dicp.dynamo_bridge.templating import render
-from dicp.dynamo_bridge.wrapper import Var
+from dicp.api import GeneratedGraph, GraphCodegenBase, Var, render, shape_of
 
 TEMPLATES = Path(__file__).parent / "templates"
 CTYPES = {"torch.float32": "float", "torch.float64": "double"}

@@ -3,8 +3,7 @@ cache keys it by source, command and chip; a corrupt entry is rebuilt), then the
 with them."""
 import ctypes
 
-from dicp.dynamo_bridge.compile import BuildSpec, Toolchain, load_artifact
-from dicp.dynamo_bridge.graph_codegen import load_wrapper
+from dicp.api import BuildSpec, Toolchain, load_artifact, load_wrapper
 
 FLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-fopenmp")
 TOOLCHAIN = Toolchain(("g++", *FLAGS, "{source}", "-o", "{artifact}"))

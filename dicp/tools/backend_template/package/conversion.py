@@ -3,8 +3,7 @@ arguments (tensors already converted) and returns the vendor node; `raise Unsupp
 leaves the node to eager fallback."""
 import torch
 
-from dicp.dynamo_bridge.conversion import register_conversion
-from dicp.dynamo_bridge.op_transformer import Unsupported
+from dicp.api import Unsupported, register_conversion
 
 from .opset import OPS
 

@@ -2,7 +2,7 @@
 meaning, and on fake tensors its shape rule) and the C++ expression its kernel computes."""
 import torch
 
-from dicp.dynamo_bridge.operator import Operator
+from dicp.api import Operator
 
 
 class Elementwise(Operator):

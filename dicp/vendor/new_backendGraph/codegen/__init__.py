@@ -5,7 +5,7 @@ from .. import config
 
 def codegen(gm, ctx):
     if config.codegen_target() == "python":
-        from dicp.dynamo_bridge.graph_codegen import PythonCodegen
+        from dicp.api import PythonCodegen
         return PythonCodegen(gm, ctx).run()
     from .cpp_codegen import CppCodegen, LoopPythonCodegen
     if config.codegen_target() == "python_loops":

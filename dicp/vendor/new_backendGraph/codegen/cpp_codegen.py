@@ -6,11 +6,8 @@ import sympy
 import torch
 import torch.fx as fx
 
-from dicp.dynamo_bridge.graph_codegen import GeneratedGraph, GraphCodegenBase, sizes_as_sympy
-from dicp.dynamo_bridge.graph_cache import size_hints
-from dicp.dynamo_bridge.operator import Operator
-from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
-from dicp.dynamo_bridge.utils import log
+from dicp.api import (GeneratedGraph, GraphCodegenBase, Operator, log, shape_of, size_hints,
+                      sizes_as_sympy, strides_of, to_sympy)
 
 from .. import config
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)

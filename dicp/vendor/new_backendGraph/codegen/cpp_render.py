@@ -152,7 +152,8 @@ class CppRenderer(L.Renderer):
 
 def _constant(const):
     if const.value in ("lowest", "highest"):
-        return f"std::numeric_limits<{const.type}>::{'lowest' if const.value == 'lowest' else 'max'}()"
+        limit = "lowest" if const.value == "lowest" else "max"
+        return f"std::numeric_limits<{const.type}>::{limit}()"
     if isinstance(const.value, float) and math.isinf(const.value) and \
             const.type not in ("float", "double"):
         return _constant(L.Const("lowest" if const.value < 0 else "highest", const.type))

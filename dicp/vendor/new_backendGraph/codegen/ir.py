@@ -5,12 +5,11 @@ which is how pointwise chains and reductions with their producers fuse into one 
 Views of buffers are new strides and offsets, never copies.
 """
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import sympy
 
-from dicp.dynamo_bridge.symbolic import same_size
-from dicp.dynamo_bridge.wrapper import TensorView
+from dicp.api import TensorView, same_size
 
 from .ctypes_map import compute_ctype, storage_ctype
 from .loop_ir import Const
@@ -153,6 +152,17 @@ def slice_view(x, dim, start, step, sizes):
         return Buffer(x.base, x.dtype, list(sizes), strides, x.offset + start * x.strides[dim])
     return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(
         k, idx[:dim] + [start + idx[dim] * step] + idx[dim + 1:]))
+
+
+def unfold_view(x, dim, size, step, sizes):
+    """Tensor.unfold: windows of `size` along `dim`, `step` apart, each window's elements on a
+    new last dim. A buffer's view has strides that overlap where step < size."""
+    if isinstance(x, Buffer):
+        strides = list(x.strides)
+        strides[dim] = x.strides[dim] * step
+        return Buffer(x.base, x.dtype, list(sizes), strides + [x.strides[dim]], x.offset)
+    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(
+        k, idx[:dim] + [idx[dim] * step + idx[-1]] + idx[dim + 1:-1]))
 
 
 def select_view(x, dim, index):

@@ -4,6 +4,8 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from dicp.api import may_overlap
+
 from . import loop_ir as L
 from .ctypes_map import compute_ctype, storage_ctype
 from .invariants import hoist_invariants
@@ -25,12 +27,15 @@ class Access:
     """One load or store of a kernel, as IR: the wrapper variable it addresses and the per-dim
     index into that buffer's layout (`strides`, `offset`). Indices are sympy over the loop
     variables, size symbols and the kernel's computed (data-dependent) index symbols. The loop
-    plan (`loops.plan_loops`) decides parallelism and vectorization from these records."""
+    plan (`loops.plan_loops`) decides parallelism and vectorization from these records.
+    `overlaps`: a store into a layout whose elements of nonzero stride may share an address
+    (a value realized in the layout of unfold's overlapping windows)."""
     base: str
     index: tuple
     strides: tuple
     offset: object
     is_store: bool
+    overlaps: bool = False
 
     @property
     def address(self):
@@ -215,7 +220,8 @@ class KernelBuilder:
         ptr = self.pointer(buffer.base, buffer.dtype, writable=is_store)
         access = Access(buffer.base,
                         tuple(simplify_in_loops(sympy.sympify(i), self.extents) for i in index),
-                        tuple(buffer.strides), buffer.offset, is_store)
+                        tuple(buffer.strides), buffer.offset, is_store,
+                        is_store and _overlapping(buffer.sizes, buffer.strides))
         self.accesses.append(access)
         site = f"{'store to' if is_store else 'load of'} buffer {buffer.base} at element" \
             if self.bounds_check else ""
@@ -480,6 +486,13 @@ class KernelBuilder:
         extents = [f"int64_t {p.name}_{end}" for p in params for end in ("lo", "hi")
                    if self.bounds_check]
         return pointers + [f"int64_t {s}" for s in symbols] + extents, params, symbols
+
+
+def _overlapping(sizes, strides):
+    """Whether a layout's dims of nonzero stride may overlap (a stride-0 dim pins no loop in
+    the plan already)."""
+    strided = [(size, stride) for size, stride in zip(sizes, strides) if stride != 0]
+    return bool(strided) and may_overlap(*zip(*strided))
 
 
 # Integer arithmetic that divides (a division's cost is not an index statement's)

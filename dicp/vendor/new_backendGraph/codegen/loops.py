@@ -18,7 +18,11 @@ its accesses prove it:
   nothing;
 - a kernel that loads an element it also stores must do so at the very index of its one store
   to that buffer (a read-modify-write of its own element); any other load of a written buffer
-  may read what another iteration writes, and the kernel runs serially without SIMD.
+  may read what another iteration writes, and the kernel runs serially without SIMD;
+- a store into a layout that overlaps itself (a value realized in the layout of unfold's
+  overlapping windows, as eager returns them) pins no loop for `parallel for`: distinct
+  indices may reach one element. SIMD lanes that differ in one index only, of nonzero stride
+  (the store's only use of the loop variable), still reach distinct elements.
 
 The rule reads `Access` records only, never the lowering that made them, so every lowering
 and any later loop IR that records its accesses gets it.
@@ -126,6 +130,8 @@ def _pins(store, var, varying, loop_vars, bounded, computed):
     indices, or b = c + s with c free of them and s a loop variable from 0 to below |a|
     (`bounded`: trip counts of the loops starting at 0), as a*block + column with fewer than
     |a| columns per block."""
+    if store.overlaps and (varying != {var} or _uses(store, var) != 1):
+        return False
     for index, stride in zip(store.index, store.strides):
         index = sympy.expand(index)
         if var not in index.free_symbols or sympy.sympify(stride).is_zero is not False:
@@ -141,6 +147,11 @@ def _pins(store, var, varying, loop_vars, bounded, computed):
         if _beside_blocks(rest, a, var, varying | computed | {var}, loop_vars, bounded):
             return True
     return False
+
+
+def _uses(store, var):
+    """How many of the store's per-dim indices use loop variable `var`."""
+    return sum(var in sympy.sympify(index).free_symbols for index in store.index)
 
 
 def _beside_blocks(rest, a, var, excluded, loop_vars, extents):

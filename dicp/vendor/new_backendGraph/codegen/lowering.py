@@ -6,7 +6,7 @@ A lowering gets the codegen context `g`, the vendor node and its arguments as IR
 """
 import torch
 
-from dicp.dynamo_bridge.symbolic import shape_of
+from dicp.api import shape_of
 
 from .ctypes_map import compute_ctype
 from .ir import Buffer, Pointwise, cast_value, load_broadcast

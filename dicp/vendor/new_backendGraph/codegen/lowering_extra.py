@@ -2,7 +2,7 @@
 import sympy
 import torch
 
-from dicp.dynamo_bridge.symbolic import shape_of, strides_of, to_sympy
+from dicp.api import shape_of, strides_of, to_sympy
 
 from . import ir
 from .ctypes_map import compute_ctype, storage_ctype
@@ -331,6 +331,11 @@ def select(g, node, x, dim, index):
     x = g.value(x)
     dim = dim % len(x.sizes)
     return ir.select_view(x, dim, wrap_index(index, x.sizes[dim]))
+
+
+@lowering("Unfold")
+def unfold(g, node, x, dim, size, step):
+    return ir.unfold_view(g.value(x), dim, size, step, shape_of(node.meta["val"]))
 
 
 def _diagonal_start(offset):

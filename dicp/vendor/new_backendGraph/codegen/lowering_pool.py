@@ -2,7 +2,7 @@
 output."""
 import sympy
 
-from dicp.dynamo_bridge.symbolic import shape_of
+from dicp.api import shape_of
 
 from .ctypes_map import compute_ctype
 from .ir import Pointwise, cast_value

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from dicp import config as dicp_config
+from dicp.api import config as dicp_config
+from dicp.api import storage_span
 
 from .. import gemm
 from ..blas import sgemm_address
@@ -278,8 +279,7 @@ class _Planner:
     def _allocate(self, node, name, sizes, strides, dtype):
         if dtype is None or dtype not in STORAGE_CTYPE:
             raise NotNative(f"{name}'s dtype {dtype} is unknown to the entry")
-        extent = self._hint(1 + sum((size - 1) * stride for size, stride in zip(sizes, strides)))
-        size = max(extent, 0) * dtype.itemsize
+        size = self._hint(storage_span(sizes, strides)) * dtype.itemsize
         if self.steps and self.segment_bytes + size > NATIVE_MAX_BYTES:
             self._close_segment()  # allocated up front, a segment's buffers all live at once
         self.segment_bytes += size

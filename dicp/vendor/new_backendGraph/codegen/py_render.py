@@ -6,7 +6,7 @@ and slow (one Python call per op and element), for checking a schedule or a rend
 inputs (DICP_NEW_BACKENDGRAPH_TARGET=python_loops). Loop plans (parallel, SIMD) are C++'s
 business and are not printed.
 """
-from dicp.dynamo_bridge.symbolic import py_expr
+from dicp.api import py_expr
 
 from . import loop_ir as L
 

@@ -1,7 +1,7 @@
 """Index arithmetic, and the printer that turns sympy sizes into C++."""
 import sympy
 
-from dicp.dynamo_bridge.symbolic import (ExprPrinter, is_dense, py_expr,  # noqa: F401
+from dicp.api import (ExprPrinter, is_dense, py_expr,  # noqa: F401
                                          same_layout, same_size)
 
 

@@ -1,0 +1,71 @@
+"""The torch internals dicp relies on, in one place.
+
+torch has no public API for these, and private names can move between releases. dicp supports
+torch 2.11 to 2.15 (`dicp/supported_torch.py`); each name below has the same signature on 2.11.0,
+2.13.0 and 2.15.0. When a release moves one, adapt it here by feature detection (try the new
+location, then the old), never by comparing `torch.__version__`.
+"""
+import contextlib
+
+import torch
+# AOTAutograd wrapped as a dynamo backend (functionalize, decompose, partition fw/bw).
+from torch._dynamo.backends.common import aot_autograd
+# The fake-tensor mode dynamo traced a graph with, so inference reuses its shape environment.
+from torch._guards import detect_fake_mode
+# The types of ATen operators: `torch.ops.aten.add` is a packet, `.Tensor` an overload.
+from torch._ops import OpOverload, OpOverloadPacket
+from torch._subclasses import FakeTensor, FakeTensorMode
+# Leave the compile's fake mode for a moment: tensors unpickled inside it would come back fake.
+from torch._subclasses.fake_tensor import unset_fake_temporarily
+# Decompositions of listed ops, from torch's registry (the core table itself is public).
+from torch._decomp import get_decompositions
+# Flattening of nested outputs (tuples, lists, dicts) for the op collector.
+from torch.utils import _pytree as pytree
+# A storage's identity, comparable on fake tensors (whose storages have no data pointer).
+from torch.multiprocessing.reductions import StorageWeakRef
+
+# The release, for cache keys.
+TORCH_VERSION = torch.__version__
+
+__all__ = ["TORCH_VERSION", "StorageWeakRef", "build_config", "FakeTensor", "FakeTensorMode",
+           "OpOverload", "OpOverloadPacket", "aot_autograd", "core_aten_decompositions",
+           "detect_fake_mode", "get_decompositions", "pytree", "same_storage",
+           "tangents_in_memory_format", "unset_fake_temporarily"]
+
+
+def build_config() -> str:
+    """The build's libraries and flags (its MKL and oneDNN versions among them)."""
+    return torch.__config__.show()
+
+
+def core_aten_decompositions():
+    """torch's core ATen decomposition table (public since 2.6 as torch.export's default)."""
+    return torch.export.default_decompositions()
+
+
+def tangents_in_memory_format():
+    """A context in which AOTAutograd expects each tangent in a memory format (contiguous,
+    channels-last) rather than in its output's strides, as it does under dynamic shapes.
+    With strides, a tangent is copied into `empty_strided` of them at run time, which keeps
+    one of the gradients that share an element where the layout overlaps itself (unfold's
+    windows); torch 2.13 takes memory formats only for expanded dims."""
+    config = torch._functorch.config
+    if not hasattr(config, "guess_tangent_strides_as_outputs"):  # memory formats always
+        return contextlib.nullcontext()
+    return config.patch(guess_tangent_strides_as_outputs=False)
+
+
+def recompiles_raise():
+    """A context in which a dynamo recompile raises `RecompileError` instead of compiling
+    again: the fuzzer's check that one dynamic-shape build serves every size, for any backend
+    (dynamo's config has no public equivalent)."""
+    return torch._dynamo.config.patch(error_on_recompile=True)
+
+
+def recompile_error_type():
+    return torch._dynamo.exc.RecompileError
+
+
+def same_storage(a, b) -> bool:
+    """Whether tensors `a` and `b` (fake or real) view one storage."""
+    return StorageWeakRef(a.untyped_storage()) == StorageWeakRef(b.untyped_storage())
