@@ -502,6 +502,9 @@ declare("test_backend", Text(), "new_backendgraph", "tests: the backend under te
         "`--backend`)", owner="tests")
 declare("test_dynamic", Text(), "all", "tests: `false` (static shapes), `true` (dynamic) or "
         "`all` (both; pytest `--dynamic`)", owner="tests")
+declare("test_emu_opinfo", Choice("subset", "all"), "subset", "tests: the OpInfos "
+        "`test/emu/test_opinfo.py` runs on the emulated device: `subset` (a representative few, "
+        "in the default suite) or `all` (every OpInfo of torch's op_db)", owner="tests")
 
 if __name__ == "__main__":
     import dicp.config  # the real module (this file runs as __main__ under -m)

@@ -1,7 +1,31 @@
 """Hands off PrivateUse1: dicp claims it only on `import dicp.emu`, and never from another."""
+import pytest
 import torch
 
 from .conftest import run_python
+
+# A process where dicp compiles a graph, then another backend takes PrivateUse1 (as a vendor's
+# runtime would), then dicp.emu is imported.
+ANOTHER_BACKEND = """
+    import sys, torch, dicp
+    f = torch.compile(lambda x: (x.sin() + 1).sum(), backend="new_backendgraph")
+    f(torch.randn(8))
+    print("after a compile:", torch._C._get_privateuse1_backend_name(), hasattr(torch, "emu"),
+          "dicp.emu" in sys.modules, flush=True)
+    torch.utils.rename_privateuse1_backend("npu")
+    try:
+        import dicp.emu
+    except RuntimeError as error:  # dicp.emu.PrivateUse1Taken
+        print(type(error).__name__, getattr(error, "holder", None))
+        print(error)
+"""
+
+
+@pytest.fixture(scope="module")
+def another_backend():
+    result = run_python(ANOTHER_BACKEND)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
 
 
 def test_import_dicp_emu_claims_privateuse1_as_emu():
@@ -9,28 +33,10 @@ def test_import_dicp_emu_claims_privateuse1_as_emu():
     assert torch.emu.device_count() >= 2
 
 
-def test_a_bare_import_and_a_compile_leave_privateuse1_unclaimed():
-    result = run_python("""
-        import sys, torch, dicp
-        f = torch.compile(lambda x: (x.sin() + 1).sum(), backend="new_backendgraph")
-        f(torch.randn(8))
-        print(torch._C._get_privateuse1_backend_name(), hasattr(torch, "emu"),
-              "dicp.emu" in sys.modules)
-    """)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split()[-3:] == ["privateuseone", "False", "False"]
+def test_a_bare_import_and_a_compile_leave_privateuse1_unclaimed(another_backend):
+    assert "after a compile: privateuseone False False" in another_backend
 
 
-def test_import_after_another_backend_took_privateuse1_raises_naming_it():
-    result = run_python("""
-        import torch
-        torch.utils.rename_privateuse1_backend("npu")
-        try:
-            import dicp.emu
-        except RuntimeError as error:  # dicp.emu.PrivateUse1Taken
-            print(type(error).__name__, getattr(error, "holder", None))
-            print(error)
-    """)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "PrivateUse1Taken npu" in result.stdout
-    assert "PrivateUse1 is already taken by the 'npu' backend" in result.stdout
+def test_import_after_another_backend_took_privateuse1_raises_naming_it(another_backend):
+    assert "PrivateUse1Taken npu" in another_backend
+    assert "PrivateUse1 is already taken by the 'npu' backend" in another_backend
