@@ -277,6 +277,7 @@ def report(outcomes) -> str:
              f"distinct ATen ops: {len(ops['native'])} native, {len(ops['fallback'])} fell back",
              f"OpInfos that ran natively only: {all_native}; with a fallback: "
              f"{sum(1 for o in outcomes if any(p == 'fallback' for _, p in o.ops))}"]
+    lines += [f"SKIP {o.name}: {o.detail}" for o in outcomes if o.status == "skip"]
     lines += [f"FAIL {o.name}: {o.detail}" for o in outcomes if o.status == "fail"]
     return "\n".join(lines)
 

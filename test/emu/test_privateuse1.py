@@ -5,14 +5,15 @@ import torch
 from .conftest import run_python
 
 # A process where dicp compiles a graph, then another backend takes PrivateUse1 (as a vendor's
-# runtime would), then dicp.emu is imported.
+# runtime would: the rename raises if the key has another name already), then dicp.emu is
+# imported.
 ANOTHER_BACKEND = """
     import sys, torch, dicp
     f = torch.compile(lambda x: (x.sin() + 1).sum(), backend="new_backendgraph")
     f(torch.randn(8))
-    print("after a compile:", torch._C._get_privateuse1_backend_name(), hasattr(torch, "emu"),
-          "dicp.emu" in sys.modules, flush=True)
+    print("after a compile:", hasattr(torch, "emu"), "dicp.emu" in sys.modules, flush=True)
     torch.utils.rename_privateuse1_backend("npu")
+    print("npu took PrivateUse1", flush=True)
     try:
         import dicp.emu
     except RuntimeError as error:  # dicp.emu.PrivateUse1Taken
@@ -28,13 +29,14 @@ def another_backend():
     return result.stdout
 
 
-def test_import_dicp_emu_claims_privateuse1_as_emu():
-    assert torch._C._get_privateuse1_backend_name() == "emu"
-    assert torch.emu.device_count() >= 2
+def test_import_dicp_emu_claims_privateuse1_as_emu(emu):
+    assert emu.torch_compat.holder() == "emu"
+    assert torch.device("emu:1").type == "emu" and torch.emu.device_count() >= 2
 
 
 def test_a_bare_import_and_a_compile_leave_privateuse1_unclaimed(another_backend):
-    assert "after a compile: privateuseone False False" in another_backend
+    assert "after a compile: False False" in another_backend
+    assert "npu took PrivateUse1" in another_backend
 
 
 def test_import_after_another_backend_took_privateuse1_raises_naming_it(another_backend):
