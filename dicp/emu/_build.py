@@ -20,6 +20,7 @@ from dicp import config
 from .torch_compat import TORCH_VERSION
 
 SOURCES = Path(__file__).parent / "csrc"
+UNIT = SOURCES / "all.cpp"   # includes every other source: one translation unit (see there)
 MODULE = "dicp_emu_C"
 FLAGS = ("-O2",)
 
@@ -29,7 +30,8 @@ class EmuBuildError(RuntimeError):
 
 
 def sources() -> list[Path]:
-    return sorted(SOURCES.glob("*.cpp"))
+    """What the compiler is given: the one unit, which includes every source of csrc/."""
+    return [UNIT]
 
 
 def build_key() -> str:

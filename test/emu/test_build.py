@@ -34,3 +34,10 @@ def test_a_built_runtime_is_loaded_not_rebuilt():
     before = built.stat().st_mtime_ns
     assert _build.load_runtime() is sys.modules[_build.MODULE]
     assert built.stat().st_mtime_ns == before
+
+
+def test_the_one_unit_includes_every_source():
+    """A source left out of all.cpp would not be built (its symbols missing at the import)."""
+    included = set(re.findall(r'#include "(\w+\.cpp)"', _build.UNIT.read_text()))
+    on_disk = {path.name for path in _build.SOURCES.glob("*.cpp")} - {_build.UNIT.name}
+    assert included == on_disk

@@ -17,7 +17,7 @@ namespace {
 
 constexpr size_t kMaxCached = 8192;  // signatures; the cache starts over beyond
 
-std::mutex g_mutex;
+std::mutex g_layouts_mutex;
 std::unordered_map<std::string, std::vector<Layout>> g_layouts;
 
 // Storages are numbered by first appearance: the meta run sees which arguments share one.
@@ -103,12 +103,12 @@ std::vector<Layout> meta_layouts(const c10::OperatorHandle& op, const Args& args
 std::vector<Layout> result_layouts(const c10::OperatorHandle& op, const Args& args) {
   const std::string key = signature(op, args);
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
+    std::lock_guard<std::mutex> lock(g_layouts_mutex);
     auto it = g_layouts.find(key);
     if (it != g_layouts.end()) return it->second;
   }
   auto layouts = meta_layouts(op, args);  // raises on a bad call: nothing is cached
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_layouts_mutex);
   if (g_layouts.size() >= kMaxCached) g_layouts.clear();
   g_layouts.emplace(key, layouts);
   return layouts;
