@@ -66,7 +66,8 @@ def main():
     print(f"first call (compile + run): {compile_seconds:.2f} s")
     print(f"max abs diff vs eager: {diff.max().item():.3e}, mean abs error: "
           f"{diff.mean().item():.3e}")
-    print(f"median step time over {args.steps} steps after a warm-up: eager {eager_seconds * 1e3:.2f} ms, new_backendgraph "
+    print(f"median step time over {args.steps} steps after a warm-up: eager "
+          f"{eager_seconds * 1e3:.2f} ms, new_backendgraph "
           f"{compiled_seconds * 1e3:.2f} ms ({compiled_seconds / eager_seconds:.2f}x eager's "
           f"time: lower is faster)")
     ok = torch.allclose(actual, expected, rtol=1e-4, atol=1e-4)
