@@ -14,12 +14,13 @@ setup(
     description="Device-Independent Compile Platform: plug a device into torch.compile",
     packages=find_packages(include=["dicp", "dicp.*"]),
     package_data={"dicp": ["vendor/*/codegen/templates/*.j2", "vendor/*/codegen/include/*.h",
-                            "bridge/pipeline/templates/*.j2",
+                            "bridge/pipeline/templates/*.j2", "emu/csrc/*.cpp", "emu/csrc/*.h",
                             "vendor/*/templates/*.j2", "tools/backend_template/*",
                             "tools/backend_template/*/*", "tools/backend_template/*/*/*"]},
     python_requires=">=3.10",
+    # ninja: torch's extension builder needs it to build dicp.emu's runtime on first import
     install_requires=[SUPPORTED["TORCH_REQUIREMENT"], "jinja2>=3.0", "sympy>=1.12", "numpy",
-                      "packaging"],
+                      "packaging", "ninja"],
     # transformers: the debugging tools are tested on Hugging Face GPT-2 (built from a config);
     # expecttest: torch's OpInfo database imports it; openvino: the ovgraph backend's SDK;
     # setuptools>=70.1: the scaffold test builds a generated backend without build isolation,

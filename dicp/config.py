@@ -492,12 +492,19 @@ declare("record_results", Location(), None, "at exit, write a digest of every co
         "call's outputs and updated inputs (bytes, dtype, shape, strides) to this file, one line"
         " per call: two runs recording equal files computed bit-for-bit equal results (the "
         "cold-against-warm test mode, `pytest --cold-warm`)")
+declare("emu_isolation", Flag(), True, "`import dicp.emu`: keep the emulated device's memory "
+        "unreadable from the host (`PROT_NONE`) except while device work on it runs, so host "
+        "code that reads device memory without a copy crashes; `0` maps it readable (faster, "
+        "no check). Read once, at the import", owner="emu")
 # Read by the test harness (test/common/utils.py); its plugin (test/common/harness.py) sets them
 # for xdist workers.
 declare("test_backend", Text(), "new_backendgraph", "tests: the backend under test (pytest "
         "`--backend`)", owner="tests")
 declare("test_dynamic", Text(), "all", "tests: `false` (static shapes), `true` (dynamic) or "
         "`all` (both; pytest `--dynamic`)", owner="tests")
+declare("test_emu_opinfo", Choice("subset", "all"), "subset", "tests: the OpInfos "
+        "`test/emu/test_opinfo.py` runs on the emulated device: `subset` (a representative few, "
+        "in the default suite) or `all` (every OpInfo of torch's op_db)", owner="tests")
 
 if __name__ == "__main__":
     import dicp.config  # the real module (this file runs as __main__ under -m)

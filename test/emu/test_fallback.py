@@ -1,0 +1,104 @@
+"""The CPU fallback: ops without a device kernel run on the host, aliasing kept, logged once."""
+import logging
+
+import pytest
+import torch
+
+import dicp.emu
+from dicp.emu import eager, observe_ops
+
+
+def on_both(make):
+    """`make(device)` on the CPU and on emu, the emu result brought back to the host."""
+    emu = make("emu")
+    return make("cpu"), emu.cpu() if isinstance(emu, torch.Tensor) else emu
+
+
+def test_an_op_without_a_kernel_falls_back_and_matches_the_cpu():
+    x = torch.randn(5, 7)
+    with observe_ops() as seen:
+        got = torch.special.erfcx(x.to("emu"))
+    assert seen["aten.special_erfcx.default", "fallback"] == 1
+    assert got.device.type == "emu"
+    assert torch.allclose(got.cpu(), torch.special.erfcx(x))
+
+
+def test_an_in_place_fallback_through_a_view_writes_its_base():
+    def run(device):
+        base = torch.arange(12.0, device=device).reshape(3, 4)
+        base[1:, ::2].cumsum_(0)                  # cumsum_ has no emu kernel
+        return base
+    cpu, emu = on_both(run)
+    assert torch.equal(cpu, emu)
+
+
+def test_inputs_sharing_storage_keep_sharing_it():
+    """Both inputs are views of one storage; the host copy keeps them one storage, so the
+    op sees the overlap and refuses it as it does on the CPU (per-tensor copies would not)."""
+    for device in ("cpu", "emu"):
+        base = torch.arange(8.0, device=device)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            base[1:].addcmul_(base[:-1], base[:-1])
+
+
+def test_an_out_argument_is_resized_and_written():
+    x = torch.arange(6.0)
+    out = torch.empty(0, device="emu")
+    result = torch.cumsum(x.to("emu"), 0, out=out)
+    assert result is out and out.shape == (6,)
+    assert torch.equal(out.cpu(), torch.cumsum(x, 0))
+
+
+def test_a_fallen_back_view_op_returns_a_view_of_device_memory(view_op):
+    base = torch.arange(6.0, device="emu")
+    every_other = view_op(base)                 # the op ran on the host, on a host copy
+    assert every_other.device.type == "emu"
+    assert every_other.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+    base.mul_(10)
+    assert torch.equal(every_other.cpu(), torch.tensor([0.0, 20.0, 40.0]))
+
+
+@pytest.fixture(scope="module")
+def view_op():
+    """A custom op returning a view of its input, with a CPU kernel only: it reaches emu
+    through the fallback (aten's own view ops are native)."""
+    library = torch.library.Library("dicp_emu_test", "DEF")
+    library.define("every_other(Tensor(a) x) -> Tensor(a)")
+    library.impl("every_other", lambda x: x[::2], "CPU")
+    yield torch.ops.dicp_emu_test.every_other
+    library._destroy()
+
+
+def test_a_fallback_is_logged_once_per_op(caplog, monkeypatch):
+    monkeypatch.setattr(eager, "_logged", set())
+    x = torch.randn(4, device="emu")
+    with caplog.at_level(logging.INFO, logger="dicp.emu"):
+        torch.special.erfcx(x)
+        torch.special.erfcx(x)
+        torch.atan(x)
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("aten.special_erfcx.default runs on the CPU" in line for line in lines) == 1
+    assert sum("aten.atan.default runs on the CPU" in line for line in lines) == 1
+
+
+def test_a_native_op_is_not_logged(caplog, monkeypatch):
+    monkeypatch.setattr(eager, "_logged", set())
+    with caplog.at_level(logging.INFO, logger="dicp.emu"):
+        torch.ones(3, device="emu") * 2
+    assert not [r for r in caplog.records if "runs on the CPU" in r.getMessage()]
+
+
+@pytest.mark.parametrize("op", [torch.add, torch.atan2], ids=["native", "fallback"])
+def test_a_host_tensor_among_device_tensors_is_an_error(op):
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        op(torch.ones(2, 3, device="emu"), torch.ones(2, 3))
+
+
+def test_a_host_scalar_tensor_among_device_tensors_is_allowed():
+    got = torch.atan2(torch.ones(3, device="emu"), torch.tensor(2.0))
+    assert torch.allclose(got.cpu(), torch.atan2(torch.ones(3), torch.tensor(2.0)))
+
+
+def test_what_registration_made_native():
+    assert "aten.add.Tensor" in dicp.emu.eager.native
+    assert "aten.cumsum.default" not in dicp.emu.eager.native

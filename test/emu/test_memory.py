@@ -1,0 +1,76 @@
+"""The caching allocator's statistics show leaks and peak use."""
+import gc
+
+import torch
+
+MB = 1 << 20
+
+
+def training_step():
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                torch.nn.Linear(128, 10)).to("emu")
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    data, target = torch.randn(32, 64, device="emu"), torch.randint(0, 10, (32,), device="emu")
+    loss = torch.nn.functional.cross_entropy(model(data), target)
+    loss.backward()
+    optimizer.step()
+    return model, optimizer, loss
+
+
+def settled_allocated():
+    """Bytes allocated once earlier tests' garbage is collected and queued work has run."""
+    gc.collect()
+    torch.emu.synchronize()
+    return torch.emu.memory_allocated()
+
+
+def test_a_training_step_gives_back_all_its_memory():
+    baseline = settled_allocated()
+    torch.emu.reset_peak_memory_stats()
+    state = training_step()
+    torch.emu.synchronize()
+    assert torch.emu.memory_allocated() > baseline       # parameters, Adam's moments
+    assert torch.emu.max_memory_allocated() > torch.emu.memory_allocated()  # activations
+    del state
+    assert settled_allocated() == baseline               # tasks release what they hold
+
+
+def test_a_leak_shows():
+    baseline = settled_allocated()
+    leaked = training_step()[0]                          # the model is kept
+    assert settled_allocated() > baseline
+    del leaked
+
+
+def test_peak_statistics_reset():
+    torch.emu.reset_peak_memory_stats()
+    before = torch.emu.max_memory_allocated()
+    big = torch.empty(4 * MB, dtype=torch.uint8, device="emu")
+    assert torch.emu.max_memory_allocated() >= before + 4 * MB
+    del big
+    torch.emu.synchronize()
+    assert torch.emu.max_memory_allocated() >= before + 4 * MB  # the peak stays
+    torch.emu.reset_peak_memory_stats()
+    assert torch.emu.max_memory_allocated() == torch.emu.memory_allocated()
+
+
+def test_freed_blocks_are_cached_and_reused_then_released():
+    torch.emu.empty_cache()
+    first = torch.empty(MB, dtype=torch.uint8, device="emu")
+    address = first.data_ptr()
+    del first
+    assert torch.emu.memory_reserved() >= MB                 # cached, not unmapped
+    second = torch.empty(MB, dtype=torch.uint8, device="emu")
+    assert second.data_ptr() == address                      # the cached block again
+    del second
+    torch.emu.empty_cache()
+    assert torch.emu.memory_reserved() == torch.emu.memory_allocated()
+
+
+def test_each_device_keeps_its_own_statistics():
+    torch.emu.synchronize(1)
+    before = (torch.emu.memory_allocated(0), torch.emu.memory_allocated(1))
+    x = torch.empty(MB, dtype=torch.uint8, device="emu:1")
+    assert torch.emu.memory_allocated(1) >= before[1] + MB
+    assert torch.emu.memory_allocated(0) == before[0]
+    del x

@@ -1,0 +1,37 @@
+"""A small model trains on emu in eager mode with the CPU's losses, to float32 tolerance."""
+import pytest
+import torch
+
+from dicp.emu import observe_ops
+
+
+def train(device, optimizer_class, steps=6):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+        torch.nn.Flatten(), torch.nn.Linear(4 * 8 * 8, 32), torch.nn.GELU(),
+        torch.nn.Dropout(0.0), torch.nn.Linear(32, 5)).to(device)
+    optimizer = optimizer_class(model.parameters(), lr=0.01)
+    images, labels = torch.randn(16, 1, 8, 8), torch.randint(0, 5, (16,))
+    images, labels = images.to(device), labels.to(device)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, [p.detach().cpu() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("optimizer", [torch.optim.SGD, torch.optim.Adam], ids=["SGD", "Adam"])
+def test_losses_and_weights_match_the_cpu(optimizer):
+    with observe_ops() as seen:
+        emu_losses, emu_weights = train("emu", optimizer)
+    cpu_losses, cpu_weights = train("cpu", optimizer)
+    torch.testing.assert_close(emu_losses, cpu_losses, rtol=1.3e-5, atol=1e-5)
+    for got, want in zip(emu_weights, cpu_weights):
+        torch.testing.assert_close(got, want, rtol=1.3e-5, atol=1e-5)
+    assert cpu_losses[-1] < cpu_losses[0]                   # it did learn
+    assert any(path == "native" for _, path in seen)     # both kinds of kernel ran
+    assert any(path == "fallback" for _, path in seen)
