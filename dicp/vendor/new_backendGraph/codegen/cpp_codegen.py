@@ -21,8 +21,8 @@ from .loop_ir import computed_ops, walk
 from .loop_split import split_loops
 from .loops import KernelLoops, PhaseLoops, plan_loops
 from .lowering import LOWERINGS
-from .native_entry import NotNative, plan as plan_native_entry
-from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
+from .native_entry import NATIVE_ENTRY_HEADER, NotNative, plan as plan_native_entry
+from .sym import contiguous_strides, loop_index, product, same_layout
 from .templates import render
 from .transpose import transposed_dims, transposing_kernel
 from .value_range import ValueRanges
@@ -483,13 +483,12 @@ class CppCodegen(GraphCodegenBase):
         shared = in_place_source(k, self.wrapper.may_share) or ()
         signature, params, symbols = k.signature(self.wrapper.private, shared)
         self.kernels.append(self._render(k, (signature, params, symbols), loops, plan, work))
-        extents = [f"*storage_extent({p.base})" for p in params if self.bounds_check]
-        self.signatures[k.name] = (len(params), len(symbols) + 2 * len(extents))
+        extents = 2 * len(params) if self.bounds_check else 0
+        self.signatures[k.name] = (len(params), len(symbols) + extents)
         self.kernel_types[k.name] = [f"{'' if p.writable else 'const '}{p.ctype}*"
                                      for p in params]
         self.define_size_params(symbols)
-        arguments = [f"{p.base}.data_ptr()" for p in params] + [s.name for s in symbols] + extents
-        self.wrapper.lines.append(f"kernels.{k.name}({', '.join(arguments)})")
+        self.wrapper.call_kernel(k.name, [p.base for p in params], symbols, self.bounds_check)
         if shared:
             self.wrapper.offer_in_place(*(p.base for p in shared))
 
@@ -518,24 +517,25 @@ class CppCodegen(GraphCodegenBase):
         expressions = {symbol: expr for expr, symbol in self.size_params.items()}
         for symbol in symbols:
             if symbol in expressions and symbol not in self.defined_size_params:
-                self.wrapper.lines.append(f"{symbol.name} = {py_expr(expressions[symbol])}")
+                self.wrapper.set_size(symbol, expressions[symbol])
                 self.defined_size_params.add(symbol)
 
     def finish(self):
-        wrapper_source, sources = self.wrapper.render(), kernel_sources(self.kernels)
+        statements, sources = self.wrapper.planned(), kernel_sources(self.kernels)
         files = {name: render("module.cpp.j2", kernels=kernels, bounds_check=self.bounds_check)
                  for name, kernels in sources}
         metadata = {"kernels": dict(self.signatures), "divide_integers": self.dividing_kernels}
-        entry = self._native_entry(wrapper_source, sources)
+        entry = self._native_entry(statements, sources)
+        wrapper_source = self.wrapper.render(statements)
         if entry is not None:
-            wrapper_source = entry.wrapper_source
+            wrapper_source = self.wrapper.render(entry.statements, NATIVE_ENTRY_HEADER)
             files[sources[-1][0]] += "\n" + entry.source
             metadata["entry"] = {"functions": entry.entries, "products": entry.products,
                                  "external": entry.external, "source": sources[-1][0]}
         return GeneratedGraph(self.ctx.graph_name, self.target, wrapper_source, files,
                               dict(self.vendor_ops), self.wrapper.constants, metadata)
 
-    def _native_entry(self, wrapper_source, sources):
+    def _native_entry(self, statements, sources):
         """Native entries running the wrapper's kernels and products (native_entry.py), in
         the graph's last source, or None: switched off, no kernels, or no two steps in a row
         the entries can run."""
@@ -544,7 +544,7 @@ class CppCodegen(GraphCodegenBase):
         first_local = KERNELS_PER_SOURCE * (len(sources) - 1)
         local = {f"kernel_{i}" for i in range(first_local, len(self.kernels))}
         try:
-            return plan_native_entry(wrapper_source, self.wrapper.layouts,
+            return plan_native_entry(statements, self.wrapper.inputs, self.wrapper.layouts,
                                      {**self.input_dtypes, **self.wrapper.dtypes},
                                      self.kernel_types, local, size_hints(self.ctx.fake_mode),
                                      self.bounds_check)
