@@ -1,7 +1,5 @@
 """C++ target: lowers vendor ops to fused loop nests (loop IR), printed by the C++ renderer
 into Jinja templates."""
-from dataclasses import dataclass, replace
-
 import sympy
 import torch
 import torch.fx as fx
@@ -14,12 +12,13 @@ from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
 from .cpp_render import CppRenderer
 from .faults import KERNEL_FAULTS
 from .in_place import in_place_source
-from .py_render import render_kernel as render_python_kernel
+from .py_render import PyRenderer
 from .ir import Buffer, LazyReduction, Pointwise
 from .kernel import KernelBuilder
+from . import loop_ir as L
 from .loop_ir import computed_ops, walk
 from .loop_split import split_loops
-from .loops import KernelLoops, PhaseLoops, plan_loops
+from .loops import KernelLoops, PhaseLoops, loop_nest, plan_loops
 from .lowering import LOWERINGS
 from .native_entry import NATIVE_ENTRY_HEADER, NotNative, plan as plan_native_entry
 from .sym import contiguous_strides, loop_index, product, same_layout
@@ -202,17 +201,6 @@ def kernel_sources(kernels):
                                                                 KERNELS_PER_SOURCE)]
     return [("kernels.cpp" if i == 0 else f"kernels_{i}.cpp", chunk)
             for i, chunk in enumerate(chunks)]
-
-
-@dataclass
-class RenderedPhase:
-    """A kernel.Phase as the template prints it: (variable, lo, hi) of each inner loop and
-    the C++ lines of its parts."""
-    bounds: list
-    pre: list
-    body: list
-    post: list
-    chunk: object = None  # kernel.Chunk with its open and close parts as C++ lines
 
 
 class UnsupportedLowering(NotImplementedError):
@@ -481,35 +469,26 @@ class CppCodegen(GraphCodegenBase):
             [(lo, hi) for _, lo, hi in p.inner], list(nest.extents))) for p in k.phases))
         loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
         shared = in_place_source(k, self.wrapper.may_share) or ()
-        signature, params, symbols = k.signature(self.wrapper.private, shared)
-        self.kernels.append(self._render(k, (signature, params, symbols), loops, plan, work))
+        params, symbols = k.params_of(self.wrapper.private, shared)
+        kernel = L.Kernel(k.name, tuple(params), tuple(s.name for s in symbols),
+                          self.bounds_check,
+                          loop_nest(k, loops, plan, work, PARALLEL_THRESHOLD))
+        self.kernels.append(self._render(kernel))
         extents = 2 * len(params) if self.bounds_check else 0
         self.signatures[k.name] = (len(params), len(symbols) + extents)
-        self.kernel_types[k.name] = [f"{'' if p.writable else 'const '}{p.ctype}*"
+        self.kernel_types[k.name] = [CppRenderer.pointer_type(p.ctype, p.writable)
                                      for p in params]
         self.define_size_params(symbols)
         self.wrapper.call_kernel(k.name, [p.base for p in params], symbols, self.bounds_check)
         if shared:
             self.wrapper.offer_in_place(*(p.base for p in shared))
 
-    def _render(self, k, signature, loops, plan, work):
-        """The kernel's C++: its loop IR printed by the C++ renderer into kernel.cpp.j2."""
-        signature = signature[0]
+    def _render(self, kernel):
+        """The kernel's C++ (cpp_render.py)."""
         printer = CppRenderer(self.bounds_check)
-        phases = [RenderedPhase([(v, printer.expr(lo), printer.expr(hi)) for v, lo, hi in
-                                 phase.bounds], printer.lines(phase.pre),
-                                printer.lines(phase.body), printer.lines(phase.post),
-                                phase.chunk and replace(phase.chunk,
-                                                        open=printer.lines(phase.chunk.open),
-                                                        close=printer.lines(phase.chunk.close)))
-                  for phase in k.phases]
-        source = render("kernel.cpp.j2", name=k.name, signature=signature,
-                        outer=[(v, printer.expr(size)) for v, size in loops],
-                        locals=printer.lines(k.row_cache_declarations()),
-                        phases=list(zip(phases, plan.simd_phases)), plan=plan,
-                        work=printer.expr(work), threshold=PARALLEL_THRESHOLD)
+        source = printer.kernel(kernel)
         if printer.divides_integers:
-            self.dividing_kernels.append(k.name)
+            self.dividing_kernels.append(kernel.name)
         return source
 
     def define_size_params(self, symbols):
@@ -572,10 +551,8 @@ class LoopPythonCodegen(CppCodegen):
     (py_render.py) instead: no compiler, slow; for checking a schedule or a renderer."""
     target = "python_loops"
 
-    def _render(self, k, signature, loops, plan, work):
-        _, params, symbols = signature
-        return render_python_kernel(k.name, params, symbols, self.bounds_check, loops,
-                                    k.row_cache_declarations(), k.phases)
+    def _render(self, kernel):
+        return PyRenderer().kernel(kernel)
 
     def finish(self):
         source = PYTHON_KERNELS_HEADER + "\n\n".join(self.kernels)

@@ -11,6 +11,7 @@ import math
 from . import loop_ir as L
 from .ctypes_map import literal
 from .sym import cpp_expr
+from .templates import render
 
 # Vendor pointwise ops, one row each: the C++ meaning of the vocabulary.
 UNARY = {
@@ -144,10 +145,53 @@ class CppRenderer(L.Renderer):
             lines += ["} else {", *self.lines(s.orelse, "  ")]
         return lines + ["}"]
 
-    def statement_For(self, s):
-        var, until = s.var.name, f" && !{s.until.name}" if s.until is not None else ""
-        return [f"for (int64_t {var} = {self.expr(s.lo)}; {var} < {self.expr(s.hi)}{until}; "
-                f"++{var}) {{", *self.lines(s.body, "  "), "}"]
+    def statement_Loop(self, s):
+        pragmas = self._parallel(s.parallel) if s.parallel else []
+        simd = self._simd(s.simd) if s.simd is not None else []
+        var, lo, hi = s.var.name, self.expr(s.lo), self.expr(s.hi)
+        body = self.lines(s.body, "  ")
+        if s.chunk is None:
+            return [*pragmas, *simd, self._for(var, lo, hi, s.until), *body, "}"]
+        size = s.chunk.size
+        inner = self._for(var, f"{var}_chunk", f"std::min<int64_t>({var}_chunk + {size}, {hi})",
+                          s.until)
+        return [*pragmas, f"for (int64_t {var}_chunk = {lo}; {var}_chunk < {hi}; "
+                f"{var}_chunk += {size}) {{", *self.lines(s.chunk.open, "  "),
+                *("  " + line for line in [*simd, inner, *body, "}"]),
+                *self.lines(s.chunk.close, "  "), "}"]
+
+    def _for(self, var, lo, hi, until=None):
+        stop = f" && !{until.name}" if until is not None else ""
+        return f"for (int64_t {var} = {lo}; {var} < {hi}{stop}; ++{var}) {{"
+
+    def _parallel(self, parallel):
+        collapse = f" collapse({parallel.collapse})" if parallel.collapse > 1 else ""
+        return [f"#pragma omp parallel for{collapse} if({self.expr(parallel.work)} >= "
+                f"{parallel.threshold})"]
+
+    def _simd(self, clauses):
+        return ["#pragma omp simd" + "".join(f" reduction({c})" for c in clauses.split())]
+
+    # ---- kernels ----
+    def kernel(self, kernel) -> str:
+        """The C++ of a whole kernel (loop_ir.Kernel): its signature and body in the file
+        skeleton kernel.cpp.j2."""
+        return render("kernel.cpp.j2", name=kernel.name, parameters=self.parameters(kernel),
+                      body=self.lines(kernel.body))
+
+    def parameters(self, kernel) -> list:
+        """The C++ parameters of a kernel: its pointers, its sizes, and with bounds checks
+        each pointer's storage extent."""
+        pointers = [f"{self.pointer_type(p.ctype, p.writable)}"
+                    f"{' __restrict__' if p.restrict else ''} {p.name}" for p in kernel.params]
+        extents = [f"int64_t {p.name}_{end}" for p in kernel.params for end in ("lo", "hi")
+                   if kernel.extents]
+        return pointers + [f"int64_t {s}" for s in kernel.sizes] + extents
+
+    @staticmethod
+    def pointer_type(ctype, writable):
+        """The C++ type of a pointer to elements of `ctype`."""
+        return f"{'' if writable else 'const '}{ctype}*"
 
 
 def _constant(const):

@@ -7,8 +7,7 @@ from dicp.api import shape_of, strides_of, to_sympy
 from . import ir
 from .ctypes_map import compute_ctype, storage_ctype
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
-from .kernel import Chunk
-from .loop_ir import Assign, Const, Declare, Element, For, If, Op, Var
+from .loop_ir import Assign, Chunk, Const, Declare, Element, If, Loop, Op, Var
 from .lowering import HALF_TYPES, lowering
 from .sym import (IDiv, IMod, clamp_bound, contiguous_strides, flat_index, is_dense,
                   loop_index, same_layout, wrap_index)
@@ -231,7 +230,7 @@ def _first_zero_sign(k, acc, variables, bounds, element):
         test = Op("Eq", "bool", (value, zero))
         loop = (*statements, If(test, (Assign(acc, value), Assign(found, Const(True, "bool")))))
         for var, (lo, hi) in reversed(list(zip(variables, bounds))):
-            loop = (For(Var(var.name, "int64_t"), k.index(lo), k.index(hi), loop, found),)
+            loop = (Loop(Var(var.name, "int64_t"), k.index(lo), k.index(hi), loop, found),)
         k.blocks[-1].statements.extend(loop)
 
     _, statements = k.scoped(search)
