@@ -9,6 +9,7 @@ from dicp.api import (GeneratedGraph, GraphCodegenBase, Operator, log, shape_of,
 
 from .. import config
 from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
+from .costs import divides_or_calls
 from .cpp_render import CppRenderer
 from .faults import KERNEL_FAULTS
 from .in_place import in_place_source
@@ -131,22 +132,20 @@ def _cheap(value):
     return statements - index + index // INDEX_STATEMENTS_PER_STATEMENT <= RECOMPUTE_LIMIT
 
 
-# Ops costing many instructions per element: divisions, roots and the runtime's functions. A
-# lazy value computing one on few elements that a much larger loop reads (batch norm's
+# A lazy value dividing or calling a function (costs.py: divisions, roots and the runtime's
+# functions) on few elements that a much larger loop reads (batch norm's
 # rsqrt(var + eps), one per channel, read at every pixel) is written to memory first, as
 # eager's batch norm computes its per-channel scale once: conv_bn_relu's 64-channel batch norm
 # over 1M elements took 170 us with a square root and a division per element, 80 us reading
 # them. Only where the reader has at least BROADCAST_WRITE_MIN elements and
 # BROADCAST_WRITE_RATIO times the value's: the value's own kernel call costs a few us.
-COSTLY_OPS = {"Div", "Reciprocal", "Sqrt", "Rsqrt", "Exp", "Expm1", "Log", "Log1p", "Log2",
-              "Log10", "Erf", "Erfc", "Tanh", "Sigmoid", "Sin", "Cos", "Tan", "Atan", "Pow", "Fmod"}
 BROADCAST_WRITE_MIN = 32768
 BROADCAST_WRITE_RATIO = 16
 
 
 def _costly_and_read_broadly(node, value):
     """Whether lazy `value` (of `node`) has a costly op, reads no reduction, and a reader of
-    many times its elements (see COSTLY_OPS)."""
+    many times its elements (see BROADCAST_WRITE_MIN)."""
     if isinstance(value, LazyReduction):
         return False
     own = _static_numel(node.meta.get("val"))
@@ -156,7 +155,7 @@ def _costly_and_read_broadly(node, value):
         return False
     probe = _emit_probe(value)
     reads_reduction = probe.phases or probe.unfused or probe.fused_reductions
-    return not reads_reduction and not COSTLY_OPS.isdisjoint(computed_ops(probe.statements()))
+    return not reads_reduction and divides_or_calls(computed_ops(probe.statements()))
 
 
 def _static_extents_of(variables, sizes):

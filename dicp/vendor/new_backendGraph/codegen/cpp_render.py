@@ -1,6 +1,7 @@
-"""The C++ renderer of the loop IR (loop_ir.py): a table from op to C++, and the printer of
-statements. A vendor targeting another language writes another table and printer; lowerings
-and scheduling stay as they are.
+"""The C++ renderer of the loop IR (loop_ir.py): a table from op to C++ (the vendor pointwise
+ops' from their rows in pointwise.py), and the printer of statements, loops with their pragmas
+and whole kernels. A vendor targeting another language writes another table and printer;
+lowerings and scheduling stay as they are.
 
 A template names its operands `{0}`, `{1}`, ... and the op's result type `{T}` and `param`
 `{P}`. Index expressions print through `sym.cpp_expr` (the size functions of the runtime
@@ -8,45 +9,12 @@ header).
 """
 import math
 
+from ..pointwise import POINTWISE
 from . import loop_ir as L
 from .ctypes_map import literal
 from .sym import cpp_expr
 from .templates import render
 
-# Vendor pointwise ops, one row each: the C++ meaning of the vocabulary.
-UNARY = {
-    "Abs": "std::abs({0})", "Neg": "-{0}", "Exp": "dicp::exp<{T}>({0})",
-    "Log": "dicp::log<{T}>({0})", "Sqrt": "std::sqrt({0})", "Rsqrt": "({T}(1) / std::sqrt({0}))",
-    "Sin": "dicp::sin<{T}>({0})", "Cos": "dicp::cos<{T}>({0})", "Tan": "std::tan({0})",
-    "Tanh": "dicp::tanh<{T}>({0})", "Sigmoid": "({T}(1) / ({T}(1) + dicp::exp<{T}>(-{0})))",
-    "Relu": "dicp::maximum<{T}>({0}, {T}(0))", "Erf": "dicp::erf<{T}>({0})",
-    "ErfCentral": "dicp::erf_central<{T}>({0})",
-    "Reciprocal": "({T}(1) / {0})", "Floor": "std::floor({0})", "Ceil": "std::ceil({0})",
-    "Round": "std::nearbyint({0})", "Trunc": "std::trunc({0})", "Sign": "dicp::sign<{T}>({0})",
-    "Log1p": "dicp::log1p<{T}>({0})", "Expm1": "dicp::expm1<{T}>({0})",
-    "Log2": "std::log2({0})", "Log10": "std::log10({0})",
-    "Erfc": "std::erfc({0})", "Exp2": "std::exp2({0})", "Atan": "std::atan({0})",
-    "Asin": "std::asin({0})", "Acos": "std::acos({0})", "Sinh": "std::sinh({0})",
-    "Cosh": "std::cosh({0})", "Acosh": "std::acosh({0})", "Asinh": "std::asinh({0})",
-    "Atanh": "std::atanh({0})", "Signbit": "dicp::signbit({0})",
-    "LogicalNot": "!{0}", "IsNan": "dicp::is_nan({0})",
-    "IsInf": "(std::abs(double({0})) == std::numeric_limits<double>::infinity())",
-    "BitwiseNot": "~{0}",
-}
-BINARY = {
-    "Add": "({0} + {1})", "Sub": "({0} - {1})", "Mul": "({0} * {1})", "Div": "({0} / {1})",
-    "FloorDiv": "dicp::floordiv<{T}>({0}, {1})", "TruncDiv": "dicp::truncdiv<{T}>({0}, {1})",
-    "Maximum": "dicp::maximum<{T}>({0}, {1})", "Minimum": "dicp::minimum<{T}>({0}, {1})",
-    "Remainder": "dicp::pymod<{T}>({0}, {1})", "Atan2": "std::atan2({0}, {1})",
-    "Hypot": "std::hypot({0}, {1})", "Copysign": "std::copysign({0}, {1})",
-    "Fmax": "dicp::fmax<{T}>({0}, {1})", "Fmin": "dicp::fmin<{T}>({0}, {1})",
-    "BitwiseAnd": "({0} & {1})", "BitwiseOr": "({0} | {1})", "BitwiseXor": "({0} ^ {1})",
-    "LogicalAnd": "(({0} != 0) && ({1} != 0))", "LogicalOr": "(({0} != 0) || ({1} != 0))",
-    "LogicalXor": "(({0} != 0) != ({1} != 0))", "Eq": "({0} == {1})", "Ne": "({0} != {1})",
-    "Lt": "({0} < {1})", "Le": "({0} <= {1})", "Gt": "({0} > {1})", "Ge": "({0} >= {1})",
-    "Pow": "std::pow({0}, {1})", "IPow": "dicp::ipow<{T}>({0}, {1})",
-    "Fmod": "std::fmod({0}, {1})", "IMod": "dicp::imod<{T}>({0}, {1})",
-}
 # Ops of the loop level: conversions, selects, the updates of reductions and index checks.
 LOOP = {
     "Cast": "dicp::cast<{T}>({0})",  # through float from a half type; an integer 0 is +0
@@ -55,7 +23,6 @@ LOOP = {
     "ToBool": "({0} != 0)",
     "RoundTo": "dicp::cast<float>(dicp::cast<{P}>(dicp::cast<float>({0})))",  # to a half type
     "StoreRound": "dicp::cast<{T}>(dicp::cast<{P}>({0}))",  # as a store to {P} would round
-    "Where": "({0} ? {1} : {2})",
     "All": "({0} && {1})",
     "Iota": "({0} + static_cast<{T}>({1}) * {2})",
     "Tril": "(({1} - {0}) <= {2} ? {3} : {T}(0))",
@@ -67,21 +34,14 @@ LOOP = {
     "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})",
     "CheckedIndex": 'dicp::checked_index<int64_t>({0}, {1}, "{P}")',
     "InjectedCompileError": "dicp_injected_compile_error_TESTING_ONLY({0})",
+    "ErfCentral": "dicp::erf_central<{T}>({0})",  # erf on (-1, 1) (value_range.py)
+    "IPow": "dicp::ipow<{T}>({0}, {1})",          # Pow of integers
+    "IMod": "dicp::imod<{T}>({0}, {1})",          # Fmod of integers
 }
-OPS = {**UNARY, **BINARY, **LOOP}
+# The C++ of every loop IR op: the vendor pointwise ops' from their rows, then the loop level's
+OPS = {**{row.name: row.cpp for row in POINTWISE}, **LOOP}
 # Ops whose integer versions record a zero divisor (dicp_runtime.h, zero_division)
 INTEGER_DIVISIONS = {"FloorDiv", "TruncDiv", "Remainder", "IMod"}
-
-# Ops about as cheap as a load, worth computing again rather than keeping (row caches, the
-# cost of recomputing a lazy value): arithmetic, comparisons, conversions and selects. The
-# others call a function (exp, erf, log, sqrt, floordiv, nearbyint...).
-CHEAP_OPS = frozenset({
-    "Abs", "Neg", "Relu", "Floor", "Ceil", "Trunc", "Sign", "LogicalNot", "IsNan", "IsInf",
-    "BitwiseNot", "Reciprocal", "Add", "Sub", "Mul", "Div", "Maximum", "Minimum", "BitwiseAnd",
-    "BitwiseOr", "BitwiseXor", "LogicalAnd", "LogicalOr", "LogicalXor", "Eq", "Ne", "Lt", "Le",
-    "Gt", "Ge", "IMod", "Cast", "StaticCast", "FloatToInt", "ToBool", "RoundTo", "StoreRound",
-    "Where", "All", "Iota", "Tril", "Triu", "Better", "IsNanCompare", "ArgBetter",
-    "PoolBetter", "WrapIndex", "CheckedIndex", "InjectedCompileError"})
 
 
 class CppRenderer(L.Renderer):

@@ -7,6 +7,7 @@ import sympy
 from dicp.api import may_overlap
 
 from . import loop_ir as L
+from .costs import DIVIDING_OPS
 from .ctypes_map import compute_ctype, storage_ctype
 from .invariants import hoist_invariants
 from .row_cache import LoadRecord, costly, plan_row_caches
@@ -472,8 +473,7 @@ def _overlapping(sizes, strides):
     return bool(strided) and may_overlap(*zip(*strided))
 
 
-# Integer arithmetic that divides (a division's cost is not an index statement's)
-_DIVIDING_OPS = {"Div", "FloorDiv", "TruncDiv", "Remainder", "IMod", "Fmod", "Reciprocal"}
+# Index functions that divide (a division's cost is not an index statement's)
 _DIVIDING_FUNCTIONS = {"IDiv", "IMod", "FloorDiv", "ModularIndexing", "CleanDiv", "CeilDiv",
                        "PythonMod", "Mod", "IntTrueDiv", "FloatTrueDiv"}
 
@@ -482,7 +482,7 @@ def _index_arithmetic(expr):
     """Whether integer/bool `expr` is loop-index arithmetic: no memory read, no division."""
     if isinstance(expr, (L.Load, L.Element)):
         return False
-    if isinstance(expr, L.Op) and expr.name in _DIVIDING_OPS:
+    if isinstance(expr, L.Op) and expr.name in DIVIDING_OPS:
         return False
     return not any(_divides(a.expr) for a in L.operands(expr) if isinstance(a, L.Index))
 

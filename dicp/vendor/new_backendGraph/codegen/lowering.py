@@ -8,6 +8,7 @@ import torch
 
 from dicp.api import shape_of
 
+from ..pointwise import POINTWISE
 from .ctypes_map import compute_ctype
 from .ir import Buffer, Pointwise, cast_value, load_broadcast
 
@@ -34,21 +35,15 @@ def promoted_dtype(node):
     return torch.result_type(*vals) if len(vals) > 1 else vals[0].dtype
 
 
-# Pointwise vendor ops that are one loop IR op of the same name (cpp_render.UNARY, BINARY).
-UNARY = ("Abs", "Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Sin", "Cos", "Tan", "Tanh", "Sigmoid",
-         "Relu", "Erf", "Reciprocal", "Floor", "Ceil", "Round", "Trunc", "Sign", "Log1p",
-         "Expm1", "Log2", "Log10", "Erfc", "Exp2", "Atan", "Asin", "Acos", "Sinh", "Cosh",
-         "Acosh", "Asinh", "Atanh", "Signbit", "LogicalNot", "IsNan", "IsInf")
+# Pointwise vendor ops that are one loop IR op of the same name (their rows in pointwise.py):
+# the others have a lowering function of their own below.
+UNARY = tuple(row.name for row in POINTWISE if row.family == "unary" and row.compute != "custom")
+BINARY = tuple(row.name for row in POINTWISE
+               if row.family == "binary" and row.compute != "custom")
 # Integer-valued ops that are identities on integers (std:: versions return double).
-INTEGER_IDENTITY = {"Floor", "Ceil", "Round", "Trunc"}
-
-BINARY = ("Add", "Sub", "Mul", "Div", "FloorDiv", "TruncDiv", "Maximum", "Minimum",
-          "Remainder", "Atan2", "Hypot", "Copysign", "Fmax", "Fmin", "BitwiseAnd", "BitwiseOr",
-          "BitwiseXor", "LogicalAnd", "LogicalOr", "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt",
-          "Ge")
+INTEGER_IDENTITY = {row.name for row in POINTWISE if row.integer_identity}
 # These compute in the promoted input type; the rest compute in the output type.
-COMPUTE_IN_INPUT_TYPE = {"LogicalNot", "IsNan", "IsInf", "Signbit", "LogicalAnd", "LogicalOr",
-                         "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt", "Ge"}
+COMPUTE_IN_INPUT_TYPE = {row.name for row in POINTWISE if row.compute == "input"}
 
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
