@@ -8,13 +8,14 @@ from dicp.api import (GeneratedGraph, GraphCodegenBase, Operator, log, shape_of,
                       sizes_as_sympy, strides_of, to_sympy)
 
 from .. import config
-from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
+from . import (lowering_indexing, lowering_layout, lowering_pool,  # noqa: F401  (register
+               lowering_reduce)  # their rows)
 from .costs import divides_or_calls
 from .cpp_render import CppRenderer
 from .faults import KERNEL_FAULTS
 from .in_place import in_place_source
 from .py_render import PyRenderer
-from .ir import Buffer, LazyReduction, Pointwise
+from .values import Buffer, LazyReduction, Pointwise
 from .kernel import KernelBuilder
 from . import loop_ir as L
 from .loop_ir import computed_ops, walk

@@ -188,7 +188,7 @@ class KernelBuilder:
 
     # ---- memory ----
     def load(self, buffer, index) -> L.Var:
-        """The element of `buffer` (an ir.Buffer) at per-dim `index`, in its compute type."""
+        """The element of `buffer` (a values.Buffer) at per-dim `index`, in its compute type."""
         pointer, position, site = self._access(buffer, index, is_store=False)
         return self.emit(L.Load(pointer, position, storage_ctype(buffer.dtype),
                                 compute_ctype(buffer.dtype), site))

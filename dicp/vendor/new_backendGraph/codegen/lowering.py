@@ -10,7 +10,8 @@ from dicp.api import shape_of
 
 from ..pointwise import POINTWISE
 from .ctypes_map import compute_ctype
-from .ir import Buffer, Pointwise, cast_value, load_broadcast
+from .sym import contiguous_strides
+from .values import Buffer, Pointwise, cast_value, load_broadcast
 
 LOWERINGS = {}
 
@@ -67,6 +68,14 @@ def load_operand(k, value, index, dtype, out_sizes, second_of=None):
                 and not value.sizes and value.dtype in (torch.float32, torch.float64):
             return cast_value(k, value.load(k, []), value.dtype, torch.float32)
     return load_broadcast(k, value, index, dtype, out_sizes)
+
+
+def new_buffer(g, fake, strides=None, dtype=None):
+    """A fresh buffer shaped like `fake` (of its dtype unless `dtype` is given): contiguous
+    unless `strides` are given."""
+    sizes, dtype = shape_of(fake), dtype or fake.dtype
+    strides = strides if strides is not None else contiguous_strides(sizes)
+    return Buffer(g.wrapper.allocate(dtype, sizes, strides), dtype, sizes, strides)
 
 
 def _pointwise(g, node, op):
