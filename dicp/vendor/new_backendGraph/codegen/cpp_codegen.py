@@ -214,7 +214,7 @@ class CppCodegen(GraphCodegenBase):
         super().__init__(gm, ctx)
         self.kernels, self.signatures = [], {}
         self.dividing_kernels = []  # kernels that may divide an integer by zero
-        self.kernel_types = {}  # kernel -> the C++ types of its pointer parameters
+        self.kernel_types = {}  # kernel -> its pointer Params
         self.input_dtypes = {}  # wrapper variable holding an input or constant -> its dtype
         self.size_params, self.defined_size_params = {}, set()  # see KernelBuilder._hoist
         self.bounds_check = config.bounds_check()
@@ -476,8 +476,7 @@ class CppCodegen(GraphCodegenBase):
         self.kernels.append(self._render(kernel))
         extents = 2 * len(params) if self.bounds_check else 0
         self.signatures[k.name] = (len(params), len(symbols) + extents)
-        self.kernel_types[k.name] = [CppRenderer.pointer_type(p.ctype, p.writable)
-                                     for p in params]
+        self.kernel_types[k.name] = list(params)
         self.define_size_params(symbols)
         self.wrapper.call_kernel(k.name, [p.base for p in params], symbols, self.bounds_check)
         if shared:
@@ -508,9 +507,9 @@ class CppCodegen(GraphCodegenBase):
         wrapper_source = self.wrapper.render(statements)
         if entry is not None:
             wrapper_source = self.wrapper.render(entry.statements, NATIVE_ENTRY_HEADER)
-            files[sources[-1][0]] += "\n" + entry.source
+            files[sources[-1][0]] += "\n" + CppRenderer(self.bounds_check).entry(entry)
             metadata["entry"] = {"functions": entry.entries, "products": entry.products,
-                                 "external": entry.external, "source": sources[-1][0]}
+                                 "external": list(entry.external), "source": sources[-1][0]}
         return GeneratedGraph(self.ctx.graph_name, self.target, wrapper_source, files,
                               dict(self.vendor_ops), self.wrapper.constants, metadata)
 

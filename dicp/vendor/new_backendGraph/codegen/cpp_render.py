@@ -4,15 +4,20 @@ and whole kernels. A vendor targeting another language writes another table and 
 lowerings and scheduling stay as they are.
 
 A template names its operands `{0}`, `{1}`, ... and the op's result type `{T}` and `param`
-`{P}`. Index expressions print through `sym.cpp_expr` (the size functions of the runtime
+`{P}`. Index expressions print through `cpp_expr` (the size functions of the runtime
 header).
 """
 import math
 
+import sympy
+import torch
+
+from dicp.api import ExprPrinter
+
 from ..pointwise import POINTWISE
 from . import loop_ir as L
-from .ctypes_map import literal
-from .sym import cpp_expr
+from .ctypes_map import INTEGER_CTYPES
+from .sym import integer_valued
 from .templates import render
 
 # Ops of the loop level: conversions, selects, the updates of reductions and index checks.
@@ -42,6 +47,44 @@ LOOP = {
 OPS = {**{row.name: row.cpp for row in POINTWISE}, **LOOP}
 # Ops whose integer versions record a zero divisor (dicp_runtime.h, zero_division)
 INTEGER_DIVISIONS = {"FloorDiv", "TruncDiv", "Remainder", "IMod"}
+
+
+# ---- index expressions -----------------------------------------------------------------
+
+def _typed(template):
+    """A C++ helper instantiated over int64_t, or over double where an argument is a float
+    (kornia's antialiased resize takes sigma = max(0.001, (h / 11 - 1) / 2) of a symbolic h;
+    the int64_t max truncated it to 0 and blurred with the wrong kernel, silently)."""
+    def render(expr, args):
+        ctype = "int64_t" if all(integer_valued(a) for a in expr.args) else "double"
+        return template.format(*args, args=", ".join(args), T=ctype)
+    return render
+
+
+# torch's own symbolic functions and ours, by class name -> C++ (the runtime header's helpers)
+CPP_FUNCTIONS = {
+    "IDiv": "({0} / {1})", "IMod": "({0} % {1})",
+    "FloorDiv": _typed("dicp::floordiv<{T}>({0}, {1})"), "CleanDiv": "({0} / {1})",
+    "CeilDiv": "dicp::ceildiv<int64_t>({0}, {1})",
+    "IntTrueDiv": "(static_cast<double>({0}) / {1})",
+    "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})",
+    "PythonMod": _typed("dicp::pymod<{T}>({0}, {1})"), "Mod": _typed("dicp::pymod<{T}>({0}, {1})"),
+    "ModularIndexing": "(({0} / {1}) % {2})",
+    "Max": _typed("dicp::max_of<{T}>({args})"), "Min": _typed("dicp::min_of<{T}>({args})"),
+    "FloatTrueDiv": "(static_cast<double>({0}) / {1})", "ToFloat": "static_cast<double>({0})",
+    "FloatPow": "std::pow(static_cast<double>({0}), {1})",
+    "PowByNatural": "dicp::ipow<int64_t>({0}, {1})",
+    "OpaqueUnaryFn_sqrt": "std::sqrt(static_cast<double>({0}))",
+    "TruncToInt": "static_cast<int64_t>({0})", "floor": "static_cast<int64_t>(std::floor({0}))",
+    "ceiling": "static_cast<int64_t>(std::ceil({0}))",
+    "FloorToInt": "static_cast<int64_t>(std::floor({0}))",
+    "CeilToInt": "static_cast<int64_t>(std::ceil({0}))",
+    # Python's round: halves to even, as nearbyint in the default rounding mode
+    "RoundToInt": "static_cast<int64_t>(std::nearbyint({0}))",
+    "TruncToFloat": "std::trunc(static_cast<double>({0}))",
+}
+
+cpp_expr = ExprPrinter(CPP_FUNCTIONS, cpp=True)
 
 
 class CppRenderer(L.Renderer):
@@ -153,6 +196,52 @@ class CppRenderer(L.Renderer):
         """The C++ type of a pointer to elements of `ctype`."""
         return f"{'' if writable else 'const '}{ctype}*"
 
+    # ---- native entries (native_entry.py) ----
+    def entry(self, entry) -> str:
+        """The C++ of a graph's native entries (native_entry.NativeEntry) in the skeleton
+        graph_entry.cpp.j2: each segment's function calling its steps in order."""
+        segments = [(s.function, self._entry_parameters(s, entry.bounds_check),
+                     [self.step(step) for step in s.steps]) for s in entry.segments]
+        external = [(name, [self.pointer_type(p.ctype, p.writable) for p in params] +
+                     ["int64_t"] * ints) for name, (params, ints) in entry.external.items()]
+        return render("graph_entry.cpp.j2", segments=segments, products=entry.products,
+                      external=external, bounds_check=entry.bounds_check)
+
+    def _entry_parameters(self, segment, bounds_check):
+        """Byte pointers to the roots, the size variables, with bounds checks each root's
+        storage extent (`lo_<root>`, `hi_<root>`)."""
+        extents = [f"int64_t {bound}_{root}" for root in segment.roots for bound in ("lo", "hi")]
+        return [f"char* {root}" for root in segment.roots] + \
+            [f"int64_t {p}" for p in segment.params] + (extents if bounds_check else [])
+
+    def step(self, step) -> str:
+        return getattr(self, f"step_{type(step).__name__}")(step)
+
+    def step_KernelStep(self, s):
+        arguments = [f"reinterpret_cast<{self.pointer_type(p.ctype, p.writable)}>"
+                     f"({_address(pointer)})" for p, pointer in s.pointers]
+        arguments += list(s.sizes)
+        if s.extents:
+            arguments += [bound for _, pointer in s.pointers for bound in _extent(pointer)]
+        return f"{s.function}({', '.join(arguments)});"
+
+    def step_ProductStep(self, s):
+        """graph_entry.cpp.j2's `product`; with checks, run only where every element each
+        operand spans lies in its storage (the first one outside is reported, as a kernel's
+        access is)."""
+        bias = f"reinterpret_cast<const float*>({_address(s.bias)})" if s.bias else "nullptr"
+        call = f"product({', '.join(map(_integer, s.shape))}, {_operand(s.a, 'const float*')}, " \
+               f"{_operand(s.b, 'const float*')}, {bias}, " \
+               f"reinterpret_cast<float*>({_address(s.out.pointer)}), {_integer(s.out.ld)}, " \
+               f"{_integer(s.out.step)});"
+        if not s.checks:
+            return call
+        site = f"product {s.number} of this entry, operand"
+        checks = [f"matrix_in_bounds({', '.join(map(_integer, (*shape, m.ld, m.step)))}, "
+                  f"{str(m.transposed).lower()}, {', '.join(_extent(m.pointer))}, "
+                  f"\"{site} {role}\")" for role, m, shape in s.checks]
+        return f"if ({' & '.join(checks)}) {call}"
+
 
 def _constant(const):
     if const.value in ("lowest", "highest"):
@@ -161,7 +250,7 @@ def _constant(const):
     if isinstance(const.value, float) and math.isinf(const.value) and \
             const.type not in ("float", "double"):
         return _constant(L.Const("lowest" if const.value < 0 else "highest", const.type))
-    return literal(const.value, const.type)
+    return _literal(const.value, const.type)
 
 
 def _bare(condition):
@@ -178,3 +267,49 @@ def _balanced(text):
         if depth < 0:
             return False
     return depth == 0
+
+
+def _literal(value, ctype):
+    """A Python number as a C++ literal of `ctype` (never a symbolic size: int() on one
+    would specialize it and make dynamo recompile for every new size)."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise TypeError(f"symbolic value {value} reached a C++ literal; pass it as sympy")
+    if isinstance(value, bool) or ctype == "bool":
+        return "true" if value else "false"
+    if isinstance(value, float) and ctype in INTEGER_CTYPES and math.isfinite(value):
+        # C++ leaves a float outside the target's range undefined (g++ folds -4.0 into
+        # uint8_t to 0); eager converts through int64, truncating, then wraps
+        value = int(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return f"std::numeric_limits<{ctype}>::quiet_NaN()"
+        if math.isinf(value):
+            sign = "-" if value < 0 else ""
+            return f"{sign}std::numeric_limits<{ctype}>::infinity()"
+        return f"static_cast<{ctype}>({value!r})"
+    return f"static_cast<{ctype}>({int(value)}LL)"
+
+
+def _integer(value):
+    """An int or a polynomial in size variables as C++ (an entry's int64 parameters)."""
+    value = sympy.sympify(value)
+    return str(int(value)) if value.is_Integer else cpp_expr(value)
+
+
+def _address(pointer):
+    """A native entry's pointer (native_entry.Pointer): its root's bytes at its offset."""
+    return f"{pointer.root} + {_integer(pointer.offset)}"
+
+
+def _operand(operand, ctype):
+    """A product's matrix: its address, whether it is transposed, its ld and step."""
+    return f"reinterpret_cast<{ctype}>({_address(operand.pointer)}), " \
+           f"{str(operand.transposed).lower()}, {_integer(operand.ld)}, {_integer(operand.step)}"
+
+
+def _extent(pointer):
+    """C++ for [lo, hi): the elements of `pointer`'s storage around it, from its root's
+    extent, which the entry takes after its size variables (`lo_<root>`, `hi_<root>`)."""
+    elements = sympy.expand(sympy.sympify(pointer.offset) / pointer.dtype.itemsize)
+    shift = "" if elements == 0 else f" - ({_integer(elements)})"
+    return tuple(f"{bound}_{pointer.root}{shift}" for bound in ("lo", "hi"))

@@ -26,7 +26,7 @@ run the default path): each entry takes its roots' storage extents after its siz
 passes every kernel its pointers' extents, and checks the elements each product operand spans
 before sgemm_ runs.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 import torch
@@ -38,8 +38,6 @@ from dicp.api import wrapper_ir as W
 from .. import gemm
 from ..blas import sgemm_address
 from .ctypes_map import STORAGE_CTYPE
-from .sym import cpp_expr
-from .templates import render
 
 NATIVE_PRODUCT_MAX_WORK = 16 * gemm.AUTOTUNE_MIN_WORK  # multiply-adds, batch included
 NATIVE_MAX_BYTES = 32 << 20
@@ -64,22 +62,73 @@ class Pointer:
     strides: tuple
     dtype: torch.dtype
 
-    def at(self, elements=0):
-        return f"{self.root} + {_cpp(self.offset + elements * self.dtype.itemsize)}"
-
     def view(self, sizes, strides, elements=0):
         return Pointer(self.root, self.offset + elements * self.dtype.itemsize, tuple(sizes),
                        tuple(strides), self.dtype)
 
 
+@dataclass(frozen=True)
+class KernelStep:
+    """A kernel called by an entry: `function` (the kernel, or the pointer to one of another
+    source), on `pointers` ((Param, Pointer) each: the parameter and the memory passed),
+    the size variables `sizes`, and with `extents` each pointer's storage extent."""
+    function: str
+    pointers: tuple
+    sizes: tuple
+    extents: bool
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A matrix of a product: its memory, whether its columns are in memory rather than its
+    rows (`transposed`), the distance of its rows (columns) `ld` and of its matrices `step`."""
+    pointer: Pointer
+    transposed: bool
+    ld: object
+    step: object
+
+
+@dataclass(frozen=True)
+class ProductStep:
+    """out = a @ b (+ bias on every row), `batch` products of m x k by k x n (`shape`: batch,
+    m, n, k). With bounds checks (`checks`: (role, Operand, its (batch, rows, columns)) each)
+    it runs only where every operand lies in its storage; `number` is its place among the
+    entry's products, for the report."""
+    shape: tuple
+    a: Operand
+    b: Operand
+    bias: Pointer | None
+    out: Operand
+    checks: tuple = ()
+    number: int = 0
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One entry function: the tensors it takes (`roots`: byte pointers; with bounds checks
+    their storage extents too), its size variables `params`, its steps in order."""
+    function: str
+    roots: tuple
+    params: tuple
+    steps: tuple
+
+
 @dataclass
 class NativeEntry:
     statements: list      # the wrapper's statements, calling the entries
-    source: str           # the entries' C++, to follow the kernels of the graph's last source
-    entries: dict         # entry function -> (how many pointers, how many ints) it takes
+    segments: list        # the entry functions (Segment), rendered by cpp_render
     products: bool        # whether they call sgemm_ (the loader passes its address)
-    external: list        # kernels of the graph's other sources, called through pointers the
-                          # loader passes (dicp_set_kernels), in that order
+    external: dict        # kernels of the graph's other sources, called through pointers the
+                          # loader passes (dicp_set_kernels), in that order -> (their Params,
+                          # how many int64 they take)
+    bounds_check: bool
+
+    @property
+    def entries(self):
+        """Entry function -> (how many pointers, how many ints) it takes."""
+        return {s.function: (len(s.roots), len(s.params) +
+                             (2 * len(s.roots) if self.bounds_check else 0))
+                for s in self.segments}
 
 
 def plan(statements, inputs, layouts, dtypes, kernel_types, local_kernels, hints=None,
@@ -87,7 +136,7 @@ def plan(statements, inputs, layouts, dtypes, kernel_types, local_kernels, hints
     """The native entries for the wrapper IR `statements` (memory planned, the Return last),
     or NotNative raised with the reason. `inputs`: the wrapper's inputs;
     `layouts`/`dtypes`: wrapper variable -> (sizes, strides) / dtype of the tensors it holds;
-    `kernel_types`: kernel -> the C++ types of its pointer parameters; `local_kernels`: those
+    `kernel_types`: kernel -> its pointer Params (loop_ir.Param); `local_kernels`: those
     defined in the source the entries join; `hints`: size variable name -> (its traced value,
     the least value the graph's guards allow it). `bounds_check`: the kernels were built with
     DICP_BOUNDS_CHECK; the entries then take each root's storage extent, pass the kernels
@@ -117,9 +166,9 @@ class _Planner:
         self.pointers = {}   # wrapper variable -> Pointer (None: only Python knows it)
         self.pending = {}    # view -> the statement binding it, not yet emitted
         self.body = []       # the rewritten wrapper's statements
-        self.steps, self.roots = [], []  # the open segment's C++ and the tensors it reads
+        self.steps, self.roots = [], []  # the open segment's steps and the tensors it reads
         self.segment_bytes = 0           # what the open segment's allocations take
-        self.segments = []   # (entry function, its roots, its int parameters, its C++ steps)
+        self.segments = []   # Segment of each entry function
         self.external = {}   # kernels called through pointers, in table order -> their types
         self.products = False
         self.inputs = set()
@@ -314,14 +363,13 @@ class _Planner:
         pointers = [self._root(p) for p in s.pointers]
         self._make_room(pointers, [_symbol(n.name) for n in numbers])
         pointers = [self._use(pointer) for pointer in pointers]
-        arguments = [f"reinterpret_cast<{ctype}>({p.at()})" for ctype, p in zip(types, pointers)]
-        arguments += [self._param(_symbol(n.name)).name for n in numbers]
-        if self.bounds_check:
-            arguments += [bound for p in pointers for bound in self._extent(p)]
+        sizes = tuple(self._param(_symbol(n.name)).name for n in numbers)
         if name not in self.local_kernels and name not in self.external:
-            self.external[name] = types + ["int64_t"] * (len(arguments) - len(types))
+            extents = 2 * len(types) if self.bounds_check else 0
+            self.external[name] = (tuple(types), len(sizes) + extents)
         function = name if name in self.local_kernels else f"{name}_pointer"
-        self.steps.append(f"{function}({', '.join(arguments)});")
+        self.steps.append(KernelStep(function, tuple(zip(types, pointers)), sizes,
+                                     self.bounds_check))
 
     def _make_room(self, pointers, numbers):
         """Close the open segment if a step using `pointers` and the size variables of
@@ -339,13 +387,6 @@ class _Planner:
 
     def _argument_count(self, roots, params):
         return len(roots) * (3 if self.bounds_check else 1) + len(params)
-
-    def _extent(self, pointer):
-        """C++ for [lo, hi): the elements of `pointer`'s storage around it, from its root's
-        extent, which the entry takes after its size variables (`lo_<root>`, `hi_<root>`)."""
-        elements = sympy.expand(sympy.sympify(pointer.offset) / pointer.dtype.itemsize)
-        shift = "" if elements == 0 else f" - ({_cpp(elements)})"
-        return tuple(f"{bound}_{pointer.root}{shift}" for bound in ("lo", "hi"))
 
     # ---- products ----
     def _product(self, s):
@@ -377,21 +418,13 @@ class _Planner:
         for number in numbers:
             self._param(number)
         if self.bounds_check:
-            step = self._checked_product(step, matrices)
+            number = sum(isinstance(s, ProductStep) for s in self.steps)
+            step = replace(step, checks=matrices, number=number)
         self.steps.append(step)
         self.products = True
         if "out" in keywords:
             self.pointers[name] = out
             self.pending[name] = _binding(name, keywords["out"])
-
-    def _checked_product(self, step, matrices):
-        """`step`, run only when every element each operand spans lies in its storage (the
-        first one outside is reported, as a kernel's access is)."""
-        site = f"product {sum('product(' in s for s in self.steps)} of this entry, operand"
-        checks = [f"matrix_in_bounds({', '.join(_cpp(v) for v in shape)}, "
-                  f"{str(transposed).lower()}, {', '.join(self._extent(pointer))}, "
-                  f"\"{site} {role}\")" for role, pointer, transposed, shape in matrices]
-        return f"if ({' & '.join(checks)}) {step}"
 
     def _hinted(self, pointer):
         """`pointer`'s (sizes, strides) at the traced sizes."""
@@ -405,37 +438,24 @@ class _Planner:
             self.body.append(W.CallKernel(function, tuple(self.roots),
                                           tuple(sympy.Symbol(p) for p in self.params),
                                           self.bounds_check))
-            self.segments.append((function, list(self.roots), list(self.params),
-                                  list(self.steps)))
+            self.segments.append(Segment(function, tuple(self.roots), tuple(self.params),
+                                         tuple(self.steps)))
         self.steps, self.roots, self.params, self.segment_bytes = [], [], [], 0
 
     def finish(self):
-        if not any(len(steps) > 1 for *_, steps in self.segments):
+        if not any(len(s.steps) > 1 for s in self.segments):
             raise NotNative("no two native steps in a row: one native call saves nothing")
         returned = self.body[-1].reads() if isinstance(self.body[-1], W.Return) else set()
         statements = W.with_frees(self.body, keep=returned | self.inputs)
-        signatures = [(function, [f"char* {r}" for r in roots] + [f"int64_t {p}" for p in params]
-                       + self._extent_parameters(roots), steps)
-                      for function, roots, params, steps in self.segments]
-        source = render("graph_entry.cpp.j2", segments=signatures, products=self.products,
-                        external=list(self.external.items()), bounds_check=self.bounds_check)
-        return NativeEntry(statements, source,
-                           {function: (len(roots), len(parameters) - len(roots))
-                            for (function, parameters, _), (_, roots, _, _)
-                            in zip(signatures, self.segments)},
-                           self.products, list(self.external))
-
-    def _extent_parameters(self, roots):
-        if not self.bounds_check:
-            return []
-        return [f"int64_t {bound}_{root}" for root in roots for bound in ("lo", "hi")]
+        return NativeEntry(statements, self.segments, self.products, dict(self.external),
+                           self.bounds_check)
 
 
 def _product_call(op, a, b, bias, out, proven):
-    """A call of graph_entry.cpp.j2's `product` computing out = a @ b (+ bias), batched for
-    Bmm, the numbers it passes, sizes (batch, m, n, k) first, and the operands' spans (for
-    bounds checks); NotNative when a layout is outside what it takes. `proven(e)`: whether
-    e >= 0 for every value of its variables."""
+    """The ProductStep computing out = a @ b (+ bias), batched for Bmm, the numbers it passes,
+    sizes (batch, m, n, k) first, and the operands' spans (for bounds checks); NotNative when
+    a layout is outside what it takes. `proven(e)`: whether e >= 0 for every value of its
+    variables."""
     if not (a.dtype == b.dtype == out.dtype == torch.float32) or \
             (bias is not None and bias.dtype != torch.float32):
         raise NotNative(f"a {op} of {a.dtype} and {b.dtype}")
@@ -454,18 +474,14 @@ def _product_call(op, a, b, bias, out, proven):
                              not (_equal(bias.strides[0], 1) or _equal(n, 1))):
         raise NotNative(f"an Addmm bias of layout {bias.sizes}, {bias.strides}")
     steps = [s[0] if batched else 0 for s in (a.strides, b.strides, out.strides)]
-    # (role, pointer, transposed, (batch, rows, columns, ld, step)): the elements each spans
-    matrices = [("a", a, a_t, (batch, m, k, lda, steps[0])),
-                ("b", b, b_t, (batch, k, n, ldb, steps[1])),
-                ("out", out, False, (batch, m, n, ldc, steps[2]))]
+    operands = (Operand(a, a_t, lda, steps[0]), Operand(b, b_t, ldb, steps[1]),
+                Operand(out, False, ldc, steps[2]))
+    # (role, operand, (batch, rows, columns)): the elements each spans, for bounds checks
+    matrices = (("a", operands[0], (batch, m, k)), ("b", operands[1], (batch, k, n)),
+                ("out", operands[2], (batch, m, n)))
     if bias is not None:
-        matrices.append(("bias", bias, False, (1, 1, n, n, 0)))
-    bias_pointer = f"reinterpret_cast<const float*>({bias.at()})" if bias else "nullptr"
-    return (f"product({_cpp(batch)}, {_cpp(m)}, {_cpp(n)}, {_cpp(k)}, "
-            f"reinterpret_cast<const float*>({a.at()}), {str(a_t).lower()}, {_cpp(lda)}, "
-            f"{_cpp(steps[0])}, reinterpret_cast<const float*>({b.at()}), "
-            f"{str(b_t).lower()}, {_cpp(ldb)}, {_cpp(steps[1])}, {bias_pointer}, "
-            f"reinterpret_cast<float*>({out.at()}), {_cpp(ldc)}, {_cpp(steps[2])});"), \
+        matrices += (("bias", Operand(bias, False, n, 0), (1, 1, n)),)
+    return ProductStep(sizes, *operands[:2], bias, operands[2]), \
         (*sizes, lda, ldb, ldc, *steps), matrices
 
 
@@ -491,12 +507,6 @@ def _matrix(pointer, proven):
 
 def _equal(a, b):
     return sympy.expand(a - b) == 0
-
-
-def _cpp(value):
-    """An int or a polynomial in size variables as C++ (the entry's int64 parameters)."""
-    value = sympy.sympify(value)
-    return str(int(value)) if value.is_Integer else cpp_expr(value)
 
 
 def _symbol(name):
