@@ -2,8 +2,8 @@
 
 Codegen appends statements (`WrapperBuilder`); memory planning (buffer reuse, writing in place,
 freeing) runs over them (`wrapper_memory.py`); a renderer prints them last: the Python wrapper
-(`wrapper_python.py`), or, for new_backendgraph, its native entry, which runs runs of kernel
-launches as one C++ function. Nothing reads generated code back.
+(`wrapper_python.py`), or a backend's own rendering (a native entry running runs of kernel
+launches as one C++ function). Nothing reads generated code back.
 
 The statements name no target: an allocation names a device, a kernel call is a launch of a
 kernel on pointers and sizes, a library call names the vendor op. Values inside statements are
