@@ -31,6 +31,7 @@ from .bridge.pipeline.symbolic import (ExprPrinter, is_dense, is_symbolic, may_o
 from .bridge.pipeline.templating import render
 from .bridge.pipeline.torch_compat import TORCH_VERSION, build_config
 from .bridge.pipeline.utils import log, opmath_dtype
+from .bridge.pipeline import wrapper_ir
 from .bridge.pipeline.wrapper import TensorView, Var
 
 __all__ = [
@@ -43,7 +44,7 @@ __all__ = [
     "ORIGIN",
     # codegen
     "GraphCodegenBase", "GraphEngineCodegen", "PythonCodegen", "GeneratedGraph", "load_wrapper",
-    "render", "Var", "TensorView", "sizes_as_sympy",
+    "render", "Var", "TensorView", "sizes_as_sympy", "wrapper_ir",
     # sizes as sympy
     "to_sympy", "shape_of", "strides_of", "is_symbolic", "same_size", "same_layout", "is_dense",
     "py_expr", "ExprPrinter", "size_hints", "may_overlap", "storage_span",

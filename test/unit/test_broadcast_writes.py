@@ -1,6 +1,7 @@
 """A lazy value with a costly op on few elements that a much larger loop reads (batch norm's
 rsqrt(var + eps) per channel) is written to memory by a kernel of its own, not recomputed
-at every element of the loop (cpp_codegen.COSTLY_OPS). Values reading a reduction stay fused."""
+at every element of the loop (codegen/costs.py: it divides or calls). Values reading a reduction
+stay fused."""
 import pytest
 import torch
 import torch.nn as nn

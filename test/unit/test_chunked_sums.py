@@ -1,6 +1,6 @@
 """Float sums of values that cannot be negative (exponentials, squares, absolute values) add
 chunks of 256 elements in float and the chunks' totals in double; every other float sum keeps
-a double accumulator (lowering_extra.SUM_CHUNK). Both stay within 2 ulp of the exact sum."""
+a double accumulator (lowering_reduce.SUM_CHUNK). Both stay within 2 ulp of the exact sum."""
 import pytest
 import torch
 

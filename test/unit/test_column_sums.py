@@ -1,5 +1,5 @@
 """Sums over rows of contiguous columns (x.sum(0): bias gradients, batch means) run as one
-kernel over blocks of 64 columns with an array of accumulators (lowering_extra._column_sum),
+kernel over blocks of 64 columns with an array of accumulators (lowering_reduce._column_sum),
 not a phase per column that reads it with the row stride. The blocks are ragged at the end,
 the outer loop over blocks is parallel (loops._within_block proves the stores disjoint), and
 every case compares with eager, bounds-checked."""

@@ -82,7 +82,7 @@ CASES = {
 
 
 def column_blocks(width):
-    """Column sums (lowering_extra._column_sum): outer loop over blocks of 64 columns, the
+    """Column sums (lowering_reduce._column_sum): outer loop over blocks of 64 columns, the
     stores at 64 * block + column with `width` columns per block."""
     n = sympy.Integer(300)
     column = loop_index(1, "c")[0]

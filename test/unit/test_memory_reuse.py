@@ -1,6 +1,6 @@
 """A new buffer takes the memory of a dead one of the same dtype and extent (a kernel's output
 by allocation, a matrix product's through `out=`), and never memory that anything still
-reads or that the graph returns (WrapperBuilder._reuse_dead_memory)."""
+reads or that the graph returns (bridge/pipeline/wrapper_memory.py)."""
 import pytest
 import torch
 import torch.nn.functional as F

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx as fx
 
+from . import wrapper_ir as W
 from .hooks import fault_for, runtime_error_message
 from .operator import Operator
-from .symbolic import same_layout, shape_of, storage_span, strides_of, to_sympy
+from .symbolic import same_layout, shape_of, strides_of, to_sympy
 from .torch_compat import OpOverload, same_storage
 from .utils import op_name
-from .wrapper import TensorView, Var, WrapperBuilder
+from .wrapper import LibraryOp, TensorView, Var, WrapperBuilder
 
 
 @dataclass
@@ -145,7 +146,7 @@ class GraphCodegenBase:
         """How the wrapper names vendor op `op` (its `impl`, for Python kernels and library
         calls): an entry of the `vendor_ops` table the wrapper runs with."""
         self.vendor_ops[op.name] = op
-        return f"vendor_ops[{op.name!r}]"
+        return LibraryOp(op.name)
 
     def callable_source(self, target):
         """How the wrapper names a fallback's callable: an operator overload by its path in
@@ -169,16 +170,12 @@ class GraphCodegenBase:
     def result_value(self, name, val, as_traced=False):
         """Wrap a call's result; each tuple element gets its own wrapper variable."""
         if isinstance(val, (tuple, list)):
-            elements = [Var(self.wrapper.fresh()) for _ in val]
-            if elements:
-                self.wrapper.lines.append(f"{', '.join(elements)}, = {name}")
+            elements = self.wrapper.unpack(name, len(val))
             return tuple(self.result_value(e, v, as_traced) for e, v in zip(elements, val))
         if not isinstance(val, torch.Tensor):
             return Var(name)
         if as_traced and val.dim() > 1:
-            literal = self.wrapper.literal
-            self.wrapper.lines.append(f"{name} = as_traced({name}, {literal(shape_of(val))}, "
-                                      f"{literal(strides_of(val))})")
+            self.wrapper.add(W.AsTraced(name, shape_of(val), strides_of(val)))
         return self.input_value(None, val, name)
 
     # ---- outputs ----
@@ -187,22 +184,22 @@ class GraphCodegenBase:
         written = {}
         for arg, val in zip(node.args[0], self.ctx.output_vals, strict=True):
             if isinstance(arg, fx.Node) and arg.op == "placeholder":  # the input itself
-                self.wrapper.outputs.append(arg.name)  # (a training graph's saved input)
-                continue
+                self.wrapper.outputs.append(W.Output(Var(arg.name)))  # (a training graph's
+                continue                                              # saved input)
             view = self.input_view(val)
             if view is not None:
-                self.wrapper.outputs.append(self.wrapper.literal(view))
+                self.wrapper.outputs.append(W.Output(view))
                 continue
             # A value returned twice in one layout is computed once: a training graph returns
             # softmax's result and its alias saved for the backward, and each was a kernel.
             key = (arg, _layout(val)) if isinstance(arg, fx.Node) else None
             output = written.get(key) if key else None
             if output is None:
-                output = self.wrapper.literal(self.output_in_layout(arg, val))
+                output = self.wrapper.value(self.output_in_layout(arg, val))
                 written[key] = output
             # new memory in the traced graph: not a view at run time either (aliasing.py)
             fresh = isinstance(val, torch.Tensor) and not val._is_view()
-            self.wrapper.outputs.append(f"own({output})" if fresh else output)
+            self.wrapper.outputs.append(W.Output(output, fresh))
 
     def input_view(self, val):
         """An output that views a graph input, as that same view of the runtime input; None for
@@ -216,10 +213,8 @@ class GraphCodegenBase:
             base = node.meta.get("val")
             if isinstance(base, torch.Tensor) and base.dtype == val.dtype and \
                     same_storage(base, val):
-                literal = self.wrapper.literal
-                return self.wrapper.assign(
-                    f"{node.name}.as_strided({literal(shape_of(val))}, {literal(strides_of(val))}, "
-                    f"{literal(to_sympy(val.storage_offset()))})")
+                return self.wrapper.view(node.name, shape_of(val), strides_of(val),
+                                         to_sympy(val.storage_offset()), absolute=True)
         return None
 
     def output_in_layout(self, arg, val):
@@ -234,7 +229,6 @@ class GraphCodegenBase:
         input or another output at an offset need it: AOTAutograd rebuilds them from that base
         with the output's layout, so a fresh buffer must carry the offset too (x.narrow(2, 1,
         2).reshape(-1, 2) under dynamic shapes read one element early: found by the fuzzer)."""
-        value = Var(self.wrapper.literal(value))
         if any(broadcast_dims(val)):
             return self.expanded_copy(value, val)
         return self.copy_in_layout(value, val, shape_of(val))
@@ -257,7 +251,7 @@ class GraphCodegenBase:
                 same_layout(shape_of(val), strides_of(produced), strides_of(val)):
             return value
         restrided = self.wrapper.allocate(val.dtype, shape_of(val), strides_of(val))
-        self.wrapper.lines.append(f"{restrided}.copy_({self.wrapper.literal(value)})")
+        self.wrapper.copy(restrided, value)
         return Var(restrided)
 
     def expanded_copy(self, value, val):
@@ -265,21 +259,17 @@ class GraphCodegenBase:
         broadcast dim, put in `val`'s strides and offset, expanded back."""
         sizes = shape_of(val)
         broadcast = broadcast_dims(val)
-        index = ", ".join("0:1" if dim else ":" for dim in broadcast)
-        one_slice = self.wrapper.assign(f"{self.wrapper.literal(value)}[{index}]")
+        index = tuple(slice(0, 1) if dim else slice(None) for dim in broadcast)
+        one_slice = self.wrapper.call_op("operator.getitem", [value, index], {})
         collapsed = [1 if dim else size for dim, size in zip(broadcast, sizes)]
         laid_out = self.copy_in_layout(one_slice, val, collapsed)
-        return self.wrapper.assign(f"{laid_out}.expand({self.wrapper.literal(sizes)})")
+        return self.wrapper.call_op("torch.Tensor.expand", [laid_out, sizes], {})
 
     def copy_in_layout(self, value, val, sizes):
         """A copy of `value` (of shape `sizes`) with the strides and storage offset of `val`."""
-        strides, offset = strides_of(val), to_sympy(val.storage_offset())
-        extent = offset + storage_span(sizes, strides)
-        literal = self.wrapper.literal
-        name = self.wrapper.assign(
-            f"torch.empty({literal(extent)}, dtype={val.dtype}).as_strided("
-            f"{literal(sizes)}, {literal(strides)}, {literal(offset)})")
-        self.wrapper.lines.append(f"{name}.copy_({literal(value)})")
+        name = self.wrapper.allocate_at(val.dtype, sizes, strides_of(val),
+                                        to_sympy(val.storage_offset()))
+        self.wrapper.copy(name, value)
         return name
 
     # ---- DICP_INJECT_BUG_TESTING_ONLY ----
@@ -287,9 +277,9 @@ class GraphCodegenBase:
         """`value` made wrong in the way `kind` says, in the wrapper. A kernel generator
         overrides this to put accuracy and compile faults into its kernels instead."""
         if kind == "runtime_error":
-            self.wrapper.lines.append(f"raise RuntimeError({runtime_error_message(node)!r})")
+            self.wrapper.add(W.Raise(runtime_error_message(node)))
         elif kind == "compile_error":
-            self.wrapper.lines.append("dicp injected compile error")  # not Python
+            self.wrapper.add(W.Verbatim("dicp injected compile error"))  # not Python
         else:
             value = self.map_first_tensor(value, self._wrong_in_wrapper)
         return value
@@ -305,9 +295,7 @@ class GraphCodegenBase:
         return isinstance(value, (TensorView, Var))
 
     def _wrong_in_wrapper(self, value):
-        source = self.wrapper.literal(value)
-        return self.wrapper.assign(f"torch.logical_not({source}) if {source}.dtype == torch.bool "
-                                   f"else {source} + 1 + {source}.abs()")
+        return self.wrapper.call_op("wrong_value", [value], {})
 
 
 class PythonCodegen(GraphCodegenBase):

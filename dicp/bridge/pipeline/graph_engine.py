@@ -123,7 +123,7 @@ class GraphEngineCodegen(GraphCodegenBase):
         if any(broadcast_dims(val)):
             return self.expanded_copy(value, val)
         restrided = self.wrapper.allocate(val.dtype, shape_of(val), strides_of(val))
-        self.wrapper.lines.append(f"{restrided}.copy_({self.wrapper.literal(value)})")
+        self.wrapper.copy(restrided, value)
         return Var(restrided)
 
 

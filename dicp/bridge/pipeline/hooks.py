@@ -14,6 +14,8 @@ Hooks run in the order they were registered.
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from .provenance import origin_of
 
 GraphHook = Callable[[Callable, Any, Any], Callable]
@@ -63,3 +65,11 @@ def fault_for(node) -> str | None:
 def runtime_error_message(node) -> str:
     """What generated code injected with a "runtime_error" fault raises."""
     return f"dicp: runtime error injected into {origin_of(node).op} by DICP_INJECT_BUG_TESTING_ONLY"
+
+
+def wrong_value(tensor):
+    """What a wrapper value injected with an "accuracy" fault becomes: every element moved by
+    more than any tolerance (bool: negated)."""
+    if tensor.dtype == torch.bool:
+        return torch.logical_not(tensor)
+    return tensor + 1 + tensor.abs()

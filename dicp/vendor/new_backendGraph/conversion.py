@@ -13,6 +13,7 @@ from dicp.api import Unsupported, opmath_dtype, register_conversion
 
 from .convolution import aten_takes_onednn
 from .opset import ops
+from .pointwise import POINTWISE
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -30,27 +31,10 @@ def _same_args(vendor_op):
     return convert
 
 
+# Pointwise ops take theirs from their rows (pointwise.py).
 ONE_TO_ONE = {
-    aten.abs: ops.Abs, aten.neg: ops.Neg, aten.exp: ops.Exp, aten.log: ops.Log,
-    aten.sqrt: ops.Sqrt, aten.rsqrt: ops.Rsqrt, aten.sin: ops.Sin, aten.cos: ops.Cos,
-    aten.tan: ops.Tan, aten.tanh: ops.Tanh, aten.sigmoid: ops.Sigmoid, aten.relu: ops.Relu,
-    aten.erf: ops.Erf, aten.reciprocal: ops.Reciprocal, aten.floor: ops.Floor,
-    aten.ceil: ops.Ceil, aten.round.default: ops.Round, aten.trunc: ops.Trunc,
-    aten.sign: ops.Sign, aten.log1p: ops.Log1p, aten.expm1: ops.Expm1, aten.log2: ops.Log2,
-    aten.log10: ops.Log10, aten.erfc: ops.Erfc,
-    aten.exp2: ops.Exp2, aten.atan: ops.Atan, aten.asin: ops.Asin, aten.acos: ops.Acos,
-    aten.sinh: ops.Sinh, aten.cosh: ops.Cosh, aten.acosh: ops.Acosh, aten.asinh: ops.Asinh,
-    aten.atanh: ops.Atanh, aten.signbit: ops.Signbit, aten.logical_not: ops.LogicalNot,
-    aten.bitwise_not: ops.BitwiseNot, aten.isnan: ops.IsNan, aten.isinf: ops.IsInf,
-    aten.mul: ops.Mul, aten.maximum: ops.Maximum, aten.minimum: ops.Minimum,
-    aten.remainder: ops.Remainder, aten.fmod: ops.Fmod, aten.atan2: ops.Atan2,
-    aten.hypot: ops.Hypot, aten.copysign: ops.Copysign, aten.fmax: ops.Fmax,
-    aten.fmin: ops.Fmin,
-    aten.bitwise_and: ops.BitwiseAnd, aten.bitwise_or: ops.BitwiseOr,
-    aten.bitwise_xor: ops.BitwiseXor, aten.logical_and: ops.LogicalAnd,
-    aten.logical_or: ops.LogicalOr, aten.logical_xor: ops.LogicalXor, aten.eq: ops.Eq,
-    aten.ne: ops.Ne, aten.lt: ops.Lt, aten.le: ops.Le, aten.gt: ops.Gt, aten.ge: ops.Ge,
-    aten.pow: ops.Pow, aten.where.self: ops.Where, aten.permute: ops.Permute,
+    **{aten_op: getattr(ops, row.name) for row in POINTWISE for aten_op in row.aten},
+    aten.permute: ops.Permute,
     aten.expand: ops.Expand, aten.select.int: ops.Select, aten.gather: ops.Gather,
     aten.scatter_add: ops.ScatterAdd, aten.index.Tensor: ops.IndexTensor,
     aten.index_put: ops.IndexPut, aten.mm: ops.Mm, aten.bmm: ops.Bmm, aten.addmm: ops.Addmm,

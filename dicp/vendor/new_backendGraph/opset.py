@@ -1,14 +1,16 @@
 """The vendor op vocabulary of new_backendgraph, grouped by family.
 
 Each op is a name plus `impl`, its reference semantics in torch tensor ops: on fake tensors it
-is the shape rule, on real tensors it is the op's Python kernel. The C++ meaning of each op
-lives in codegen/lowering.py, keyed by the same name.
+is the shape rule, on real tensors it is the op's Python kernel. Pointwise ops are
+rows of pointwise.py (their conversion, lowering and renderings too); the loop-IR meaning of
+each op lives in codegen/lowering*.py, keyed by the same name.
 """
 import torch
 
 from dicp.api import Operator
 
 from . import convolution, gemm
+from .pointwise import POINTWISE
 
 OPS: dict[str, Operator] = {}
 
@@ -24,33 +26,9 @@ def _define(family, name, impl, kernel=None):
     return OPS[name]
 
 
-UNARY = {
-    "Abs": torch.abs, "Neg": torch.neg, "Exp": torch.exp, "Log": torch.log,
-    "Sqrt": torch.sqrt, "Rsqrt": torch.rsqrt, "Sin": torch.sin, "Cos": torch.cos,
-    "Tan": torch.tan, "Tanh": torch.tanh, "Sigmoid": torch.sigmoid, "Relu": torch.relu,
-    "Erf": torch.erf, "Reciprocal": torch.reciprocal, "Floor": torch.floor,
-    "Ceil": torch.ceil, "Round": torch.round, "Trunc": torch.trunc, "Sign": torch.sign,
-    "Log1p": torch.log1p, "Expm1": torch.expm1, "Log2": torch.log2, "Exp2": torch.exp2,
-    "Log10": torch.log10, "Erfc": torch.erfc,
-    "Atan": torch.atan, "Asin": torch.asin, "Acos": torch.acos, "Sinh": torch.sinh,
-    "Cosh": torch.cosh, "Acosh": torch.acosh, "Asinh": torch.asinh, "Atanh": torch.atanh,
-    "Signbit": torch.signbit, "LogicalNot": torch.logical_not, "BitwiseNot": torch.bitwise_not,
-    "IsNan": torch.isnan, "IsInf": torch.isinf,
-}
-
-BINARY = {
-    "Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div,
-    "FloorDiv": lambda a, b: torch.div(a, b, rounding_mode="floor"),
-    "TruncDiv": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
-    "Pow": torch.pow, "Maximum": torch.maximum, "Minimum": torch.minimum,
-    "Remainder": torch.remainder, "Fmod": torch.fmod, "Atan2": torch.atan2,
-    "Hypot": torch.hypot, "Copysign": torch.copysign, "Fmax": torch.fmax, "Fmin": torch.fmin,
-    "BitwiseAnd": torch.bitwise_and, "BitwiseOr": torch.bitwise_or,
-    "BitwiseXor": torch.bitwise_xor, "LogicalAnd": torch.logical_and,
-    "LogicalOr": torch.logical_or, "LogicalXor": torch.logical_xor,
-    "Eq": torch.eq, "Ne": torch.ne, "Lt": torch.lt, "Le": torch.le, "Gt": torch.gt,
-    "Ge": torch.ge,
-}
+UNARY = {row.name: row.impl for row in POINTWISE if row.family == "unary"}
+BINARY = {row.name: row.impl for row in POINTWISE if row.family == "binary"}
+TERNARY = {row.name: row.impl for row in POINTWISE if row.family == "ternary"}
 
 REDUCE = {
     "ReduceSum": lambda x, dims, keepdim, dtype=None: torch.sum(x, dims, keepdim, dtype=dtype),
@@ -84,7 +62,6 @@ LAYOUT = {
     "ConstantPad": lambda x, pad, value=0: torch.constant_pad_nd(x, pad, value),
     "Copy": lambda x: x.clone(memory_format=torch.contiguous_format),
     "Convert": lambda x, dtype: x.to(dtype, copy=True),
-    "Where": torch.where,
     "Full": lambda size, value, dtype: torch.full(size, value, dtype=dtype),
     "Empty": lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype),
     "Iota": lambda length, start, step, dtype: torch.arange(
@@ -190,7 +167,8 @@ def _reduce_each(fn, x, dims, keepdim, **kwargs):
     return result
 
 
-FAMILIES = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE, "layout": LAYOUT,
+FAMILIES = {"unary": UNARY, "binary": BINARY, "ternary": TERNARY, "reduce": REDUCE,
+            "layout": LAYOUT,
             "indexing": INDEXING, "pool": POOL, "library": LIBRARY, "inplace": INPLACE}
 for _family, _table in FAMILIES.items():
     for _name, _impl in _table.items():

@@ -31,9 +31,9 @@ class Codegen(GraphCodegenBase):
         self.kernels.append(render(TEMPLATES, "kernel.cpp.j2", name=name,
                                    T=CTYPES[str(val.dtype)], expression=node.target.cpp,
                                    operands=["a", "b"][:len(operands)]))
-        pointers = [f"{v}.data_ptr()" for v in [out, *operands]]
+        pointers = [out, *operands]
         self.signatures[name] = len(pointers)
-        self.wrapper.lines.append(f"kernels.{name}({', '.join(pointers)}, {out}.numel())")
+        self.wrapper.call_kernel(name, pointers, [_numel(shape_of(val))])
         return out
 
     def finish(self):
@@ -41,6 +41,13 @@ class Codegen(GraphCodegenBase):
         return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(),
                               files if self.kernels else {}, dict(self.vendor_ops),
                               self.wrapper.constants, {"kernels": dict(self.signatures)})
+
+
+def _numel(sizes):
+    numel = 1
+    for size in sizes:
+        numel = numel * size
+    return numel
 
 
 def _contiguous(sizes):

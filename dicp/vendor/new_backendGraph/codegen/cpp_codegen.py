@@ -1,7 +1,5 @@
 """C++ target: lowers vendor ops to fused loop nests (loop IR), printed by the C++ renderer
 into Jinja templates."""
-from dataclasses import dataclass, replace
-
 import sympy
 import torch
 import torch.fx as fx
@@ -10,19 +8,22 @@ from dicp.api import (GeneratedGraph, GraphCodegenBase, Operator, log, shape_of,
                       sizes_as_sympy, strides_of, to_sympy)
 
 from .. import config
-from . import lowering_extra, lowering_pool  # noqa: F401  (register their rows)
+from . import (lowering_indexing, lowering_layout, lowering_pool,  # noqa: F401  (register
+               lowering_reduce)  # their rows)
+from .costs import divides_or_calls
 from .cpp_render import CppRenderer
 from .faults import KERNEL_FAULTS
 from .in_place import in_place_source
-from .py_render import render_kernel as render_python_kernel
-from .ir import Buffer, LazyReduction, Pointwise
+from .py_render import PyRenderer
+from .values import Buffer, LazyReduction, Pointwise
 from .kernel import KernelBuilder
+from . import loop_ir as L
 from .loop_ir import computed_ops, walk
 from .loop_split import split_loops
-from .loops import KernelLoops, PhaseLoops, plan_loops
+from .loops import KernelLoops, PhaseLoops, loop_nest, plan_loops
 from .lowering import LOWERINGS
-from .native_entry import NotNative, plan as plan_native_entry
-from .sym import contiguous_strides, loop_index, product, py_expr, same_layout
+from .native_entry import NATIVE_ENTRY_HEADER, NotNative, plan as plan_native_entry
+from .sym import contiguous_strides, loop_index, product, same_layout
 from .templates import render
 from .transpose import transposed_dims, transposing_kernel
 from .value_range import ValueRanges
@@ -132,22 +133,20 @@ def _cheap(value):
     return statements - index + index // INDEX_STATEMENTS_PER_STATEMENT <= RECOMPUTE_LIMIT
 
 
-# Ops costing many instructions per element: divisions, roots and the runtime's functions. A
-# lazy value computing one on few elements that a much larger loop reads (batch norm's
+# A lazy value dividing or calling a function (costs.py: divisions, roots and the runtime's
+# functions) on few elements that a much larger loop reads (batch norm's
 # rsqrt(var + eps), one per channel, read at every pixel) is written to memory first, as
 # eager's batch norm computes its per-channel scale once: conv_bn_relu's 64-channel batch norm
 # over 1M elements took 170 us with a square root and a division per element, 80 us reading
 # them. Only where the reader has at least BROADCAST_WRITE_MIN elements and
 # BROADCAST_WRITE_RATIO times the value's: the value's own kernel call costs a few us.
-COSTLY_OPS = {"Div", "Reciprocal", "Sqrt", "Rsqrt", "Exp", "Expm1", "Log", "Log1p", "Log2",
-              "Log10", "Erf", "Erfc", "Tanh", "Sigmoid", "Sin", "Cos", "Tan", "Atan", "Pow", "Fmod"}
 BROADCAST_WRITE_MIN = 32768
 BROADCAST_WRITE_RATIO = 16
 
 
 def _costly_and_read_broadly(node, value):
     """Whether lazy `value` (of `node`) has a costly op, reads no reduction, and a reader of
-    many times its elements (see COSTLY_OPS)."""
+    many times its elements (see BROADCAST_WRITE_MIN)."""
     if isinstance(value, LazyReduction):
         return False
     own = _static_numel(node.meta.get("val"))
@@ -157,7 +156,7 @@ def _costly_and_read_broadly(node, value):
         return False
     probe = _emit_probe(value)
     reads_reduction = probe.phases or probe.unfused or probe.fused_reductions
-    return not reads_reduction and not COSTLY_OPS.isdisjoint(computed_ops(probe.statements()))
+    return not reads_reduction and divides_or_calls(computed_ops(probe.statements()))
 
 
 def _static_extents_of(variables, sizes):
@@ -204,17 +203,6 @@ def kernel_sources(kernels):
             for i, chunk in enumerate(chunks)]
 
 
-@dataclass
-class RenderedPhase:
-    """A kernel.Phase as the template prints it: (variable, lo, hi) of each inner loop and
-    the C++ lines of its parts."""
-    bounds: list
-    pre: list
-    body: list
-    post: list
-    chunk: object = None  # kernel.Chunk with its open and close parts as C++ lines
-
-
 class UnsupportedLowering(NotImplementedError):
     pass
 
@@ -226,7 +214,7 @@ class CppCodegen(GraphCodegenBase):
         super().__init__(gm, ctx)
         self.kernels, self.signatures = [], {}
         self.dividing_kernels = []  # kernels that may divide an integer by zero
-        self.kernel_types = {}  # kernel -> the C++ types of its pointer parameters
+        self.kernel_types = {}  # kernel -> its pointer Params
         self.input_dtypes = {}  # wrapper variable holding an input or constant -> its dtype
         self.size_params, self.defined_size_params = {}, set()  # see KernelBuilder._hoist
         self.bounds_check = config.bounds_check()
@@ -481,36 +469,25 @@ class CppCodegen(GraphCodegenBase):
             [(lo, hi) for _, lo, hi in p.inner], list(nest.extents))) for p in k.phases))
         loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
         shared = in_place_source(k, self.wrapper.may_share) or ()
-        signature, params, symbols = k.signature(self.wrapper.private, shared)
-        self.kernels.append(self._render(k, (signature, params, symbols), loops, plan, work))
-        extents = [f"*storage_extent({p.base})" for p in params if self.bounds_check]
-        self.signatures[k.name] = (len(params), len(symbols) + 2 * len(extents))
-        self.kernel_types[k.name] = [f"{'' if p.writable else 'const '}{p.ctype}*"
-                                     for p in params]
+        params, symbols = k.params_of(self.wrapper.private, shared)
+        kernel = L.Kernel(k.name, tuple(params), tuple(s.name for s in symbols),
+                          self.bounds_check,
+                          loop_nest(k, loops, plan, work, PARALLEL_THRESHOLD))
+        self.kernels.append(self._render(kernel))
+        extents = 2 * len(params) if self.bounds_check else 0
+        self.signatures[k.name] = (len(params), len(symbols) + extents)
+        self.kernel_types[k.name] = list(params)
         self.define_size_params(symbols)
-        arguments = [f"{p.base}.data_ptr()" for p in params] + [s.name for s in symbols] + extents
-        self.wrapper.lines.append(f"kernels.{k.name}({', '.join(arguments)})")
+        self.wrapper.call_kernel(k.name, [p.base for p in params], symbols, self.bounds_check)
         if shared:
             self.wrapper.offer_in_place(*(p.base for p in shared))
 
-    def _render(self, k, signature, loops, plan, work):
-        """The kernel's C++: its loop IR printed by the C++ renderer into kernel.cpp.j2."""
-        signature = signature[0]
+    def _render(self, kernel):
+        """The kernel's C++ (cpp_render.py)."""
         printer = CppRenderer(self.bounds_check)
-        phases = [RenderedPhase([(v, printer.expr(lo), printer.expr(hi)) for v, lo, hi in
-                                 phase.bounds], printer.lines(phase.pre),
-                                printer.lines(phase.body), printer.lines(phase.post),
-                                phase.chunk and replace(phase.chunk,
-                                                        open=printer.lines(phase.chunk.open),
-                                                        close=printer.lines(phase.chunk.close)))
-                  for phase in k.phases]
-        source = render("kernel.cpp.j2", name=k.name, signature=signature,
-                        outer=[(v, printer.expr(size)) for v, size in loops],
-                        locals=printer.lines(k.row_cache_declarations()),
-                        phases=list(zip(phases, plan.simd_phases)), plan=plan,
-                        work=printer.expr(work), threshold=PARALLEL_THRESHOLD)
+        source = printer.kernel(kernel)
         if printer.divides_integers:
-            self.dividing_kernels.append(k.name)
+            self.dividing_kernels.append(kernel.name)
         return source
 
     def define_size_params(self, symbols):
@@ -518,24 +495,25 @@ class CppCodegen(GraphCodegenBase):
         expressions = {symbol: expr for expr, symbol in self.size_params.items()}
         for symbol in symbols:
             if symbol in expressions and symbol not in self.defined_size_params:
-                self.wrapper.lines.append(f"{symbol.name} = {py_expr(expressions[symbol])}")
+                self.wrapper.set_size(symbol, expressions[symbol])
                 self.defined_size_params.add(symbol)
 
     def finish(self):
-        wrapper_source, sources = self.wrapper.render(), kernel_sources(self.kernels)
+        statements, sources = self.wrapper.planned(), kernel_sources(self.kernels)
         files = {name: render("module.cpp.j2", kernels=kernels, bounds_check=self.bounds_check)
                  for name, kernels in sources}
         metadata = {"kernels": dict(self.signatures), "divide_integers": self.dividing_kernels}
-        entry = self._native_entry(wrapper_source, sources)
+        entry = self._native_entry(statements, sources)
+        wrapper_source = self.wrapper.render(statements)
         if entry is not None:
-            wrapper_source = entry.wrapper_source
-            files[sources[-1][0]] += "\n" + entry.source
+            wrapper_source = self.wrapper.render(entry.statements, NATIVE_ENTRY_HEADER)
+            files[sources[-1][0]] += "\n" + CppRenderer(self.bounds_check).entry(entry)
             metadata["entry"] = {"functions": entry.entries, "products": entry.products,
-                                 "external": entry.external, "source": sources[-1][0]}
+                                 "external": list(entry.external), "source": sources[-1][0]}
         return GeneratedGraph(self.ctx.graph_name, self.target, wrapper_source, files,
                               dict(self.vendor_ops), self.wrapper.constants, metadata)
 
-    def _native_entry(self, wrapper_source, sources):
+    def _native_entry(self, statements, sources):
         """Native entries running the wrapper's kernels and products (native_entry.py), in
         the graph's last source, or None: switched off, no kernels, or no two steps in a row
         the entries can run."""
@@ -544,7 +522,7 @@ class CppCodegen(GraphCodegenBase):
         first_local = KERNELS_PER_SOURCE * (len(sources) - 1)
         local = {f"kernel_{i}" for i in range(first_local, len(self.kernels))}
         try:
-            return plan_native_entry(wrapper_source, self.wrapper.layouts,
+            return plan_native_entry(statements, self.wrapper.inputs, self.wrapper.layouts,
                                      {**self.input_dtypes, **self.wrapper.dtypes},
                                      self.kernel_types, local, size_hints(self.ctx.fake_mode),
                                      self.bounds_check)
@@ -572,10 +550,8 @@ class LoopPythonCodegen(CppCodegen):
     (py_render.py) instead: no compiler, slow; for checking a schedule or a renderer."""
     target = "python_loops"
 
-    def _render(self, k, signature, loops, plan, work):
-        _, params, symbols = signature
-        return render_python_kernel(k.name, params, symbols, self.bounds_check, loops,
-                                    k.row_cache_declarations(), k.phases)
+    def _render(self, kernel):
+        return PyRenderer().kernel(kernel)
 
     def finish(self):
         source = PYTHON_KERNELS_HEADER + "\n\n".join(self.kernels)

@@ -1,51 +1,25 @@
-"""The C++ renderer of the loop IR (loop_ir.py): a table from op to C++, and the printer of
-statements. A vendor targeting another language writes another table and printer; lowerings
-and scheduling stay as they are.
+"""The C++ renderer of the loop IR (loop_ir.py): a table from op to C++ (the vendor pointwise
+ops' from their rows in pointwise.py), and the printer of statements, loops with their pragmas
+and whole kernels. A vendor targeting another language writes another table and printer;
+lowerings and scheduling stay as they are.
 
 A template names its operands `{0}`, `{1}`, ... and the op's result type `{T}` and `param`
-`{P}`. Index expressions print through `sym.cpp_expr` (the size functions of the runtime
+`{P}`. Index expressions print through `cpp_expr` (the size functions of the runtime
 header).
 """
 import math
 
-from . import loop_ir as L
-from .ctypes_map import literal
-from .sym import cpp_expr
+import sympy
+import torch
 
-# Vendor pointwise ops, one row each: the C++ meaning of the vocabulary.
-UNARY = {
-    "Abs": "std::abs({0})", "Neg": "-{0}", "Exp": "dicp::exp<{T}>({0})",
-    "Log": "dicp::log<{T}>({0})", "Sqrt": "std::sqrt({0})", "Rsqrt": "({T}(1) / std::sqrt({0}))",
-    "Sin": "dicp::sin<{T}>({0})", "Cos": "dicp::cos<{T}>({0})", "Tan": "std::tan({0})",
-    "Tanh": "dicp::tanh<{T}>({0})", "Sigmoid": "({T}(1) / ({T}(1) + dicp::exp<{T}>(-{0})))",
-    "Relu": "dicp::maximum<{T}>({0}, {T}(0))", "Erf": "dicp::erf<{T}>({0})",
-    "ErfCentral": "dicp::erf_central<{T}>({0})",
-    "Reciprocal": "({T}(1) / {0})", "Floor": "std::floor({0})", "Ceil": "std::ceil({0})",
-    "Round": "std::nearbyint({0})", "Trunc": "std::trunc({0})", "Sign": "dicp::sign<{T}>({0})",
-    "Log1p": "dicp::log1p<{T}>({0})", "Expm1": "dicp::expm1<{T}>({0})",
-    "Log2": "std::log2({0})", "Log10": "std::log10({0})",
-    "Erfc": "std::erfc({0})", "Exp2": "std::exp2({0})", "Atan": "std::atan({0})",
-    "Asin": "std::asin({0})", "Acos": "std::acos({0})", "Sinh": "std::sinh({0})",
-    "Cosh": "std::cosh({0})", "Acosh": "std::acosh({0})", "Asinh": "std::asinh({0})",
-    "Atanh": "std::atanh({0})", "Signbit": "dicp::signbit({0})",
-    "LogicalNot": "!{0}", "IsNan": "dicp::is_nan({0})",
-    "IsInf": "(std::abs(double({0})) == std::numeric_limits<double>::infinity())",
-    "BitwiseNot": "~{0}",
-}
-BINARY = {
-    "Add": "({0} + {1})", "Sub": "({0} - {1})", "Mul": "({0} * {1})", "Div": "({0} / {1})",
-    "FloorDiv": "dicp::floordiv<{T}>({0}, {1})", "TruncDiv": "dicp::truncdiv<{T}>({0}, {1})",
-    "Maximum": "dicp::maximum<{T}>({0}, {1})", "Minimum": "dicp::minimum<{T}>({0}, {1})",
-    "Remainder": "dicp::pymod<{T}>({0}, {1})", "Atan2": "std::atan2({0}, {1})",
-    "Hypot": "std::hypot({0}, {1})", "Copysign": "std::copysign({0}, {1})",
-    "Fmax": "dicp::fmax<{T}>({0}, {1})", "Fmin": "dicp::fmin<{T}>({0}, {1})",
-    "BitwiseAnd": "({0} & {1})", "BitwiseOr": "({0} | {1})", "BitwiseXor": "({0} ^ {1})",
-    "LogicalAnd": "(({0} != 0) && ({1} != 0))", "LogicalOr": "(({0} != 0) || ({1} != 0))",
-    "LogicalXor": "(({0} != 0) != ({1} != 0))", "Eq": "({0} == {1})", "Ne": "({0} != {1})",
-    "Lt": "({0} < {1})", "Le": "({0} <= {1})", "Gt": "({0} > {1})", "Ge": "({0} >= {1})",
-    "Pow": "std::pow({0}, {1})", "IPow": "dicp::ipow<{T}>({0}, {1})",
-    "Fmod": "std::fmod({0}, {1})", "IMod": "dicp::imod<{T}>({0}, {1})",
-}
+from dicp.api import ExprPrinter
+
+from ..pointwise import POINTWISE
+from . import loop_ir as L
+from .ctypes_map import INTEGER_CTYPES
+from .sym import integer_valued
+from .templates import render
+
 # Ops of the loop level: conversions, selects, the updates of reductions and index checks.
 LOOP = {
     "Cast": "dicp::cast<{T}>({0})",  # through float from a half type; an integer 0 is +0
@@ -54,7 +28,6 @@ LOOP = {
     "ToBool": "({0} != 0)",
     "RoundTo": "dicp::cast<float>(dicp::cast<{P}>(dicp::cast<float>({0})))",  # to a half type
     "StoreRound": "dicp::cast<{T}>(dicp::cast<{P}>({0}))",  # as a store to {P} would round
-    "Where": "({0} ? {1} : {2})",
     "All": "({0} && {1})",
     "Iota": "({0} + static_cast<{T}>({1}) * {2})",
     "Tril": "(({1} - {0}) <= {2} ? {3} : {T}(0))",
@@ -66,21 +39,52 @@ LOOP = {
     "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})",
     "CheckedIndex": 'dicp::checked_index<int64_t>({0}, {1}, "{P}")',
     "InjectedCompileError": "dicp_injected_compile_error_TESTING_ONLY({0})",
+    "ErfCentral": "dicp::erf_central<{T}>({0})",  # erf on (-1, 1) (value_range.py)
+    "IPow": "dicp::ipow<{T}>({0}, {1})",          # Pow of integers
+    "IMod": "dicp::imod<{T}>({0}, {1})",          # Fmod of integers
 }
-OPS = {**UNARY, **BINARY, **LOOP}
+# The C++ of every loop IR op: the vendor pointwise ops' from their rows, then the loop level's
+OPS = {**{row.name: row.cpp for row in POINTWISE}, **LOOP}
 # Ops whose integer versions record a zero divisor (dicp_runtime.h, zero_division)
 INTEGER_DIVISIONS = {"FloorDiv", "TruncDiv", "Remainder", "IMod"}
 
-# Ops about as cheap as a load, worth computing again rather than keeping (row caches, the
-# cost of recomputing a lazy value): arithmetic, comparisons, conversions and selects. The
-# others call a function (exp, erf, log, sqrt, floordiv, nearbyint...).
-CHEAP_OPS = frozenset({
-    "Abs", "Neg", "Relu", "Floor", "Ceil", "Trunc", "Sign", "LogicalNot", "IsNan", "IsInf",
-    "BitwiseNot", "Reciprocal", "Add", "Sub", "Mul", "Div", "Maximum", "Minimum", "BitwiseAnd",
-    "BitwiseOr", "BitwiseXor", "LogicalAnd", "LogicalOr", "LogicalXor", "Eq", "Ne", "Lt", "Le",
-    "Gt", "Ge", "IMod", "Cast", "StaticCast", "FloatToInt", "ToBool", "RoundTo", "StoreRound",
-    "Where", "All", "Iota", "Tril", "Triu", "Better", "IsNanCompare", "ArgBetter",
-    "PoolBetter", "WrapIndex", "CheckedIndex", "InjectedCompileError"})
+
+# ---- index expressions -----------------------------------------------------------------
+
+def _typed(template):
+    """A C++ helper instantiated over int64_t, or over double where an argument is a float
+    (kornia's antialiased resize takes sigma = max(0.001, (h / 11 - 1) / 2) of a symbolic h;
+    the int64_t max truncated it to 0 and blurred with the wrong kernel, silently)."""
+    def render(expr, args):
+        ctype = "int64_t" if all(integer_valued(a) for a in expr.args) else "double"
+        return template.format(*args, args=", ".join(args), T=ctype)
+    return render
+
+
+# torch's own symbolic functions and ours, by class name -> C++ (the runtime header's helpers)
+CPP_FUNCTIONS = {
+    "IDiv": "({0} / {1})", "IMod": "({0} % {1})",
+    "FloorDiv": _typed("dicp::floordiv<{T}>({0}, {1})"), "CleanDiv": "({0} / {1})",
+    "CeilDiv": "dicp::ceildiv<int64_t>({0}, {1})",
+    "IntTrueDiv": "(static_cast<double>({0}) / {1})",
+    "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})",
+    "PythonMod": _typed("dicp::pymod<{T}>({0}, {1})"), "Mod": _typed("dicp::pymod<{T}>({0}, {1})"),
+    "ModularIndexing": "(({0} / {1}) % {2})",
+    "Max": _typed("dicp::max_of<{T}>({args})"), "Min": _typed("dicp::min_of<{T}>({args})"),
+    "FloatTrueDiv": "(static_cast<double>({0}) / {1})", "ToFloat": "static_cast<double>({0})",
+    "FloatPow": "std::pow(static_cast<double>({0}), {1})",
+    "PowByNatural": "dicp::ipow<int64_t>({0}, {1})",
+    "OpaqueUnaryFn_sqrt": "std::sqrt(static_cast<double>({0}))",
+    "TruncToInt": "static_cast<int64_t>({0})", "floor": "static_cast<int64_t>(std::floor({0}))",
+    "ceiling": "static_cast<int64_t>(std::ceil({0}))",
+    "FloorToInt": "static_cast<int64_t>(std::floor({0}))",
+    "CeilToInt": "static_cast<int64_t>(std::ceil({0}))",
+    # Python's round: halves to even, as nearbyint in the default rounding mode
+    "RoundToInt": "static_cast<int64_t>(std::nearbyint({0}))",
+    "TruncToFloat": "std::trunc(static_cast<double>({0}))",
+}
+
+cpp_expr = ExprPrinter(CPP_FUNCTIONS, cpp=True)
 
 
 class CppRenderer(L.Renderer):
@@ -144,10 +148,99 @@ class CppRenderer(L.Renderer):
             lines += ["} else {", *self.lines(s.orelse, "  ")]
         return lines + ["}"]
 
-    def statement_For(self, s):
-        var, until = s.var.name, f" && !{s.until.name}" if s.until is not None else ""
-        return [f"for (int64_t {var} = {self.expr(s.lo)}; {var} < {self.expr(s.hi)}{until}; "
-                f"++{var}) {{", *self.lines(s.body, "  "), "}"]
+    def statement_Loop(self, s):
+        pragmas = self._parallel(s.parallel) if s.parallel else []
+        simd = self._simd(s.simd) if s.simd is not None else []
+        var, lo, hi = s.var.name, self.expr(s.lo), self.expr(s.hi)
+        body = self.lines(s.body, "  ")
+        if s.chunk is None:
+            return [*pragmas, *simd, self._for(var, lo, hi, s.until), *body, "}"]
+        size = s.chunk.size
+        inner = self._for(var, f"{var}_chunk", f"std::min<int64_t>({var}_chunk + {size}, {hi})",
+                          s.until)
+        return [*pragmas, f"for (int64_t {var}_chunk = {lo}; {var}_chunk < {hi}; "
+                f"{var}_chunk += {size}) {{", *self.lines(s.chunk.open, "  "),
+                *("  " + line for line in [*simd, inner, *body, "}"]),
+                *self.lines(s.chunk.close, "  "), "}"]
+
+    def _for(self, var, lo, hi, until=None):
+        stop = f" && !{until.name}" if until is not None else ""
+        return f"for (int64_t {var} = {lo}; {var} < {hi}{stop}; ++{var}) {{"
+
+    def _parallel(self, parallel):
+        collapse = f" collapse({parallel.collapse})" if parallel.collapse > 1 else ""
+        return [f"#pragma omp parallel for{collapse} if({self.expr(parallel.work)} >= "
+                f"{parallel.threshold})"]
+
+    def _simd(self, clauses):
+        return ["#pragma omp simd" + "".join(f" reduction({c})" for c in clauses.split())]
+
+    # ---- kernels ----
+    def kernel(self, kernel) -> str:
+        """The C++ of a whole kernel (loop_ir.Kernel): its signature and body in the file
+        skeleton kernel.cpp.j2."""
+        return render("kernel.cpp.j2", name=kernel.name, parameters=self.parameters(kernel),
+                      body=self.lines(kernel.body))
+
+    def parameters(self, kernel) -> list:
+        """The C++ parameters of a kernel: its pointers, its sizes, and with bounds checks
+        each pointer's storage extent."""
+        pointers = [f"{self.pointer_type(p.ctype, p.writable)}"
+                    f"{' __restrict__' if p.restrict else ''} {p.name}" for p in kernel.params]
+        extents = [f"int64_t {p.name}_{end}" for p in kernel.params for end in ("lo", "hi")
+                   if kernel.extents]
+        return pointers + [f"int64_t {s}" for s in kernel.sizes] + extents
+
+    @staticmethod
+    def pointer_type(ctype, writable):
+        """The C++ type of a pointer to elements of `ctype`."""
+        return f"{'' if writable else 'const '}{ctype}*"
+
+    # ---- native entries (native_entry.py) ----
+    def entry(self, entry) -> str:
+        """The C++ of a graph's native entries (native_entry.NativeEntry) in the skeleton
+        graph_entry.cpp.j2: each segment's function calling its steps in order."""
+        segments = [(s.function, self._entry_parameters(s, entry.bounds_check),
+                     [self.step(step) for step in s.steps]) for s in entry.segments]
+        external = [(name, [self.pointer_type(p.ctype, p.writable) for p in params] +
+                     ["int64_t"] * ints) for name, (params, ints) in entry.external.items()]
+        return render("graph_entry.cpp.j2", segments=segments, products=entry.products,
+                      external=external, bounds_check=entry.bounds_check)
+
+    def _entry_parameters(self, segment, bounds_check):
+        """Byte pointers to the roots, the size variables, with bounds checks each root's
+        storage extent (`lo_<root>`, `hi_<root>`)."""
+        extents = [f"int64_t {bound}_{root}" for root in segment.roots for bound in ("lo", "hi")]
+        return [f"char* {root}" for root in segment.roots] + \
+            [f"int64_t {p}" for p in segment.params] + (extents if bounds_check else [])
+
+    def step(self, step) -> str:
+        return getattr(self, f"step_{type(step).__name__}")(step)
+
+    def step_KernelStep(self, s):
+        arguments = [f"reinterpret_cast<{self.pointer_type(p.ctype, p.writable)}>"
+                     f"({_address(pointer)})" for p, pointer in s.pointers]
+        arguments += list(s.sizes)
+        if s.extents:
+            arguments += [bound for _, pointer in s.pointers for bound in _extent(pointer)]
+        return f"{s.function}({', '.join(arguments)});"
+
+    def step_ProductStep(self, s):
+        """graph_entry.cpp.j2's `product`; with checks, run only where every element each
+        operand spans lies in its storage (the first one outside is reported, as a kernel's
+        access is)."""
+        bias = f"reinterpret_cast<const float*>({_address(s.bias)})" if s.bias else "nullptr"
+        call = f"product({', '.join(map(_integer, s.shape))}, {_operand(s.a, 'const float*')}, " \
+               f"{_operand(s.b, 'const float*')}, {bias}, " \
+               f"reinterpret_cast<float*>({_address(s.out.pointer)}), {_integer(s.out.ld)}, " \
+               f"{_integer(s.out.step)});"
+        if not s.checks:
+            return call
+        site = f"product {s.number} of this entry, operand"
+        checks = [f"matrix_in_bounds({', '.join(map(_integer, (*shape, m.ld, m.step)))}, "
+                  f"{str(m.transposed).lower()}, {', '.join(_extent(m.pointer))}, "
+                  f"\"{site} {role}\")" for role, m, shape in s.checks]
+        return f"if ({' & '.join(checks)}) {call}"
 
 
 def _constant(const):
@@ -157,7 +250,7 @@ def _constant(const):
     if isinstance(const.value, float) and math.isinf(const.value) and \
             const.type not in ("float", "double"):
         return _constant(L.Const("lowest" if const.value < 0 else "highest", const.type))
-    return literal(const.value, const.type)
+    return _literal(const.value, const.type)
 
 
 def _bare(condition):
@@ -174,3 +267,49 @@ def _balanced(text):
         if depth < 0:
             return False
     return depth == 0
+
+
+def _literal(value, ctype):
+    """A Python number as a C++ literal of `ctype` (never a symbolic size: int() on one
+    would specialize it and make dynamo recompile for every new size)."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise TypeError(f"symbolic value {value} reached a C++ literal; pass it as sympy")
+    if isinstance(value, bool) or ctype == "bool":
+        return "true" if value else "false"
+    if isinstance(value, float) and ctype in INTEGER_CTYPES and math.isfinite(value):
+        # C++ leaves a float outside the target's range undefined (g++ folds -4.0 into
+        # uint8_t to 0); eager converts through int64, truncating, then wraps
+        value = int(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return f"std::numeric_limits<{ctype}>::quiet_NaN()"
+        if math.isinf(value):
+            sign = "-" if value < 0 else ""
+            return f"{sign}std::numeric_limits<{ctype}>::infinity()"
+        return f"static_cast<{ctype}>({value!r})"
+    return f"static_cast<{ctype}>({int(value)}LL)"
+
+
+def _integer(value):
+    """An int or a polynomial in size variables as C++ (an entry's int64 parameters)."""
+    value = sympy.sympify(value)
+    return str(int(value)) if value.is_Integer else cpp_expr(value)
+
+
+def _address(pointer):
+    """A native entry's pointer (native_entry.Pointer): its root's bytes at its offset."""
+    return f"{pointer.root} + {_integer(pointer.offset)}"
+
+
+def _operand(operand, ctype):
+    """A product's matrix: its address, whether it is transposed, its ld and step."""
+    return f"reinterpret_cast<{ctype}>({_address(operand.pointer)}), " \
+           f"{str(operand.transposed).lower()}, {_integer(operand.ld)}, {_integer(operand.step)}"
+
+
+def _extent(pointer):
+    """C++ for [lo, hi): the elements of `pointer`'s storage around it, from its root's
+    extent, which the entry takes after its size variables (`lo_<root>`, `hi_<root>`)."""
+    elements = sympy.expand(sympy.sympify(pointer.offset) / pointer.dtype.itemsize)
+    shift = "" if elements == 0 else f" - ({_integer(elements)})"
+    return tuple(f"{bound}_{pointer.root}{shift}" for bound in ("lo", "hi"))

@@ -1,6 +1,5 @@
-"""dtype tables for the C++ renderer: storage type, compute type and literal handling."""
-import math
-
+"""dtypes as the loop IR's element types: the type an element is stored as, and the type it is
+computed in (half types compute in float)."""
 import torch
 
 STORAGE_CTYPE = {
@@ -31,38 +30,3 @@ def storage_ctype(dtype):
 def compute_ctype(dtype):
     storage_ctype(dtype)
     return COMPUTE_CTYPE[dtype]
-
-
-def literal(value, ctype):
-    """A Python number as a C++ literal of `ctype` (never a symbolic size: int() on one
-    would specialize it and make dynamo recompile for every new size)."""
-    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        raise TypeError(f"symbolic value {value} reached a C++ literal; pass it as sympy")
-    if isinstance(value, bool) or ctype == "bool":
-        return "true" if value else "false"
-    if isinstance(value, float) and ctype in INTEGER_CTYPES and math.isfinite(value):
-        # C++ leaves a float outside the target's range undefined (g++ folds -4.0 into
-        # uint8_t to 0); eager converts through int64, truncating, then wraps
-        value = int(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return f"std::numeric_limits<{ctype}>::quiet_NaN()"
-        if math.isinf(value):
-            sign = "-" if value < 0 else ""
-            return f"{sign}std::numeric_limits<{ctype}>::infinity()"
-        return f"static_cast<{ctype}>({value!r})"
-    return f"static_cast<{ctype}>({int(value)}LL)"
-
-
-def lowest(ctype):
-    return f"std::numeric_limits<{ctype}>::lowest()"
-
-
-def highest(ctype):
-    return f"std::numeric_limits<{ctype}>::max()"
-
-
-def infinity_or_limit(ctype, negative):
-    if ctype in ("float", "double"):
-        return f"{'-' if negative else ''}std::numeric_limits<{ctype}>::infinity()"
-    return lowest(ctype) if negative else highest(ctype)

@@ -8,7 +8,7 @@ fallback, library calls), are the shared wrapper's (GraphCodegenBase.inject_faul
 import torch
 
 from .ctypes_map import compute_ctype
-from .ir import Pointwise
+from .values import Pointwise
 from .loop_ir import Const
 
 

@@ -84,7 +84,7 @@ def _loops_keep_bounds(statements, phase):
     """Whether each loop of `statements` over one of the phase's inner variables runs within
     the phase's bounds for it (a max's rescan for a signed zero, after its loop)."""
     bounds = {str(var): (lo, hi) for var, lo, hi in phase.inner}
-    for loop in (s for s in L.walk(statements) if isinstance(s, L.For)):
+    for loop in (s for s in L.walk(statements) if isinstance(s, L.Loop)):
         if loop.var.name in bounds and any(
                 sympy.expand(_index(mine) - theirs) != 0
                 for mine, theirs in zip((loop.lo, loop.hi), bounds[loop.var.name])):

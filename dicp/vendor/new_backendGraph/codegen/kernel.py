@@ -7,19 +7,12 @@ import sympy
 from dicp.api import may_overlap
 
 from . import loop_ir as L
+from .costs import DIVIDING_OPS
 from .ctypes_map import compute_ctype, storage_ctype
 from .invariants import hoist_invariants
 from .row_cache import LoadRecord, costly, plan_row_caches
 from .sym import (contiguous_strides, flat_index, integer_valued, loop_index,
                   simplify_in_loops)
-
-
-@dataclass
-class Param:
-    name: str
-    ctype: str
-    base: str          # the wrapper variable whose data pointer is passed
-    writable: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,17 +54,7 @@ class Phase:
     post: list
     accesses: tuple
     simd: str = None
-    chunk: "Chunk" = None
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A phase whose last inner loop runs in chunks of `size` iterations: `open` (loop IR
-    statements) before each chunk, `close` after it. A float sum accumulates each chunk in
-    float at the full vector width and adds the chunk's total to its double accumulator."""
-    size: int
-    open: tuple
-    close: tuple
+    chunk: L.Chunk = None  # its last inner loop's chunks
 
 
 @dataclass
@@ -118,7 +101,7 @@ class KernelBuilder:
         self.size_params = {} if size_params is None else size_params  # expression -> symbol
         self._hoisted = {}
         self.bounds_check = bounds_check  # every access checked against its storage
-        self.params: dict[str, Param] = {}
+        self.params: dict[str, L.Param] = {}
         self.symbols: set = set()
         self.loop_vars = set(loop_vars)
         self.extents = {}  # loop variable -> its static extent (index simplification)
@@ -134,7 +117,7 @@ class KernelBuilder:
     def pointer(self, base, dtype, writable=False) -> str:
         if base not in self.params:
             prefix = "out" if writable else "in"
-            self.params[base] = Param(f"{prefix}_{base}", storage_ctype(dtype), base, writable)
+            self.params[base] = L.Param(f"{prefix}_{base}", storage_ctype(dtype), base, writable)
         param = self.params[base]
         param.writable = param.writable or writable
         return param.name
@@ -205,7 +188,7 @@ class KernelBuilder:
 
     # ---- memory ----
     def load(self, buffer, index) -> L.Var:
-        """The element of `buffer` (an ir.Buffer) at per-dim `index`, in its compute type."""
+        """The element of `buffer` (a values.Buffer) at per-dim `index`, in its compute type."""
         pointer, position, site = self._access(buffer, index, is_store=False)
         return self.emit(L.Load(pointer, position, storage_ctype(buffer.dtype),
                                 compute_ctype(buffer.dtype), site))
@@ -465,27 +448,22 @@ class KernelBuilder:
         accesses, self.accesses = self.accesses, []
         return accesses
 
-    def signature(self, private=frozenset(), shared=()):
-        """(C++ parameters, pointer Params, size symbols); with bounds checks, each pointer's
-        storage extent follows as two more int64 arguments.
+    def params_of(self, private=frozenset(), shared=()):
+        """(pointer Params in parameter order, size symbols); with bounds checks, each
+        pointer's storage extent follows as two more int64 arguments.
 
-        `__restrict__` promises that no two pointers reach one element while one of them
-        writes. It holds when every buffer the kernel writes is `private`: allocated by this
-        graph and never seen by an ATen call, so no other wrapper variable can view it. A
-        kernel writing anything else (a graph input in place) gets no `__restrict__` at all,
-        and the Params `shared` (an output that may take an input's memory: in_place.py) get
-        none either."""
+        `restrict` (C++'s `__restrict__`) promises that no two pointers reach one element
+        while one of them writes. It holds when every buffer the kernel writes is `private`:
+        allocated by this graph and never seen by an ATen call, so no other wrapper variable
+        can view it. A kernel writing anything else (a graph input in place) gets no
+        restrict at all, and the Params `shared` (an output that may take an input's memory:
+        in_place.py) get none either."""
         params = sorted(self.params.values(), key=lambda p: (not p.writable, p.name))
         restrict = all(p.base in private for p in params if p.writable)
-
-        def qualifier(param):
-            return "* __restrict__ " if restrict and param not in shared else "* "
-        pointers = [f"{'' if p.writable else 'const '}{p.ctype}{qualifier(p)}{p.name}"
-                    for p in params]
-        symbols = sorted(self.symbols, key=str)
-        extents = [f"int64_t {p.name}_{end}" for p in params for end in ("lo", "hi")
-                   if self.bounds_check]
-        return pointers + [f"int64_t {s}" for s in symbols] + extents, params, symbols
+        unrestricted = {id(p) for p in shared}
+        for param in params:
+            param.restrict = restrict and id(param) not in unrestricted
+        return params, sorted(self.symbols, key=str)
 
 
 def _overlapping(sizes, strides):
@@ -495,8 +473,7 @@ def _overlapping(sizes, strides):
     return bool(strided) and may_overlap(*zip(*strided))
 
 
-# Integer arithmetic that divides (a division's cost is not an index statement's)
-_DIVIDING_OPS = {"Div", "FloorDiv", "TruncDiv", "Remainder", "IMod", "Fmod", "Reciprocal"}
+# Index functions that divide (a division's cost is not an index statement's)
 _DIVIDING_FUNCTIONS = {"IDiv", "IMod", "FloorDiv", "ModularIndexing", "CleanDiv", "CeilDiv",
                        "PythonMod", "Mod", "IntTrueDiv", "FloatTrueDiv"}
 
@@ -505,7 +482,7 @@ def _index_arithmetic(expr):
     """Whether integer/bool `expr` is loop-index arithmetic: no memory read, no division."""
     if isinstance(expr, (L.Load, L.Element)):
         return False
-    if isinstance(expr, L.Op) and expr.name in _DIVIDING_OPS:
+    if isinstance(expr, L.Op) and expr.name in DIVIDING_OPS:
         return False
     return not any(_divides(a.expr) for a in L.operands(expr) if isinstance(a, L.Index))
 

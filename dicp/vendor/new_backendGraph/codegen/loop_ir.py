@@ -132,17 +132,68 @@ class If:
 
 
 @dataclass(frozen=True)
-class For:
-    """`var` from `lo` up to below `hi` (Index expressions), stopping early once `until` (a
-    bool Var) holds."""
+class Parallel:
+    """The loop and the `collapse` - 1 loops directly inside it are shared among threads,
+    where the kernel's `work` (an Index: elements times inner iterations) reaches
+    `threshold`; below it one thread costs less."""
+    collapse: int
+    work: Any
+    threshold: int
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A loop run in chunks of `size` iterations: `open` (statements) before each chunk,
+    `close` after it. A float sum accumulates each chunk in float at the full vector width and
+    adds the chunk's total to its double accumulator."""
+    size: int
+    open: tuple
+    close: tuple
+
+
+@dataclass(frozen=True)
+class Loop:
+    """`var` from `lo` up to below `hi` (Index expressions) around `body`, with its schedule:
+    `parallel` (a Parallel: threads share it), `simd` (None: scalar; else vectorized, with
+    these reduction clauses, space separated: "+:acc max:m"), `chunk` (a Chunk: run in chunks,
+    `simd` applying within one), `until` (a bool Var: stop early once it holds). Scheduling
+    (loops.plan_loops) sets them from the kernel's accesses; renderers only print them."""
     var: Var
     lo: Any
     hi: Any
     body: tuple
     until: Any = None
+    parallel: Any = None
+    simd: Any = None
+    chunk: Any = None
 
 
-STATEMENTS = (Let, Declare, Assign, Store, If, For)
+STATEMENTS = (Let, Declare, Assign, Store, If, Loop)
+
+
+# ---- kernels ---------------------------------------------------------------------------
+
+@dataclass
+class Param:
+    """A pointer parameter of a kernel: elements of storage type `ctype` of wrapper variable
+    `base`; `writable` when the kernel stores through it, `restrict` when no other pointer
+    of the kernel reaches its elements (see KernelBuilder.params_of)."""
+    name: str
+    ctype: str
+    base: str
+    writable: bool = False
+    restrict: bool = False
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A whole kernel: pointer `params`, int64 `sizes` (size symbols), with `extents` each
+    pointer's storage extent after them (bounds checks), and its `body` statements."""
+    name: str
+    params: tuple
+    sizes: tuple
+    extents: bool
+    body: tuple
 
 
 def operands(value):
@@ -158,7 +209,7 @@ def walk(statements):
     """Every statement, nested ones included, in order."""
     for statement in statements:
         yield statement
-        if isinstance(statement, (If, For)):
+        if isinstance(statement, (If, Loop)):
             yield from walk(statement.body)
         if isinstance(statement, If):
             yield from walk(statement.orelse)

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from . import loop_ir as L
+
 
 @dataclass(frozen=True)
 class LoopPlan:
@@ -187,3 +189,35 @@ def _at_most(extent, bound):
         return True
     return isinstance(extent, sympy.Min) and any((arg - bound).is_nonpositive
                                                  for arg in extent.args)
+
+
+def loop_nest(k, outer, plan, work, threshold):
+    """The statements of kernel `k` (a KernelBuilder) as one loop nest with its schedule:
+    the outer loops ((variable, size Index) each) around the row caches and the phases, each
+    phase's pre part, its inner loops around its body, its post part. `plan` (a LoopPlan)
+    says which loops run in parallel (where `work` reaches `threshold`) or as SIMD."""
+    body = [*k.row_cache_declarations()]
+    for phase, simd in zip(k.phases, plan.simd_phases):
+        body += [*phase.pre, *_inner_loops(phase, simd), *phase.post]
+    for depth in reversed(range(len(outer))):
+        var, size = outer[depth]
+        parallel = L.Parallel(plan.parallel, work, threshold) \
+            if depth == 0 and plan.parallel else None
+        simd = "" if depth == len(outer) - 1 and plan.simd_outer else None
+        body = [L.Loop(L.Var(var.name, "int64_t"), L.Index(0), size, tuple(body),
+                       parallel=parallel, simd=simd)]
+    return tuple(body)
+
+
+def _inner_loops(phase, simd):
+    """A phase's inner loops around its body; the last one vectorized with the reduction
+    clauses `simd` (None: not), and run in the phase's chunks if it has them."""
+    body = tuple(phase.body)
+    if not phase.bounds:
+        return list(body)
+    for depth in reversed(range(len(phase.bounds))):
+        var, lo, hi = phase.bounds[depth]
+        last = depth == len(phase.bounds) - 1
+        body = (L.Loop(L.Var(var.name, "int64_t"), lo, hi, body, simd=simd if last else None,
+                       chunk=phase.chunk if last else None),)
+    return list(body)

@@ -8,8 +8,10 @@ import torch
 
 from dicp.api import shape_of
 
+from ..pointwise import POINTWISE
 from .ctypes_map import compute_ctype
-from .ir import Buffer, Pointwise, cast_value, load_broadcast
+from .sym import contiguous_strides
+from .values import Buffer, Pointwise, cast_value, load_broadcast
 
 LOWERINGS = {}
 
@@ -34,21 +36,15 @@ def promoted_dtype(node):
     return torch.result_type(*vals) if len(vals) > 1 else vals[0].dtype
 
 
-# Pointwise vendor ops that are one loop IR op of the same name (cpp_render.UNARY, BINARY).
-UNARY = ("Abs", "Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Sin", "Cos", "Tan", "Tanh", "Sigmoid",
-         "Relu", "Erf", "Reciprocal", "Floor", "Ceil", "Round", "Trunc", "Sign", "Log1p",
-         "Expm1", "Log2", "Log10", "Erfc", "Exp2", "Atan", "Asin", "Acos", "Sinh", "Cosh",
-         "Acosh", "Asinh", "Atanh", "Signbit", "LogicalNot", "IsNan", "IsInf")
+# Pointwise vendor ops that are one loop IR op of the same name (their rows in pointwise.py):
+# the others have a lowering function of their own below.
+UNARY = tuple(row.name for row in POINTWISE if row.family == "unary" and row.compute != "custom")
+BINARY = tuple(row.name for row in POINTWISE
+               if row.family == "binary" and row.compute != "custom")
 # Integer-valued ops that are identities on integers (std:: versions return double).
-INTEGER_IDENTITY = {"Floor", "Ceil", "Round", "Trunc"}
-
-BINARY = ("Add", "Sub", "Mul", "Div", "FloorDiv", "TruncDiv", "Maximum", "Minimum",
-          "Remainder", "Atan2", "Hypot", "Copysign", "Fmax", "Fmin", "BitwiseAnd", "BitwiseOr",
-          "BitwiseXor", "LogicalAnd", "LogicalOr", "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt",
-          "Ge")
+INTEGER_IDENTITY = {row.name for row in POINTWISE if row.integer_identity}
 # These compute in the promoted input type; the rest compute in the output type.
-COMPUTE_IN_INPUT_TYPE = {"LogicalNot", "IsNan", "IsInf", "Signbit", "LogicalAnd", "LogicalOr",
-                         "LogicalXor", "Eq", "Ne", "Lt", "Le", "Gt", "Ge"}
+COMPUTE_IN_INPUT_TYPE = {row.name for row in POINTWISE if row.compute == "input"}
 
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
@@ -72,6 +68,14 @@ def load_operand(k, value, index, dtype, out_sizes, second_of=None):
                 and not value.sizes and value.dtype in (torch.float32, torch.float64):
             return cast_value(k, value.load(k, []), value.dtype, torch.float32)
     return load_broadcast(k, value, index, dtype, out_sizes)
+
+
+def new_buffer(g, fake, strides=None, dtype=None):
+    """A fresh buffer shaped like `fake` (of its dtype unless `dtype` is given): contiguous
+    unless `strides` are given."""
+    sizes, dtype = shape_of(fake), dtype or fake.dtype
+    strides = strides if strides is not None else contiguous_strides(sizes)
+    return Buffer(g.wrapper.allocate(dtype, sizes, strides), dtype, sizes, strides)
 
 
 def _pointwise(g, node, op):

@@ -5,11 +5,11 @@ import sympy
 from dicp.api import shape_of
 
 from .ctypes_map import compute_ctype
-from .ir import Pointwise, cast_value
+from .values import Pointwise, cast_value
 from .loop_ir import Assign, Const, Declare, If, Op, Var
-from .lowering import lowering
-from .lowering_extra import (_new_buffer, _scatter_result, _scatter_store, _scatter_target,
-                             within)
+from .lowering import lowering, new_buffer
+from .lowering_indexing import scatter_result, scatter_store, scatter_target
+from .lowering_layout import within
 from .sym import IDiv, contiguous_strides, flat_index, loop_index, product, unflatten
 
 ACC = Var("acc", "double")
@@ -37,7 +37,7 @@ def _max_with_index(g, node, x, inner, window):
     inner)` gives the input position and whether it lies inside the input."""
     nd = len(inner)
     values_val, indices_val = node.meta["val"]
-    values, indices = _new_buffer(g, values_val), _new_buffer(g, indices_val)
+    values, indices = new_buffer(g, values_val), new_buffer(g, indices_val)
     T = compute_ctype(x.dtype)
     best, best_index = Var("best", T), Var("best_index", "int64_t")
 
@@ -84,7 +84,7 @@ def adaptive_max_pool(g, node, x, output_size):
 @lowering("AvgPool2d", "AvgPool3d")
 def avg_pool(g, node, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor):
     x = g.value(x)
-    out = _new_buffer(g, node.meta["val"])
+    out = new_buffer(g, node.meta["val"])
     nd = len(kernel)
 
     def body(k, outer, inner):
@@ -126,7 +126,7 @@ def _avg_divisor(in_sizes, window, kernel, stride, padding, count_include_pad, d
 def avg_pool_backward(g, node, grad, x, kernel, stride, padding, ceil_mode, count_include_pad,
                       divisor):
     grad, x = g.value(grad), g.value(x)
-    out = _new_buffer(g, node.meta["val"])
+    out = new_buffer(g, node.meta["val"])
     nd = len(kernel)
     outer = loop_index(len(out.sizes))
 
@@ -159,22 +159,22 @@ def _add_at_picked(g, node, grad, indices, nd):
     parallel, as ATen's kernel does. Gathering instead (each input element looking for the
     outputs that picked it) made every element test every window that might hold it: 19
     times eager's time for a 3x3, stride 2 pool, 54 times in 3-d."""
-    out = _scatter_target(g, None, node.meta["val"])
+    out = scatter_target(g, None, node.meta["val"])
     plane = out.sizes[-nd:]
 
     def body(k, idx):
         position = k.computed_index(indices.load(k, idx), product(plane), "max pool index")
         value = cast_value(k, grad.load(k, idx), grad.dtype, out.dtype)
-        _scatter_store(k, out, idx[:-nd] + unflatten(position, plane), value, accumulate=True)
+        scatter_store(k, out, idx[:-nd] + unflatten(position, plane), value, accumulate=True)
 
     g.pointwise_kernel(grad.sizes, body)
-    return _scatter_result(out, node.meta["val"])
+    return scatter_result(out, node.meta["val"])
 
 
 @lowering("AdaptiveAvgPool2d", "AdaptiveAvgPool3d")
 def adaptive_avg_pool(g, node, x, output_size):
     x = g.value(x)
-    out = _new_buffer(g, node.meta["val"])
+    out = new_buffer(g, node.meta["val"])
     nd = len(output_size)
     outer = loop_index(len(out.sizes))
 
@@ -213,7 +213,7 @@ def adaptive_avg_pool_backward(g, node, grad, x):
     factors = [sympy.simplify(i / o) for i, o in zip(in_sizes, out_sizes)]
     if all(f.is_Integer for f in factors):
         return _spread_evenly(grad, sizes, factors)
-    out = _new_buffer(g, node.meta["val"])
+    out = new_buffer(g, node.meta["val"])
     outer = loop_index(len(out.sizes))
 
     def body(k, outer, inner):
@@ -253,7 +253,7 @@ def replication_pad_backward(g, node, grad, x, padding):
     the first one also every o below, the last one every o above. (`padding` is ATen's: the
     last dim's before and after first.)"""
     grad = g.value(grad)
-    out = _new_buffer(g, node.meta["val"])
+    out = new_buffer(g, node.meta["val"])
     nd = len(padding) // 2
     outer = loop_index(len(out.sizes))
 

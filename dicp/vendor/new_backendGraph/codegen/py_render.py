@@ -60,10 +60,32 @@ class PyRenderer(L.Renderer):
             lines += ["else:", *self.block(s.orelse)]
         return lines
 
-    def statement_For(self, s):
-        head = f"for {s.var.name} in range({self.expr(s.lo)}, {self.expr(s.hi)}):"
+    def statement_Loop(self, s):
+        """A loop, its schedule aside (threads and vectors are C++'s business); a chunked
+        loop runs in chunks as the C++ one does (a chunked sum rounds per chunk)."""
+        lo, hi = self.expr(s.lo), self.expr(s.hi)
         stop = [f"    if {s.until.name}:", "        break"] if s.until is not None else []
-        return [head, *stop, *self.block(s.body)]
+        if s.chunk is None:
+            return [f"for {s.var.name} in range({lo}, {hi}):", *stop, *self.block(s.body)]
+        var, size = s.var.name, s.chunk.size
+        inner = [f"for {var} in range({var}_chunk, min({var}_chunk + {size}, {hi})):", *stop,
+                 *self.block(s.body)]
+        return [f"for {var}_chunk in range({lo}, {hi}, {size}):",
+                *self.lines(s.chunk.open, "    "), *("    " + line for line in inner),
+                *self.lines(s.chunk.close, "    ")]
+
+    # ---- kernels ----
+    def kernel(self, kernel) -> str:
+        """The Python function of a kernel (loop_ir.Kernel), taking the C++ kernel's
+        arguments: pointers, sizes, [extents]."""
+        params = kernel.params
+        arguments = [p.name for p in params] + list(kernel.sizes)
+        arguments += [f"{p.name}_{end}" for p in params for end in ("lo", "hi") if kernel.extents]
+        lines = [f"def {kernel.name}({', '.join(arguments)}):"]
+        for p in params:
+            extent = f", {p.name}_lo, {p.name}_hi" if kernel.extents else ""
+            lines.append(f"    {p.name} = rt.Pointer({p.name}, {p.ctype!r}{extent})")
+        return "\n".join(lines + self.block(kernel.body)) + "\n"
 
 
 def _constant(const):
@@ -71,42 +93,3 @@ def _constant(const):
         return f"rt.limit({const.type!r}, {const.value!r})"
     return f"rt.value({const.type!r}, {const.value!r})".replace("inf)", "float('inf'))") \
         .replace("nan)", "float('nan'))")
-
-
-def render_kernel(name, params, symbols, bounds_check, outer, locals_, phases) -> str:
-    """The Python function `name(pointers..., sizes..., [extents...])` of one kernel:
-    `outer` its (variable, size Index) loops, `phases` kernel.Phase objects run in each outer
-    iteration after the declarations `locals_`."""
-    printer = PyRenderer()
-    arguments = [p.name for p in params] + [s.name for s in symbols]
-    arguments += [f"{p.name}_{end}" for p in params for end in ("lo", "hi") if bounds_check]
-    lines = [f"def {name}({', '.join(arguments)}):"]
-    for p in params:
-        extent = f", {p.name}_lo, {p.name}_hi" if bounds_check else ""
-        lines.append(f"    {p.name} = rt.Pointer({p.name}, {p.ctype!r}{extent})")
-    body = printer.lines(locals_)
-    for phase in phases:
-        body += printer.lines(phase.pre) + _loops(printer, phase) + printer.lines(phase.post)
-    indent = "    "
-    for var, size in outer:
-        lines.append(f"{indent}for {var} in range({printer.expr(size)}):")
-        indent += "    "
-    lines += [indent + line for line in body] or [indent + "pass"]
-    return "\n".join(lines) + "\n"
-
-
-def _loops(printer, phase):
-    lines, indent, close = [], "", []
-    for i, (var, lo, hi) in enumerate(phase.bounds):
-        lo, hi = printer.expr(lo), printer.expr(hi)
-        if phase.chunk and i == len(phase.bounds) - 1:
-            size = phase.chunk.size
-            lines.append(f"{indent}for {var}_chunk in range({lo}, {hi}, {size}):")
-            indent += "    "
-            lines += printer.lines(phase.chunk.open, indent)
-            close = printer.lines(phase.chunk.close, indent)
-            lo, hi = f"{var}_chunk", f"min({var}_chunk + {size}, {hi})"
-        lines.append(f"{indent}for {var} in range({lo}, {hi}):")
-        indent += "    "
-    body = printer.lines(phase.body, indent)
-    return lines + (body or [indent + "pass"] if phase.bounds else body) + close

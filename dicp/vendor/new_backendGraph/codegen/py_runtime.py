@@ -429,7 +429,7 @@ def InjectedCompileError(type_, x):
     raise NameError("dicp_injected_compile_error_TESTING_ONLY")
 
 
-# ---- index arithmetic (sym.cpp_expr's functions) ----
+# ---- index arithmetic (cpp_render.cpp_expr's functions) ----
 
 def floordiv(a, b):
     return a // b

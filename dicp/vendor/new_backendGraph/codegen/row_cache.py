@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import sympy
 
 from . import loop_ir as L
-from .cpp_render import CHEAP_OPS
+from .costs import calls
 from .ctypes_map import compute_ctype
 
 ROW_CACHE_BYTES = 64 * 1024   # per kernel: the arrays live on each thread's stack
@@ -33,7 +33,7 @@ _CTYPE_BYTES = {"bool": 1, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4
 def costly(statements) -> bool:
     """Whether loop IR `statements` compute an op worth not computing twice (exp, erf, log:
     anything but arithmetic, comparisons, conversions and selects)."""
-    return any(name not in CHEAP_OPS for name in L.computed_ops(statements))
+    return calls(L.computed_ops(statements))
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
-"""Index arithmetic, and the printer that turns sympy sizes into C++."""
+"""Index arithmetic over loop variables and sizes, as sympy (its C++ is cpp_render's)."""
 import sympy
 
-from dicp.api import (ExprPrinter, is_dense, py_expr,  # noqa: F401
-                                         same_layout, same_size)
+from dicp.api import is_dense, py_expr, same_layout, same_size  # noqa: F401
 
 
 class IDiv(sympy.Function):
@@ -243,39 +242,3 @@ def integer_valued(expr) -> bool:
     if expr.is_Pow:
         return integer_valued(expr.base) and expr.exp.is_Integer and expr.exp >= 0
     return bool(expr.is_integer) and not expr.is_Float
-
-
-def _typed(template):
-    """A C++ helper instantiated over int64_t, or over double where an argument is a float
-    (kornia's antialiased resize takes sigma = max(0.001, (h / 11 - 1) / 2) of a symbolic h;
-    the int64_t max truncated it to 0 and blurred with the wrong kernel, silently)."""
-    def render(expr, args):
-        ctype = "int64_t" if all(integer_valued(a) for a in expr.args) else "double"
-        return template.format(*args, args=", ".join(args), T=ctype)
-    return render
-
-
-# torch's own symbolic functions and ours, by class name -> C++ (the runtime header's helpers)
-CPP_FUNCTIONS = {
-    "IDiv": "({0} / {1})", "IMod": "({0} % {1})",
-    "FloorDiv": _typed("dicp::floordiv<{T}>({0}, {1})"), "CleanDiv": "({0} / {1})",
-    "CeilDiv": "dicp::ceildiv<int64_t>({0}, {1})",
-    "IntTrueDiv": "(static_cast<double>({0}) / {1})",
-    "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})",
-    "PythonMod": _typed("dicp::pymod<{T}>({0}, {1})"), "Mod": _typed("dicp::pymod<{T}>({0}, {1})"),
-    "ModularIndexing": "(({0} / {1}) % {2})",
-    "Max": _typed("dicp::max_of<{T}>({args})"), "Min": _typed("dicp::min_of<{T}>({args})"),
-    "FloatTrueDiv": "(static_cast<double>({0}) / {1})", "ToFloat": "static_cast<double>({0})",
-    "FloatPow": "std::pow(static_cast<double>({0}), {1})",
-    "PowByNatural": "dicp::ipow<int64_t>({0}, {1})",
-    "OpaqueUnaryFn_sqrt": "std::sqrt(static_cast<double>({0}))",
-    "TruncToInt": "static_cast<int64_t>({0})", "floor": "static_cast<int64_t>(std::floor({0}))",
-    "ceiling": "static_cast<int64_t>(std::ceil({0}))",
-    "FloorToInt": "static_cast<int64_t>(std::floor({0}))",
-    "CeilToInt": "static_cast<int64_t>(std::ceil({0}))",
-    # Python's round: halves to even, as nearbyint in the default rounding mode
-    "RoundToInt": "static_cast<int64_t>(std::nearbyint({0}))",
-    "TruncToFloat": "std::trunc(static_cast<double>({0}))",
-}
-
-cpp_expr = ExprPrinter(CPP_FUNCTIONS, cpp=True)

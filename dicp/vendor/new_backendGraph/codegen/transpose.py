@@ -14,7 +14,7 @@ keeps the generated C++ plain.
 import sympy
 
 from .ctypes_map import compute_ctype
-from .ir import Buffer
+from .values import Buffer
 from .kernel import KernelBuilder
 from .loop_ir import Assign, Declare, Element, Var
 from .sym import IDiv, loop_index

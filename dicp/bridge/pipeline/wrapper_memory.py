@@ -1,0 +1,152 @@
+"""Memory planning over the wrapper IR (wrapper_ir.py), as Inductor's wrapper plans its
+AllocateLine, ReuseLine and FreeIfNotReusedLine: outputs written in place of inputs that die at
+their kernel, new buffers in the memory of dead ones, and a Free after each last use.
+
+`plan_memory(wrapper)` reads what the WrapperBuilder recorded while codegen appended
+statements: the private buffers (memory only this wrapper views), their dtypes and layouts,
+where each allocation is, the in-place offers and the calls that take `out=`.
+"""
+import sympy
+
+from . import wrapper_ir as W
+from .symbolic import is_dense, last_offset
+
+
+def plan_memory(wrapper) -> list:
+    """The wrapper's statements with memory planned, Frees included."""
+    returned = wrapper.returned()
+    statements, in_place = _reuse_dying_sources(wrapper, returned)
+    statements = _reuse_dead_memory(wrapper, statements, in_place, returned)
+    return W.with_frees(statements, keep=returned | set(wrapper.inputs))
+
+
+def same_extent(layout, other):
+    """Whether two layouts, (sizes, strides) each, span as many elements from their first."""
+    return sympy.expand(last_offset(*layout) - last_offset(*other)) == 0
+
+
+def fits(wrapper, name, donor):
+    """Whether buffer `name` can take buffer `donor`'s memory: the same dtype, each element
+    at an address of its own in both (an expanded output's later stores would feed its own
+    loads), the same extent of memory (a [4, 128, 256] sum may take a [512, 256] product's)."""
+    if wrapper.dtypes.get(name) != wrapper.dtypes.get(donor) or donor not in wrapper.layouts \
+            or name not in wrapper.layouts:
+        return False
+    if not all(is_dense(*wrapper.layouts[n]) for n in (name, donor)):
+        return False
+    return same_extent(wrapper.layouts[name], wrapper.layouts[donor])
+
+
+def _reuse_dying_sources(wrapper, returned):
+    """The statements with each in-place offer taken where its source dies at the call and
+    nothing between the output's allocation and the call names the output (a concatenation's
+    earlier kernels write into it). The allocation goes; the output is bound to the source
+    just before the call. Taking an offer moves no name's last use (the call names both), so
+    one pass decides every offer, chains (a kernel in place of a buffer that itself took
+    another's memory) included. Also returns the offers taken, output -> source."""
+    statements = wrapper.statements
+    last_use = W.last_uses(statements)
+    taken = {}
+    blocks = [[s] for s in statements]  # each statement and what replaces it
+    for output, source, call in wrapper.in_place_offers:
+        allocation = wrapper.allocations[output]
+        if source in returned or last_use.get(source) != call or any(
+                output in s.variables() for s in statements[allocation + 1:call]):
+            continue
+        blocks[allocation] = []
+        blocks[call] = [_taking(wrapper, output, source, in_place=True), *blocks[call]]
+        taken[output] = source
+    return [s for block in blocks for s in block], taken
+
+
+def _taking(wrapper, name, memory, in_place=False):
+    """`name` bound to `memory`'s memory: itself, or seen with `name`'s strides where they
+    differ on dims of size 1."""
+    layout = wrapper.layouts[name]
+    if wrapper.layouts[memory] == layout:
+        return W.Reuse(name, memory, in_place=in_place)
+    sizes, strides = layout
+    return W.Reuse(name, memory, sizes, strides, in_place)
+
+
+class _Pool:
+    """Memory groups (a buffer and those in place of it or reusing it) and the dead ones."""
+
+    def __init__(self):
+        self.group = {}      # buffer -> the first buffer of its memory
+        self.members = {}    # first buffer -> every buffer on that memory
+        self.dead = []       # names of dead memory, oldest first
+        self.pooled = set()  # first buffers of the memory in `dead`
+
+    def start(self, name):
+        self.group[name], self.members[name] = name, {name}
+
+    def join(self, name, root):
+        self.group[name] = root
+        self.members[root] = self.members[root] | {name}
+
+
+def _reuse_dead_memory(wrapper, statements, in_place, returned):
+    """`statements` with each new buffer taking the memory of a dead one of the same dtype and
+    extent where there is one, as Inductor's wrapper reuses buffers: memory just freed is in
+    cache and mapped, a fresh allocation of a few MB is neither (five matrix products of a
+    LLaMA block: 4.9 ms into fresh results, 4.6 ms into reused ones). Memory is dead after
+    the last statement naming any of its group, if all are private and none is returned. A
+    kernel writes every element of its output, so stale contents are never read.
+    `in_place`: the outputs written in place of a source, output -> source."""
+    last_use = W.last_uses(statements)
+    pool = _Pool()
+    out = []
+    for number, statement in enumerate(statements):
+        statement = _take_dead_memory(wrapper, statement, in_place, pool)
+        out.append(statement)
+        for name in sorted(statement.variables()):
+            root = pool.group.get(name)
+            members = pool.members.get(root, set())
+            if root is not None and root not in pool.pooled and last_use.get(name) == number \
+                    and all(last_use.get(m, -1) <= number for m in members) \
+                    and not members & returned and members <= wrapper.private:
+                pool.dead.append(name)
+                pool.pooled.add(root)
+    return out
+
+
+def _created(statement):
+    """The buffer a statement creates memory for (an allocation, a call's result), or None."""
+    if isinstance(statement, (W.Allocate, W.CallLibrary, W.CallEager)):
+        return statement.binds()[0]
+    if isinstance(statement, W.Reuse) and statement.in_place:
+        return statement.name
+    return None
+
+
+def _take_dead_memory(wrapper, statement, in_place, pool):
+    """One statement, rewritten to take dead memory if it allocates or writes a result; a
+    statement creating a private buffer starts (or joins) a group of memory."""
+    name = _created(statement)
+    if name is None:
+        return statement
+    if name in in_place:
+        root = pool.group.get(in_place[name])
+        if root is not None:
+            pool.join(name, root)
+        return statement
+    if name not in wrapper.private or name not in wrapper.dtypes:
+        return statement  # no buffer of its own: a view, another call's result
+    allocates = isinstance(statement, W.Allocate) and name in wrapper.allocations and \
+        statement.offset is None
+    takes_memory = allocates or (isinstance(statement, W.CallLibrary) and
+                                 name in wrapper.writes_out)  # else a convolution's result
+    donor = next((d for d in pool.dead if fits(wrapper, name, d)), None) \
+        if takes_memory else None
+    if donor is None:
+        pool.start(name)
+        return statement
+    pool.dead.remove(donor)
+    root = pool.group[donor]
+    pool.pooled.discard(root)
+    pool.join(name, root)
+    if allocates:
+        return _taking(wrapper, name, donor)
+    sizes, strides = wrapper.layouts[name]
+    return statement.with_kwarg("out", W.TensorView(donor, wrapper.dtypes[name], sizes, strides))
