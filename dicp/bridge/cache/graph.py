@@ -124,7 +124,13 @@ def _table_fingerprint(table) -> str:
 
 
 def _decomposition_fingerprint(backend) -> str:
-    return _table_fingerprint(backend.decomposition_table())
+    """The decomposition table by what makes it: a factory by its code (the table it builds
+    follows from that code, the sources of dicp and of the backend, the knobs and torch's
+    version, all in the fingerprint), a table given as data by its entries. Building the
+    table to read it cost each warm start 0.4-0.8 s that an AOT-cache hit does not need."""
+    if callable(backend.decompositions):
+        return _function_fingerprint(backend.decompositions)
+    return _table_fingerprint(backend.decompositions)
 
 
 _FUNCTIONS: dict = {}  # function -> fingerprint (the function is kept, so ids never repeat)

@@ -29,8 +29,8 @@ TORCH_VERSION = torch.__version__
 
 __all__ = ["TORCH_VERSION", "StorageWeakRef", "build_config", "FakeTensor", "FakeTensorMode",
            "OpOverload", "OpOverloadPacket", "aot_autograd", "core_aten_decompositions",
-           "detect_fake_mode", "get_decompositions", "pytree", "same_storage",
-           "tangents_in_memory_format", "unset_fake_temporarily"]
+           "detect_fake_mode", "get_decompositions", "post_autograd_decompositions", "pytree",
+           "same_storage", "tangents_in_memory_format", "unset_fake_temporarily"]
 
 
 def build_config() -> str:
@@ -41,6 +41,23 @@ def build_config() -> str:
 def core_aten_decompositions():
     """torch's core ATen decomposition table (public since 2.6 as torch.export's default)."""
     return torch.export.default_decompositions()
+
+
+def post_autograd_decompositions() -> dict:
+    """torch's core ATen decompositions without the entries for CompositeImplicitAutograd ops.
+
+    The export table adds one for every such op of every namespace, each calling the op's own
+    composite kernel, as the dispatcher does for any op of that kind with or without an entry
+    (above autograd when tracing for a backward, in functionalization otherwise): those
+    entries change no graph AOTAutograd makes (checked over the model suite, bench/ and the
+    held-out workloads, static and dynamic), and listing them walks every operator torch
+    has, 0.5-1 s per process. torch builds the rest with a private function, which is why it
+    is reached here; a torch without it gets the export table."""
+    try:
+        from torch._decomp import _core_aten_decompositions_post_autograd
+    except ImportError:
+        return dict(core_aten_decompositions().items())
+    return _core_aten_decompositions_post_autograd()
 
 
 def tangents_in_memory_format():
