@@ -2,7 +2,8 @@
 the pipeline's stages, with the caches around them and the debugging tools' hooks on the result.
 
     compile_fx(gm, example_inputs, backend)
-      AOT cache hit: AOTAutograd's whole result, loaded                      cache/aot.py
+      AOT cache hit: AOTAutograd's whole result, loaded, its shape guards    cache/aot.py
+      added again
       else AOTAutograd (the backend's decompositions), then per forward, backward or inference
       graph (`_graph_compiler`):
         graph cache hit: the stored sources through the compile job         cache/graph.py
@@ -52,9 +53,10 @@ def compile_fx(gm, example_inputs, backend: Backend):
         with profile.stage("aot_autograd"), keyed_autograd_cache(salt), _tangent_layouts(gm):
             if entry_key is None:
                 return serializable(compiler(gm, example_inputs))
+            mark = aot_cache.shape_env_mark(example_inputs)
             with serializable_results():
                 compiled = serializable(compiler(gm, example_inputs))
-        aot_cache.store(entry_key, compiled, gm, example_inputs)
+        aot_cache.store(entry_key, compiled, gm, example_inputs, mark)
         return compiled
 
 

@@ -241,9 +241,12 @@ def _tensor_fingerprint(name, tensor) -> str:
 
 
 def _shape_env_fingerprint(fake_mode) -> str:
+    return shape_env_fingerprint(getattr(fake_mode, "shape_env", None))
+
+
+def shape_env_fingerprint(env) -> str:
     """Ranges, example values and replacements of the symbols (they decide what codegen can
     prove, e.g. that a size is at least 2)."""
-    env = getattr(fake_mode, "shape_env", None)
     if env is None:
         return "no shape env"
     facts = [sorted((str(s), str(r)) for s, r in env.var_to_range.items()),
