@@ -54,7 +54,7 @@ def compile_fx(gm, example_inputs, backend: Backend):
             if entry_key is None:
                 return serializable(compiler(gm, example_inputs))
             mark = aot_cache.shape_env_mark(example_inputs)
-            with serializable_results():
+            with serializable_results(entry_key):
                 compiled = serializable(compiler(gm, example_inputs))
         aot_cache.store(entry_key, compiled, gm, example_inputs, mark)
         return compiled
