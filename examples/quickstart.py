@@ -4,6 +4,7 @@ eager.
     python examples/quickstart.py [--dynamic] [--steps N]
 """
 import argparse
+import statistics
 import time
 
 import torch
@@ -30,17 +31,26 @@ class TransformerBlock(torch.nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
-def timed(fn, *args, repeat=1):
+def timed(fn, *args):
     start = time.perf_counter()
-    for _ in range(repeat):
-        result = fn(*args)
-    return result, (time.perf_counter() - start) / repeat
+    result = fn(*args)
+    return result, time.perf_counter() - start
+
+
+def median_step_times(engines, x, steps, warmup=3):
+    """Median seconds per call of each engine: after `warmup` calls each, the engines take
+    turns call by call, so a busy machine slows them alike instead of whichever ran last."""
+    for engine in engines:
+        for _ in range(warmup):
+            engine(x)
+    samples = [[timed(engine, x)[1] for engine in engines] for _ in range(steps)]
+    return [statistics.median(column) for column in zip(*samples)]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dynamic", action="store_true", help="compile with dynamic shapes")
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per engine")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per engine (default 20)")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -50,14 +60,14 @@ def main():
     with torch.no_grad():
         expected = model(x)
         actual, compile_seconds = timed(compiled, x)
-        _, eager_seconds = timed(model, x, repeat=args.steps)
-        _, compiled_seconds = timed(compiled, x, repeat=args.steps)
+        eager_seconds, compiled_seconds = median_step_times([model, compiled], x, args.steps)
     diff = (actual - expected).abs()
     print(f"model: TransformerBlock(dim=128, heads=4), input {tuple(x.shape)}")
     print(f"first call (compile + run): {compile_seconds:.2f} s")
     print(f"max abs diff vs eager: {diff.max().item():.3e}, mean abs error: "
           f"{diff.mean().item():.3e}")
-    print(f"step time: eager {eager_seconds * 1e3:.2f} ms, new_backendgraph "
+    print(f"median step time over {args.steps} steps after a warm-up: eager "
+          f"{eager_seconds * 1e3:.2f} ms, new_backendgraph "
           f"{compiled_seconds * 1e3:.2f} ms ({compiled_seconds / eager_seconds:.2f}x eager's "
           f"time: lower is faster)")
     ok = torch.allclose(actual, expected, rtol=1e-4, atol=1e-4)

@@ -29,7 +29,8 @@ from .pipeline.fallback import observe_fallbacks, record_fallback
 from .pipeline.recompiles import forget_compiles, note_compile, traced_inputs
 from .pipeline.stages import GraphTransformer, boxed
 from .pipeline.symbolic import may_overlap
-from .pipeline.torch_compat import aot_autograd, tangents_in_memory_format
+from .pipeline.torch_compat import aot_autograd, guard_mark, tangents_in_memory_format
+from .pipeline.utils import log
 
 
 def compile_fx(gm, example_inputs, backend: Backend):
@@ -104,23 +105,37 @@ def _cached_or_built(stages):
     """(the graph's callable, its CompiledGraph or None): the graph cache's sources through the
     backend's compile job, or every stage (and the result stored)."""
     key, aten_arity = None, arity(stages.gm)  # what AOTAutograd passes and expects back
+    aten_gm, fake_mode = stages.gm, stages.ctx.fake_mode
     if graph_cache.enabled():
         with profile.stage("load"):
-            key = graph_cache.graph_key(stages.gm, stages.ctx.kind, stages.backend,
-                                        stages.ctx.fake_mode)
-            cached = graph_cache.lookup(key, stages.gm) if key else None
+            key = graph_cache.graph_key(aten_gm, stages.ctx.kind, stages.backend, fake_mode)
+            cached = graph_cache.lookup(key, aten_gm, fake_mode) if key else None
             if cached is not None:  # conversion and codegen done by an earlier process
                 for taken in cached.fallbacks:  # observers see them as if converted now
                     record_fallback(taken)
                 stages.sources = cached.generated
                 built = recorded(stages, stages.compile)
                 return _as_stored(built, cached.fallbacks, aten_arity)
+    mark = guard_mark(fake_mode)
     with observe_fallbacks() as fallbacks:
         built = recorded(stages, stages.build)
     fn, record = _as_stored(built, fallbacks, aten_arity)
-    if key and record is not None:
+    if key and record is not None and _record_guards(record, fake_mode, mark, aten_gm):
         graph_cache.store(key, record)
     return fn, record
+
+
+def _record_guards(record, fake_mode, mark, aten_gm) -> bool:
+    """Keep in `record` the shape guards the stages added (a vendor op's shape rule may guard
+    on a size that AOTAutograd's trace did not), for a hit to add them again; False if they
+    cannot be kept, and the graph is then not stored."""
+    try:
+        record.guards = graph_cache.recorded_guards(fake_mode, mark, aten_gm)
+    except Exception as error:  # torch raises many kinds
+        log.info("dicp: graph cache does not store a graph whose compile added shape guards "
+                 "it cannot express: %s", error)
+        return False
+    return True
 
 
 def _as_stored(built, fallbacks, aten_arity):

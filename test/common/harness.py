@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import os
 import random
+import warnings
 
 import pytest
 import torch
@@ -74,6 +75,24 @@ def _seeded_generators(request):
     with contextlib.suppress(ImportError):
         import numpy
         numpy.random.seed(value)
+
+
+@pytest.fixture(autouse=True)
+def _dynamo_config_restored():
+    # op modules set dynamo's shape config at import and in tests (update_dynamo_config), and
+    # tests patch it: each test ends with the config it started with, so a test
+    # does not pass or fail by what ran before it on its worker (a static test compiled with
+    # dynamic shapes after an op test set assume_static_by_default=False)
+    config = torch._dynamo.config
+    with warnings.catch_warnings():  # reading a deprecated key warns
+        warnings.simplefilter("ignore", FutureWarning)
+        saved = config.get_config_copy()
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        for key, value in saved.items():
+            if getattr(config, key) != value:
+                setattr(config, key, value)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -120,11 +120,11 @@ def test_an_entry_that_does_not_fit_its_graph_is_compiled_again(cold_cache):
     torch.testing.assert_close(fn(x, y), (x * y).sin() + 1)
     (entry,) = (cold_cache / "graphs").rglob("*.pkl")
     key = entry.stem
-    stored = graph_cache.lookup(key, _graph_of_arity(2, 1))
+    stored = graph_cache.lookup(key, _graph_of_arity(2, 1), None)
     assert stored is not None and stored.arity == (2, 1)
     before = graph_cache.graph_cache_stats()["rejected"]
-    assert graph_cache.lookup(key, _graph_of_arity(3, 1)) is None
-    assert graph_cache.lookup(key, _graph_of_arity(2, 2)) is None
+    assert graph_cache.lookup(key, _graph_of_arity(3, 1), None) is None
+    assert graph_cache.lookup(key, _graph_of_arity(2, 2), None) is None
     assert graph_cache.graph_cache_stats()["rejected"] == before + 2
 
 
@@ -133,3 +133,43 @@ def _graph_of_arity(inputs, outputs):
     args = [graph.placeholder(f"x{i}") for i in range(inputs)]
     graph.output(tuple(args[:1] * outputs))
     return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+GUARDING_BACKEND = """
+import dataclasses, json, torch
+import dicp.vendor.new_backendGraph as nb
+from dicp.api import compile_fx, register_backend
+from dicp.bridge.cache.graph import graph_cache_stats
+
+def guarding_transform(gm, ctx):
+    # a vendor pass that specializes on a size: the bool() adds the guard s0 > 5 to the shape
+    # environment, which AOTAutograd's trace of `f` never needed
+    values = [n.meta["val"] for n in gm.graph.find_nodes(op="placeholder")]
+    first = next(v for v in values if isinstance(v, torch.Tensor))
+    bool(first.shape[0] > 5)
+    return nb.BACKEND.opset_transform(gm, ctx)
+
+GUARDING = register_backend(dataclasses.replace(nb.BACKEND, name="guarding",
+                                                 opset_transform=guarding_transform))
+compiles = []
+
+def backend(gm, example_inputs):
+    compiles.append(gm)
+    return compile_fx(gm, example_inputs, GUARDING)
+
+fn = torch.compile(lambda x: (x * 2).sin(), backend=backend, dynamic=True)
+ok = all(torch.allclose(fn(x), (x * 2).sin()) for x in (torch.randn(8), torch.randn(3)))
+print(json.dumps({"ok": ok, "compiles": len(compiles), "graphs": graph_cache_stats()}))
+"""
+
+
+def test_a_hit_adds_the_shape_guards_its_compile_added(cold_cache):
+    """A backend's pass guards on a size (s0 > 5) that AOTAutograd's trace did not: the cold
+    process recompiles at size 3. A warm process skipped the pass on its hit, so dynamo did
+    not guard the frame and ran size 3 on code compiled for sizes above 5; a hit now adds the
+    guards its compile added."""
+    cold = json.loads(check_fresh(GUARDING_BACKEND, cold_cache))
+    warm = json.loads(check_fresh(GUARDING_BACKEND, cold_cache))
+    assert cold["ok"] and cold["compiles"] == 2, cold
+    assert warm["graphs"]["hits"] >= 1, warm
+    assert (warm["ok"], warm["compiles"]) == (True, cold["compiles"]), warm

@@ -58,6 +58,7 @@ from .entry_store import EntryStore
 from .precompile import (autograd_config_text, bundling, load_result, result_input_flags,
                          serialize_result)
 from ..pipeline.symbolic import example_values, free_symbols, input_symbol, shape_env_of
+from ..pipeline.torch_compat import evaluate_guards, guards_over_inputs, shape_env_state
 from ..pipeline.utils import log
 
 _STORE = EntryStore("aot", "AOT cache")
@@ -129,9 +130,7 @@ def shape_env_mark(example_inputs):
     """What `store` checks a compile of a graph with `example_inputs` against: its shape
     environment's guards, symbols and runtime asserts before the compile (None if static)."""
     env = shape_env_of(example_inputs)
-    if env is None:
-        return None
-    return len(env.guards), set(env.var_to_range), _runtime_asserts(env)
+    return None if env is None else shape_env_state(env)
 
 
 def store(entry_key: str, compiled, gm: fx.GraphModule, example_inputs, mark=None) -> None:
@@ -172,20 +171,16 @@ def _load_fitting(entry: bytes, expected: list, example_inputs):
     env, symints = shape_env_of(example_inputs), _symint_inputs(example_inputs)
     if guards is not None:
         hints = [int(example_values(env)[input_symbol(s)]) for s in symints]
-        if not env.evaluate_guards_expression(guards, hints):
+        if not evaluate_guards(env, guards, hints):
             raise MisfitEntry(f"its shape guards {guards} fail on sizes {hints}")
     loaded = load_result(data)
     if guards is not None:  # the guards the cold compile added, added again
-        env.evaluate_guards_expression(guards, symints)
+        evaluate_guards(env, guards, symints)
     return loaded
 
 
 def _symint_inputs(example_inputs) -> list:
     return [v for v in example_inputs if isinstance(v, torch.SymInt)]
-
-
-def _runtime_asserts(env) -> int:
-    return sum(map(len, getattr(env, "deferred_runtime_asserts", {}).values()))
 
 
 def _guards_since(mark, example_inputs) -> str | None:
@@ -196,12 +191,13 @@ def _guards_since(mark, example_inputs) -> str | None:
         return None
     env, symints = shape_env_of(example_inputs), _symint_inputs(example_inputs)
     guards_before, symbols_before, asserts_before = mark
-    inputs = {input_symbol(s) for s in symints}
-    if set(env.var_to_range) - symbols_before or _runtime_asserts(env) != asserts_before:
+    _, symbols, asserts = shape_env_state(env)
+    if symbols - symbols_before or asserts != asserts_before:
         raise _NotCacheable("the compile made symbols or runtime asserts of its own")
-    if any(not guard.expr.free_symbols <= inputs for guard in env.guards[guards_before:]):
-        raise _NotCacheable("a shape guard over a symbol that is not an input")
-    return env.produce_guards_expression(symints, guards=env.get_pruned_guards(symints))
+    try:
+        return guards_over_inputs(env, guards_before, symints)
+    except ValueError as error:
+        raise _NotCacheable(str(error)) from error
 
 
 def _input_flags(values) -> list:

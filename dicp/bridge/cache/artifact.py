@@ -16,7 +16,7 @@ from ..pipeline.codegen import GeneratedGraph
 from ..pipeline.torch_compat import unset_fake_temporarily
 from . import build as build_cache
 
-FORMAT = 3  # bump when the pickled layout changes
+FORMAT = 4  # bump when the pickled layout changes
 
 
 class NotSerializable(RuntimeError):
@@ -32,6 +32,9 @@ class CompiledGraph:
     blobs: dict = field(default_factory=dict)  # key -> artifact bytes, when they travel
     fallbacks: tuple = ()          # fallback.Fallback the conversion took, replayed on a hit
     arity: tuple = ()              # (inputs, outputs) of the ATen graph it was compiled from
+    # the shape guards the stages added (an expression over the graph's inputs): a hit adds
+    # them again, so that dynamo guards a warm process's frame as it guarded the cold one's
+    guards: str | None = None
 
     def dumps(self, with_artifacts=False) -> bytes:
         """Pickled; vendor ops are stored by name (their backend resolves them on load)."""
@@ -43,7 +46,7 @@ class CompiledGraph:
         names = dict.fromkeys(sorted(self.generated.vendor_ops))
         generated = dataclasses.replace(self.generated, vendor_ops=names)
         state = (FORMAT, self.backend, self.kind, generated, tuple(self.artifacts), blobs,
-                 tuple(self.fallbacks), self.arity)
+                 tuple(self.fallbacks), self.arity, self.guards)
         try:
             with unset_fake_temporarily():  # constants are real tensors: keep them real
                 return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
@@ -57,10 +60,10 @@ class CompiledGraph:
             version, *state = pickle.loads(data)
         if version != FORMAT:
             raise ValueError(f"compiled graph format {version}, this dicp reads {FORMAT}")
-        backend, kind, generated, artifacts, blobs, fallbacks, arity = state
+        backend, kind, generated, artifacts, blobs, fallbacks, arity, guards = state
         names = generated.vendor_ops
         generated = dataclasses.replace(generated, vendor_ops=_vendor_ops(backend, names))
-        return cls(backend, kind, generated, artifacts, blobs, fallbacks, arity)
+        return cls(backend, kind, generated, artifacts, blobs, fallbacks, arity, guards)
 
     def callable(self, ctx):
         """`call(args)` of the graph through its backend's compile job, loading the carried

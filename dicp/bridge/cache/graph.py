@@ -32,10 +32,11 @@ import torch.fx as fx
 import dicp
 from dicp import config
 
-from .artifact import CompiledGraph, NotSerializable, arity, fitting
+from .artifact import CompiledGraph, MisfitGraph, NotSerializable, arity, fitting
 from .entry_store import EntryStore
 from ..pipeline.symbolic import example_values
-from ..pipeline.torch_compat import TORCH_VERSION, FakeTensor, StorageWeakRef
+from ..pipeline.torch_compat import (TORCH_VERSION, FakeTensor, StorageWeakRef, guards_since,
+                                     replay_guards)
 from ..pipeline.utils import log
 
 _FILE_KINDS = (".py", ".j2", ".h", ".txt", ".ini")
@@ -70,11 +71,30 @@ def graph_key(gm: fx.GraphModule, kind: str, backend, fake_mode) -> str | None:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def lookup(key: str, gm: fx.GraphModule):
+def lookup(key: str, gm: fx.GraphModule, fake_mode):
     """The CompiledGraph stored under `key` for ATen graph `gm`, or None (missing, corrupt, not
-    loadable, or compiled from a graph of other inputs or outputs)."""
+    loadable, or compiled from a graph of other inputs or outputs). A hit adds to the shape
+    environment the guards its compile added."""
     expected = arity(gm)
-    return _STORE.read(key, lambda data: fitting(CompiledGraph.loads(data), expected))
+    return _STORE.read(key, lambda data: _guarded(fitting(CompiledGraph.loads(data), expected),
+                                                  gm, fake_mode))
+
+
+def recorded_guards(fake_mode, mark: int, gm: fx.GraphModule) -> str | None:
+    """The shape guards added since `mark` (while `gm`'s stages ran), over its inputs."""
+    return guards_since(fake_mode, mark, guard_inputs(gm))
+
+
+def guard_inputs(gm: fx.GraphModule) -> list:
+    """The graph's symbolic-capable inputs (fake tensors and SymInts), in order."""
+    values = (n.meta.get("val") for n in gm.graph.find_nodes(op="placeholder"))
+    return [v for v in values if isinstance(v, (FakeTensor, torch.SymInt))]
+
+
+def _guarded(compiled: CompiledGraph, gm, fake_mode) -> CompiledGraph:
+    if compiled.guards and not replay_guards(fake_mode, compiled.guards, guard_inputs(gm)):
+        raise MisfitGraph(f"its shape guards ({compiled.guards}) do not hold here")
+    return compiled
 
 
 def store(key: str, compiled: CompiledGraph) -> None:

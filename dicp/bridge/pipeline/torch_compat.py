@@ -30,7 +30,9 @@ TORCH_VERSION = torch.__version__
 __all__ = ["TORCH_VERSION", "StorageWeakRef", "build_config", "FakeTensor", "FakeTensorMode",
            "OpOverload", "OpOverloadPacket", "aot_autograd", "core_aten_decompositions",
            "detect_fake_mode", "get_decompositions", "post_autograd_decompositions", "pytree",
-           "same_storage", "tangents_in_memory_format", "unset_fake_temporarily"]
+           "same_storage", "tangents_in_memory_format", "unset_fake_temporarily", "guard_mark",
+           "guards_since", "replay_guards", "shape_env_state", "guards_over_inputs",
+           "evaluate_guards"]
 
 
 def build_config() -> str:
@@ -70,6 +72,58 @@ def tangents_in_memory_format():
     if not hasattr(config, "guess_tangent_strides_as_outputs"):  # memory formats always
         return contextlib.nullcontext()
     return config.patch(guess_tangent_strides_as_outputs=False)
+
+
+# ---- shape guards a compile adds (ShapeEnv's guard list and the guard-expression methods
+# Inductor's FX graph cache uses to store and replay them; no public equivalent) ----
+
+def guard_mark(fake_mode) -> int:
+    """Where the shape environment's guard list stands now (0 without one)."""
+    env = getattr(fake_mode, "shape_env", None)
+    return len(env.guards) if env is not None else 0
+
+
+def guards_since(fake_mode, mark: int, placeholders) -> str | None:
+    """The guards added to the shape environment after `mark`, as an expression over
+    `placeholders` (the graph's fake inputs), or None if none were added. Raises if they
+    cannot be expressed over the placeholders."""
+    env = getattr(fake_mode, "shape_env", None)
+    if env is None or len(env.guards) == mark:
+        return None
+    added = env.guards[mark:]
+    code = env.produce_guards_expression(placeholders, guards=added)
+    if code is None:
+        raise ValueError(f"guards {[str(g.expr) for g in added]} are not expressible over "
+                         f"the graph's inputs")
+    return code
+
+
+def replay_guards(fake_mode, code: str, placeholders) -> bool:
+    """Evaluate a `guards_since` expression over `placeholders`: symbolic ones add the same
+    guards to this shape environment. Whether they hold."""
+    return bool(fake_mode.shape_env.evaluate_guards_expression(code, placeholders))
+
+
+def shape_env_state(env):
+    """(guards, symbols, runtime asserts) of a shape environment: what a compile added is what
+    differs afterwards (the AOT cache's mark)."""
+    asserts = sum(map(len, getattr(env, "deferred_runtime_asserts", {}).values()))
+    return len(env.guards), set(env.var_to_range), asserts
+
+
+def guards_over_inputs(env, mark: int, symints) -> str | None:
+    """Every guard of `env` as an expression over the SymInt inputs `symints`; raises
+    ValueError if a guard added since `mark` uses a symbol that is none of theirs."""
+    inputs = {s.node.expr for s in symints}
+    if any(not guard.expr.free_symbols <= inputs for guard in env.guards[mark:]):
+        raise ValueError("a shape guard over a symbol that is not an input")
+    return env.produce_guards_expression(symints, guards=env.get_pruned_guards(symints))
+
+
+def evaluate_guards(env, code: str, args) -> bool:
+    """A `guards_over_inputs` expression on `args`: on ints whether it holds; on SymInts it
+    also adds its guards to `env`."""
+    return bool(env.evaluate_guards_expression(code, args))
 
 
 def recompiles_raise():
