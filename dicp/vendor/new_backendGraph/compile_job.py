@@ -85,8 +85,11 @@ def prepare_toolchain() -> None:
 
 
 def _prepare(compiler, flags, cache_dir) -> None:
-    final, _ = _final_flags(compiler, flags)
-    _background(_build_precompiled_header, compiler, final, cache_dir).result()
+    """In the toolchain thread: outside the compile profile's stages, which the compiling
+    thread's time fills (this one's would count twice)."""
+    if _background(_probe_remembered, compiler, flags, cache_dir).result():
+        flags = flags + ("-DDICP_HAVE_LIBMVEC",)
+    _background(_build_precompiled_header, compiler, flags, cache_dir)
 
 
 def _final_flags(compiler, flags):
