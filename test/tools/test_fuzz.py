@@ -96,7 +96,7 @@ def test_half_types_widen_to_float64_where_the_program_cannot_run_as_written():
     def program(base, source):
         return base.to(torch.bfloat16).index_add(0, rows, source, alpha=2), base.bfloat16()
 
-    as_written, widened = float64_reference_runs()
+    as_written, widened, _ = float64_reference_runs()
     with pytest.raises(RuntimeError), as_written():
         program(base, source)
     with widened():
@@ -136,6 +136,34 @@ def test_an_inf_both_give_does_not_fail_the_other_elements():
     assert wrong is not None and "non-finite" in str(wrong)
 
 
+def test_a_float32_cast_meeting_float64_weights_still_has_an_arbiter():
+    """x.float() then layer_norm over one element with weights (seed 7070, program 759): the
+    exact gradient of x is 0 and dicp's kernel gives 0, eager's rounding -1.5e-5. The float64
+    reference cannot run as written (float32 meets float64 weights) nor with only half types
+    widened; its last try widens float32 too, so the exact answer is not a mismatch and a wrong
+    one still is."""
+    from dicp.tools.fuzz.check import float64_reference_runs, judge
+    import torch
+    import torch.nn.functional as F
+
+    def program(x, weight, bias):
+        return F.layer_norm(x.float(), (1, 1), weight, bias, eps=1e-6)
+
+    x = torch.tensor([[[-1.1975]], [[-2.1276]], [[0.8438]]], requires_grad=True)
+    weight, bias = torch.tensor([[-1.9207]]), torch.tensor([[0.7552]])
+    as_written, half_widened, float_widened = float64_reference_runs()
+    x64, weight64, bias64 = (t.detach().double().requires_grad_() for t in (x, weight, bias))
+    for context in (as_written, half_widened):
+        with pytest.raises(RuntimeError), context():
+            program(x64, weight64, bias64)
+    with float_widened():
+        (reference,) = torch.autograd.grad(program(x64, weight64, bias64).sum(), x64)
+    (eager,) = torch.autograd.grad(program(x, weight, bias).sum(), x)
+    exact = torch.zeros_like(eager)
+    assert judge(exact, eager, reference) is None
+    assert judge(exact + 1e-3, eager, reference) is not None
+
+
 def test_a_half_type_product_is_judged_against_its_exact_value_not_eagers_rounding():
     """bfloat16 prod then fmod (torch 2.15, seed 1131): eager rounds the product at every step
     (-4.4375), the exact one rounds to -4.40625, which a kernel accumulating in float gives, and
@@ -153,7 +181,7 @@ def test_a_half_type_product_is_judged_against_its_exact_value_not_eagers_roundi
 
     eager = program(x, y)
     accumulated = torch.fmod(torch.prod(x.bfloat16().float(), 0).bfloat16(), y)
-    as_written, _ = float64_reference_runs()
+    as_written, *_ = float64_reference_runs()
     with as_written():
         reference = program(x.double(), y.double())
     assert not torch.equal(accumulated, eager)
@@ -210,7 +238,7 @@ def test_integers_promoted_to_float_are_judged_in_float64():
 
     g = torch.Generator().manual_seed(2735407732895)
     i = torch.randint(-4, 5, (7, 6), generator=g)
-    as_written, _ = float64_reference_runs()
+    as_written, *_ = float64_reference_runs()
     with as_written():
         reference = program(*float64_inputs([i]))
     assert torch.get_default_dtype() == torch.float32

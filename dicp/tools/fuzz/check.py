@@ -131,10 +131,13 @@ def _first(mask):
 class _HalfTypesInFloat64(TorchFunctionMode):
     """Every float16/bfloat16 a program names (a cast, a dtype argument) becomes float64."""
     target = torch.float64
+    names = _HALF_TYPES
+    casts: tuple = (torch.Tensor.half, torch.Tensor.bfloat16)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        args, kwargs = _widened(args, self.target), _widened(kwargs or {}, self.target)
-        if func in (torch.Tensor.half, torch.Tensor.bfloat16):
+        args = _widened(args, self.names, self.target)
+        kwargs = _widened(kwargs or {}, self.names, self.target)
+        if func in self.casts:
             func, args = _TO[self.target], args[:1]
         return func(*args, **kwargs)
 
@@ -144,16 +147,23 @@ class _HalfTypesInFloat32(_HalfTypesInFloat64):
     target = torch.float32
 
 
+class _FloatTypesInFloat64(_HalfTypesInFloat64):
+    """Every float type a program names becomes float64, float32 too: a program casting an
+    input to float32 before a layer norm with float64 weights runs only so."""
+    names = (torch.float32,) + _HALF_TYPES
+    casts = _HalfTypesInFloat64.casts + (torch.Tensor.float,)
+
+
 _TO = {torch.float64: torch.Tensor.double, torch.float32: torch.Tensor.float}
 
 
-def _widened(value, target):
-    if value in _HALF_TYPES:
+def _widened(value, names, target):
+    if value in names:
         return target
     if isinstance(value, (list, tuple)):
-        return type(value)(_widened(v, target) for v in value)
+        return type(value)(_widened(v, names, target) for v in value)
     if isinstance(value, dict):
-        return {k: _widened(v, target) for k, v in value.items()}
+        return {k: _widened(v, names, target) for k, v in value.items()}
     return value
 
 
@@ -164,8 +174,11 @@ def float64_reference_runs():
     index_add), the program with its half types in float64: exact arithmetic, without which
     such a program had no arbiter but eager's own rounding (a fused bfloat16 gradient closer to
     exact than eager's was a mismatch). In both, an integer tensor promoted to float (cosh of
-    an int64) becomes float64, not the default float32 (see _default_float64)."""
-    return (_in_float64(_ReductionsRoundedOnce), _in_float64(_HalfTypesInFloat64))
+    an int64) becomes float64, not the default float32 (see _default_float64). Last, every
+    float type in float64 (x.float() meeting float64 weights in layer_norm: without it eager's
+    rounding noise, -1.5e-5 where the exact gradient is 0, judged dicp's exact 0 a mismatch)."""
+    return (_in_float64(_ReductionsRoundedOnce), _in_float64(_HalfTypesInFloat64),
+            _in_float64(_FloatTypesInFloat64))
 
 
 def _in_float64(mode):
