@@ -84,15 +84,20 @@ def _dynamo_config_restored():
     # does not pass or fail by what ran before it on its worker (a static test compiled with
     # dynamic shapes after an op test set assume_static_by_default=False)
     config = torch._dynamo.config
-    with warnings.catch_warnings():  # reading a deprecated key warns
-        warnings.simplefilter("ignore", FutureWarning)
+    with _deprecations_quiet():
         saved = config.get_config_copy()
     yield
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
+    with _deprecations_quiet():
         for key, value in saved.items():
             if getattr(config, key) != value:
                 setattr(config, key, value)
+
+
+@contextlib.contextmanager
+def _deprecations_quiet():
+    with warnings.catch_warnings():  # reading or setting a deprecated dynamo key warns
+        warnings.simplefilter("ignore", FutureWarning)
+        yield
 
 
 @pytest.hookimpl(wrapper=True)
