@@ -40,12 +40,26 @@ class Mismatch:
         return f"{self.kind}: {self.detail}"
 
 
-def judge(actual, expected, reference=None, dtype=None, rounded=None):
+def judge(actual, expected, reference=None, dtype=None, rounded=None, ties=None):
     """None if `actual` passes against eager's `expected`, else a Mismatch. `reference` is the
     float64 run's result, or a callable computing it (only called when needed). `dtype`: the
     float dtype whose tolerance applies (default: expected's own). `rounded` (or a callable
     computing it): more answers an integer or bool output may equal (an output's tuple from
-    `rounded_run`)."""
+    `rounded_run`). `ties` (or a callable computing it): a bool mask of a gradient's elements
+    that are not defined (ties.tie_affected), judged only if the whole fails."""
+    mismatch = _judge(actual, expected, reference, dtype, rounded)
+    if mismatch is None or mismatch.kind != "value" or ties is None:
+        return mismatch
+    ties = ties() if callable(ties) else ties
+    if ties is None or ties.shape != actual.shape:
+        return mismatch
+    left_out = torch.where(ties, expected, actual)
+    if _judge(left_out, expected, reference, dtype, rounded) is not None:
+        return mismatch
+    return None
+
+
+def _judge(actual, expected, reference, dtype, rounded):
     if actual is None or expected is None:
         if actual is None and expected is None:
             return None

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from dicp.tools.fuzz.check import float64_inputs, float64_reference_runs, judge, rounded_run
+from dicp.tools.fuzz.ties import tie_affected
 
 '''
 
@@ -74,17 +75,19 @@ for config in range({configs}):
     expected, actual = batch(*eager_inputs), compiled(*compiled_inputs)
     reference, reference_grads = float64_run(eager_inputs, expected, config)
     rounded = rounded_run(batch, inputs(config)) or [None] * len(expected)
-    pairs = [(f"output {{i}}", a, e, r, d, o) for i, (a, e, r, d, o) in
+    pairs = [(f"output {{i}}", a, e, r, d, o, None) for i, (a, e, r, d, o) in
              enumerate(zip(actual, expected, reference, OUTPUT_TOLERANCE, rounded, strict=True))]
     if {backward}:
         names = [n for n, t in zip({names}, eager_inputs) if t.requires_grad]
-        pairs += [(f"gradient of {{n}}", a, e, r, GRADIENT_TOLERANCE[n], None)
-                  for n, a, e, r in zip(
+        # elements whose gradient flows through a sort's near tie are not defined
+        ties = tie_affected(batch, inputs(config))
+        pairs += [(f"gradient of {{n}}", a, e, r, GRADIENT_TOLERANCE[n], None, t)
+                  for n, a, e, r, t in zip(
             names, gradients(actual, compiled_inputs, config, expected),
             gradients(expected, eager_inputs, config, expected),
-            reference_grads or [None] * len(names))]
-    for what, a, e, r, tolerance, o in pairs:
-        mismatch = judge(a, e, r, tolerance, o)
+            reference_grads or [None] * len(names), ties)]
+    for what, a, e, r, tolerance, o, t in pairs:
+        mismatch = judge(a, e, r, tolerance, o, ties=t)
         if mismatch:
             failed = True
             print(f"config {{config}}, {{what}}: {{mismatch}}")

@@ -12,6 +12,7 @@ from dicp.bridge.pipeline.torch_compat import recompile_error_type, recompiles_r
 
 from .check import float64_inputs, float64_reference_runs, judge, rounded_run
 from .program import batch_function
+from .ties import tie_affected
 
 BACKEND = "new_backendgraph"
 
@@ -160,7 +161,7 @@ class ProgramRun:
         self.output_dtypes, self.grad_dtype = self.program.tolerance_dtypes(env)
         self.differentiable = [o.requires_grad for o in self.expected]
         self.weights = [self._weight(i, o) for i, o in enumerate(self.expected)]
-        self._reference = self._rounded = None
+        self._reference = self._rounded = self._ties = None
 
     def _weight(self, i, out):
         g = torch.Generator().manual_seed(self.program.seed * 31 + i * 7 + self.config)
@@ -207,6 +208,12 @@ class ProgramRun:
             self._rounded = rounded_run(self.fn, self.inputs) or [None] * len(self.expected)
         return self._rounded
 
+    def ties(self):
+        """Per gradient: the elements not defined, at an order op's near tie (computed once)."""
+        if self._ties is None:
+            self._ties = tie_affected(self.fn, self.inputs)
+        return self._ties
+
     def judge_outputs(self, actual):
         failures = []
         for i, (a, e) in enumerate(zip(actual, self.expected, strict=True)):
@@ -221,7 +228,8 @@ class ProgramRun:
         names = [n for n, t in zip(self.program.input_names, self.inputs) if t.requires_grad]
         expected = self.eager_grads()
         for i, (name, a, e) in enumerate(zip(names, actual_grads, expected, strict=True)):
-            mismatch = judge(a, e, lambda i=i: self.reference()[1][i], self.grad_dtype)
+            mismatch = judge(a, e, lambda i=i: self.reference()[1][i], self.grad_dtype,
+                             ties=lambda i=i: self.ties()[i])
             if mismatch:
                 failures.append(self._failure(mismatch, f"gradient of {name}", "grad "))
         return failures
