@@ -34,6 +34,7 @@ setup(
         "torch_dynamo_backends": [
             "new_backendgraph = dicp.vendor.new_backendGraph:new_backendgraph",
             "ovgraph = dicp.vendor.ovgraph:ovgraph",
+            "emugraph = dicp.vendor.emugraph:emugraph",
         ],
     },
 )

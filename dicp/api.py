@@ -33,6 +33,7 @@ from .bridge.pipeline.torch_compat import TORCH_VERSION, build_config
 from .bridge.pipeline.utils import log, opmath_dtype
 from .bridge.pipeline import wrapper_ir
 from .bridge.pipeline.wrapper import TensorView, Var
+from .bridge.pipeline.wrapper_python import PythonWrapperRenderer
 
 __all__ = [
     # the backend: its spec, the Protocols of its callables, the registry, the dynamo entry
@@ -44,7 +45,7 @@ __all__ = [
     "ORIGIN",
     # codegen
     "GraphCodegenBase", "GraphEngineCodegen", "PythonCodegen", "GeneratedGraph", "load_wrapper",
-    "render", "Var", "TensorView", "sizes_as_sympy", "wrapper_ir",
+    "render", "Var", "TensorView", "sizes_as_sympy", "wrapper_ir", "PythonWrapperRenderer",
     # sizes as sympy
     "to_sympy", "shape_of", "strides_of", "is_symbolic", "same_size", "same_layout", "is_dense",
     "py_expr", "ExprPrinter", "size_hints", "may_overlap", "storage_span",

@@ -232,3 +232,13 @@ def _stall(device=None, timeout: float = 120.0):
 def _sleep(ms: float, device=None) -> None:
     """A kernel that keeps the current stream busy for `ms` milliseconds."""
     _C.sleep(_index(device), ms)
+
+
+# ---- kernel launch: the driver call a compiler's generated code makes ----
+
+def launch(kernel: int, tensors, integers) -> None:
+    """Enqueue compiled kernel `kernel` (the address of a C function
+    `void k(void* const* pointers, const int64_t* integers)`) on the current stream of the
+    device of `tensors`, and return at once. The stream passes the kernel the data pointers of
+    `tensors` (emu tensors of one device, kept alive until it ran) and `integers` (sizes)."""
+    _C.launch(kernel, tensors, [int(i) for i in integers])

@@ -29,9 +29,12 @@ class LibraryOp(str):
 
 
 class WrapperBuilder:
-    def __init__(self, graph_name, target):
+    def __init__(self, graph_name, target, device="cpu"):
         self.graph_name = graph_name
         self.target = target
+        self.device = device  # where allocations go unless a call names another device
+        # the printer of the wrapper IR as Python (a device backend prints its launches)
+        self.renderer = PythonWrapperRenderer
         self.inputs: list = []
         self.statements: list = []
         self.outputs: list = []      # wrapper_ir.Output of each returned value
@@ -95,18 +98,19 @@ class WrapperBuilder:
         return self.constant(value)
 
     # ---- statements ----
-    def allocate(self, dtype, sizes, strides, device="cpu"):
+    def allocate(self, dtype, sizes, strides, device=None):
         name = self.fresh()
         self.own(name, dtype, sizes, strides)
         self.allocations[name] = len(self.statements)
-        self.add(W.Allocate(name, dtype, tuple(sizes), tuple(strides), device))
+        self.add(W.Allocate(name, dtype, tuple(sizes), tuple(strides), device or self.device))
         return name
 
-    def allocate_at(self, dtype, sizes, strides, offset, device="cpu"):
+    def allocate_at(self, dtype, sizes, strides, offset, device=None):
         """A new tensor with `sizes` and `strides` at element `offset` into memory of its own
         (an output's layout); no buffer the wrapper plans."""
         name = Var(self.fresh())
-        self.add(W.Allocate(name, dtype, tuple(sizes), tuple(strides), device, offset))
+        self.add(W.Allocate(name, dtype, tuple(sizes), tuple(strides), device or self.device,
+                            offset))
         return name
 
     def own(self, name, dtype, sizes, strides):
@@ -188,6 +192,6 @@ class WrapperBuilder:
 
     def render(self, statements=None, header=None) -> str:
         """The Python wrapper of `statements` (by default, the planned ones)."""
-        return PythonWrapperRenderer(self.layouts).render(
+        return self.renderer(self.layouts).render(
             self.graph_name, self.target, self.inputs,
             self.planned() if statements is None else statements, header)

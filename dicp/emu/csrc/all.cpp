@@ -5,6 +5,7 @@
 #include "core_ops.cpp"
 #include "device.cpp"
 #include "fallback.cpp"
+#include "launch.cpp"
 #include "layouts.cpp"
 #include "memory.cpp"
 #include "module.cpp"

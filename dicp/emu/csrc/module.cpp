@@ -167,6 +167,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("isolation", &isolation);
   m.def("in_forked_child", &in_forked_child);
   m.def("is_device_memory", &is_device_memory);
+  m.def("launch", &launch_kernel, "enqueue a packed kernel on the current stream");
   py::class_<Stall, std::shared_ptr<Stall>>(m, "Stall")
       .def("release", [](const std::shared_ptr<Stall>& stall) { release_stall(stall); });
   m.def("stall", [](int device, double timeout) {

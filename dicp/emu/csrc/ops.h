@@ -91,4 +91,9 @@ void register_own_fallbacks(torch::Library& library);  // after every other regi
 void run_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const OpPolicy& policy);
 Args host_reference(const c10::OperatorHandle& op, const Args& args);  // op run on host copies
 
+// ---- kernel launch (launch.cpp): a compiled kernel taking (pointers, integers) enqueued on
+// the current stream of its tensors' device
+void launch_kernel(uintptr_t kernel, const std::vector<at::Tensor>& tensors,
+                   std::vector<int64_t> integers);
+
 }  // namespace dicp_emu

@@ -1,0 +1,31 @@
+"""emugraph: new_backendgraph's generated C++ kernels, compiled for the emulated accelerator
+`emu` (dicp.emu): graphs take, allocate and return emu tensors, and launch their kernels on the
+device's current stream without waiting. device.py is the part a vendor replaces."""
+from dicp.api import Backend, compile_fx, register_backend
+
+from ..new_backendGraph import BACKEND as HOST_BACKEND
+from . import config  # noqa: F401  (declares the knobs)
+from .codegen import codegen
+from .compile_job import compile_job
+from .device import DEVICE_TYPE
+from .expected_fallbacks import EXPECTED_FALLBACKS
+from .opset import OPS
+
+BACKEND = register_backend(Backend(
+    name="emugraph",
+    opset_transform=HOST_BACKEND.opset_transform,
+    codegen=codegen,
+    compile_job=compile_job,
+    decompositions=HOST_BACKEND.decompositions,
+    conversions=HOST_BACKEND.conversions,
+    conversion_table=HOST_BACKEND.conversion_table,
+    device=DEVICE_TYPE,
+    supported_dtypes=HOST_BACKEND.supported_dtypes,
+    expected_fallbacks=EXPECTED_FALLBACKS,
+    vendor_ops=OPS,
+))
+
+
+def emugraph(gm, example_inputs):
+    """The TorchDynamo backend entry point (`torch.compile(backend="emugraph")`)."""
+    return compile_fx(gm, example_inputs, BACKEND)

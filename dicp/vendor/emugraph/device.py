@@ -1,0 +1,89 @@
+"""emugraph's device layer: the few parts of a device backend that talk to the device's runtime.
+A vendor replaces these for their own (docs/vendor.md, "A device backend"); the loop IR, the
+schedule and the C++ renderer are new_backendgraph's, unchanged.
+
+- allocation: the wrapper allocates every buffer on the graph's device (`torch.empty_strided(...,
+  device="emu")`), so the device's caching allocator serves it;
+- launch: a kernel call is `launch(kernel, tensors, sizes)`, the runtime's enqueue of the
+  kernel's launch entry (templates/launch.cpp.j2) on the current stream; the call returns at
+  once, and the host never reads device memory;
+- copies: constants go to the device when the graph loads; eager fallbacks and library calls
+  are the device's own eager ops (its CPU fallback copies for them);
+- synchronization: none in a graph. The device's eager ops wait where the host needs a value
+  (`.item()`, a copy to the host, a data-dependent size), all on the same stream.
+"""
+import ctypes
+
+import torch
+
+from dicp.api import PythonWrapperRenderer, log, py_expr
+
+from .templates import render
+
+DEVICE_TYPE = "emu"
+
+
+def runtime():
+    """The device's Python module (torch.emu), registered by its runtime (`import dicp.emu`)."""
+    module = getattr(torch, DEVICE_TYPE, None)
+    if module is None or not hasattr(module, "launch"):
+        raise RuntimeError(f"emugraph compiles for the {DEVICE_TYPE!r} device, whose runtime is "
+                           f"not loaded: `import dicp.emu` before compiling")
+    return module
+
+
+def graph_device(gm) -> str:
+    """The device a graph's buffers go on: its first device input's ("emu:1"), else the
+    current device's ("emu")."""
+    for node in gm.graph.find_nodes(op="placeholder"):
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.device.type == DEVICE_TYPE:
+            return str(val.device)
+    return DEVICE_TYPE
+
+
+def on_host(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "cpu"
+
+
+class LaunchRenderer(PythonWrapperRenderer):
+    """The wrapper as Python, each kernel call a launch on the device's current stream."""
+
+    def statement_CallKernel(self, s):
+        tensors = ", ".join(str(p) for p in s.pointers)
+        sizes = ", ".join(py_expr(n) for n in s.sizes)
+        return f"launch(kernels.{s.kernel}, [{tensors}], [{sizes}])"
+
+
+def launch_entries(kernels) -> str:
+    """C++ launch entries of `kernels` ((name, loop_ir.Param list, size count) each)."""
+    rows = [(name, [f"static_cast<{_pointer_type(p)}>(p[{i}])" for i, p in enumerate(params)],
+             [f"s[{i}]" for i in range(sizes)]) for name, params, sizes in kernels]
+    return render("launch.cpp.j2", kernels=rows)
+
+
+def _pointer_type(param):
+    return f"{'' if param.writable else 'const '}{param.ctype}*"
+
+
+def kernel_addresses(libraries, names) -> dict:
+    """Kernel name -> the address of its launch entry in the one of `libraries` defining it."""
+    addresses = {}
+    for name in names:
+        entry = next(f for f in (getattr(lib, f"{name}_launch", None) for lib in libraries)
+                     if f is not None)
+        addresses[name] = ctypes.cast(entry, ctypes.c_void_p).value
+    return addresses
+
+
+def constants_on(constants: dict, device: str) -> dict:
+    """The graph's constants with host tensors copied to `device`: a captured CPU tensor is
+    read by device kernels, which read device memory only."""
+    moved = {}
+    for name, value in constants.items():
+        if on_host(value):
+            log.info("emugraph: constant %s (%s %s) copied to %s", name, value.dtype,
+                     tuple(value.shape), device)
+            value = value.to(device)
+        moved[name] = value
+    return moved
