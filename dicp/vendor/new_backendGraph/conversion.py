@@ -700,7 +700,8 @@ def round_decimals(ctx, x, *, decimals=0):
 @conversion([aten.rand_like.default, aten.randn_like.default])
 def random_like(ctx, x, **kwargs):
     vendor_op = ops.Rand if ctx.node.target is aten.rand_like.default else ops.Randn
-    return ctx.op(vendor_op, list(ctx.out.shape), dtype=ctx.out.dtype)
+    # on x's device: a device backend's generator draws them there (emugraph)
+    return ctx.op(vendor_op, list(ctx.out.shape), dtype=ctx.out.dtype, device=ctx.out.device)
 
 
 @conversion(aten.repeat_interleave.Tensor)
