@@ -7,7 +7,7 @@ from ..new_backendGraph import BACKEND as HOST_BACKEND
 from . import config  # noqa: F401  (declares the knobs)
 from .codegen import codegen
 from .compile_job import compile_job
-from .device import DEVICE_TYPE
+from .device import DEVICE_TYPE, runtime
 from .expected_fallbacks import EXPECTED_FALLBACKS
 from .opset import OPS
 
@@ -24,6 +24,7 @@ BACKEND = register_backend(Backend(
     expected_fallbacks=EXPECTED_FALLBACKS,
     vendor_ops=OPS,
 ))
+runtime()  # the device comes with its backend: `torch.compile(backend="emugraph")` on emu
 
 
 def emugraph(gm, example_inputs):

@@ -13,6 +13,7 @@ schedule and the C++ renderer are new_backendgraph's, unchanged.
   (`.item()`, a copy to the host, a data-dependent size), all on the same stream.
 """
 import ctypes
+import importlib
 
 import torch
 
@@ -21,15 +22,16 @@ from dicp.api import PythonWrapperRenderer, log, py_expr
 from .templates import render
 
 DEVICE_TYPE = "emu"
+# The device's runtime package, imported with the backend (a vendor names theirs, as a
+# torch_npu-based backend imports torch_npu): it registers the device type and torch.emu.
+RUNTIME_PACKAGE = "dicp.emu"
 
 
 def runtime():
-    """The device's Python module (torch.emu), registered by its runtime (`import dicp.emu`)."""
-    module = getattr(torch, DEVICE_TYPE, None)
-    if module is None or not hasattr(module, "launch"):
-        raise RuntimeError(f"emugraph compiles for the {DEVICE_TYPE!r} device, whose runtime is "
-                           f"not loaded: `import dicp.emu` before compiling")
-    return module
+    """The device's Python module (torch.emu), registered by its runtime package."""
+    if getattr(torch, DEVICE_TYPE, None) is None:
+        importlib.import_module(RUNTIME_PACKAGE)
+    return getattr(torch, DEVICE_TYPE)
 
 
 def graph_device(gm) -> str:
