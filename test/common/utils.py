@@ -109,7 +109,8 @@ def assert_grads_close(outputs, dicp_outputs, inputs):
     weights (every element gets its own gradient) and differentiated w.r.t. `inputs`."""
     weights = [torch.randn(out.shape).to(out.dtype) for out in outputs]
     grads = torch.autograd.grad(sum((o * w).sum() for o, w in zip(outputs, weights)), inputs)
+    # the compiled outputs may live on the backend's device: the same weights, copied there
     dicp_grads = torch.autograd.grad(
-        sum((o * w).sum() for o, w in zip(dicp_outputs, weights)), inputs)
+        sum((o * w.to(o.device)).sum() for o, w in zip(dicp_outputs, weights)), inputs)
     for dicp_grad, grad in zip(dicp_grads, grads, strict=True):
         assert_close(dicp_grad, grad)

@@ -9,6 +9,7 @@ import pytest
 
 from dicp import config
 import dicp.vendor.new_backendGraph  # noqa: F401  (declares the backend's knobs)
+import dicp.vendor.emugraph  # noqa: F401  (declares its knobs; loads the emu runtime)
 
 from .helpers import REPO, compiled
 
