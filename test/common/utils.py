@@ -72,10 +72,73 @@ def parse_args():
 
 
 def compile_model(model, backend, dynamic=False):
-    """One CompiledModel per requested mode; dynamic=None asks for both static and dynamic."""
+    """One CompiledModel per requested mode; dynamic=None asks for both static and dynamic.
+    For a backend of a device other than the host, each runs on that device (OnDevice)."""
     modes = [False, True] if dynamic is None else [bool(dynamic)]
-    return [CompiledModel(torch.compile(model, backend=backend, dynamic=mode), mode)
-            for mode in modes]
+    device = device_of(backend)
+    compiled = [torch.compile(model, backend=backend, dynamic=mode) for mode in modes]
+    if device != "cpu":
+        compiled = [OnDevice(c, model, device) for c in compiled]
+    return [CompiledModel(c, mode) for c, mode in zip(compiled, modes)]
+
+
+class OnDevice:
+    """A compiled model run on `device` while the test holds it on the host, to compare with
+    eager on the host: each call copies the module's parameters and buffers and every tensor
+    argument to the device (differentiably, so gradients reach the host parameters), runs the
+    compiled model there, checks that every tensor output is on the device, and returns the
+    outputs copied to the host; buffers the call updated (running statistics) are copied back."""
+
+    def __init__(self, compiled, module, device):
+        self.compiled, self.module, self.device = compiled, module, device
+
+    def __call__(self, *args, **kwargs):
+        module = self.module
+        if not isinstance(module, torch.nn.Module):  # a function: its tensors are its arguments
+            args, kwargs = self._to_device((args, kwargs))
+            return self._outputs(self.compiled(*args, **kwargs))
+        host = dict(module.named_parameters()) | dict(module.named_buffers())
+        state = {name: tensor.to(self.device) for name, tensor in host.items()}
+        args, kwargs = self._to_device((args, kwargs))
+        outputs = torch.func.functional_call(self.compiled, {f"_orig_mod.{name}": tensor
+                                                             for name, tensor in state.items()},
+                                             args, kwargs)
+        with torch.no_grad():
+            for name, buffer in module.named_buffers():
+                buffer.copy_(state[name])
+        return self._outputs(outputs)
+
+    def __getattr__(self, name):  # the module's own attributes (config, methods)
+        return getattr(self.compiled, name)
+
+    def _to_device(self, value):
+        return _tree_map(lambda t: t.to(self.device) if isinstance(t, torch.Tensor) else t,
+                         value)
+
+    def _outputs(self, outputs):
+        def to_host(tensor):
+            if not isinstance(tensor, torch.Tensor):
+                return tensor
+            assert tensor.device.type == torch.device(self.device).type, (
+                f"a compiled output is on {tensor.device}, not on the backend's {self.device}")
+            return tensor.to("cpu")
+        return _tree_map(to_host, outputs)
+
+
+def _tree_map(fn, value):
+    if isinstance(value, (tuple, list)):
+        return type(value)(_tree_map(fn, item) for item in value)
+    if isinstance(value, dict):
+        return {key: _tree_map(fn, item) for key, item in value.items()}
+    return fn(value)
+
+
+def device_of(backend):
+    """The device of dynamo backend `backend` (a name or a callable): `Backend.device` for a
+    dicp backend, else the host."""
+    # a backend object wrapping the one under test (a graph counter) runs on its device
+    found = dicp_backend(backend if isinstance(backend, str) else parse_args().backend)
+    return found.device if found is not None else "cpu"
 
 
 def dicp_backend(name):
@@ -90,8 +153,7 @@ def dicp_backend(name):
 
 def get_device():
     """The device of the backend under test (`Backend.device`); the host CPU for others."""
-    backend = dicp_backend(parse_args().backend)
-    return backend.device if backend is not None else "cpu"
+    return device_of(parse_args().backend)
 
 
 def update_dynamo_config(dynamic=False):

@@ -35,13 +35,15 @@ def runtime():
 
 
 def graph_device(gm) -> str:
-    """The device a graph's buffers go on: its first device input's ("emu:1"), else the
-    current device's ("emu")."""
-    for node in gm.graph.find_nodes(op="placeholder"):
-        val = node.meta.get("val")
-        if isinstance(val, torch.Tensor) and val.device.type == DEVICE_TYPE:
-            return str(val.device)
-    return DEVICE_TYPE
+    """The device a graph's buffers go on: its first device input's ("emu:1"); the host's for
+    a graph on host tensors only (the program's choice: its ops then run as the host's eager
+    ops); the current device's ("emu") for a graph without tensor inputs."""
+    vals = [n.meta.get("val") for n in gm.graph.find_nodes(op="placeholder")]
+    tensors = [v for v in vals if isinstance(v, torch.Tensor)]
+    on_device = [v for v in tensors if v.device.type == DEVICE_TYPE]
+    if on_device:
+        return str(on_device[0].device)
+    return "cpu" if tensors else DEVICE_TYPE
 
 
 def on_host(value) -> bool:

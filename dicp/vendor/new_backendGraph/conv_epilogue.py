@@ -79,7 +79,7 @@ def _fold(graph, chain, steps):
     if isinstance(scale, fx.Node):  # [C] -> one value per output channel of the weight
         scale = _call(graph, ops.Reshape, scale, [-1] + [1] * (weight.meta["val"].dim() - 1))
     weight = _arith(graph, ops.Mul, weight, scale)
-    bias = _bias(graph, bias, epilogue, channels)
+    bias = _bias(graph, bias, epilogue, channels, weight.meta["val"].device)
     fused = _call(graph, ops.FusedConvolution, x, weight, bias, stride, padding, dilation,
                   groups, conv.target.name == "ConvolutionNHWC", epilogue.relu)
     fused.meta[ORIGIN] = last.meta.get(ORIGIN)
@@ -88,8 +88,8 @@ def _fold(graph, chain, steps):
         graph.erase_node(node)
 
 
-def _bias(graph, bias, epilogue, channels):
-    """bias * S + B as a [C] tensor, or None where it is zero."""
+def _bias(graph, bias, epilogue, channels, device):
+    """bias * S + B as a [C] tensor (on the weight's `device`), or None where it is zero."""
     if bias is not None:
         bias = _arith(graph, ops.Add, _arith(graph, ops.Mul, bias, epilogue.scale),
                       epilogue.shift)
@@ -99,7 +99,8 @@ def _bias(graph, bias, epilogue, channels):
         bias = epilogue.shift
     if isinstance(bias, fx.Node):
         return bias
-    return _call(graph, ops.Full, [channels], bias, torch.float32)  # one shift for all
+    full = graph.call_function(ops.Full, ([channels], bias, torch.float32), {"device": device})
+    return full  # one shift for all channels
 
 
 def _affine_step(user, y, conv, channels):

@@ -108,6 +108,13 @@ def _is_tensor(ctx, x):
     return isinstance(ctx.val(x), torch.Tensor)
 
 
+def _device(ctx):
+    """The device of the ATen node's (first) result: where a factory op's tensor belongs (a
+    device backend's graph makes its constants there, not on the host)."""
+    out = ctx.out if isinstance(ctx.out, (tuple, list)) else [ctx.out]
+    return next(v.device for v in out if isinstance(v, torch.Tensor))
+
+
 # A name, not the overload: torch._inductor.inductor_prims defines the op when dynamo first
 # writes it, and importing that module here would cost every start 2.5 s.
 @conversion("prims.fma.default")
@@ -161,7 +168,7 @@ def clamp_bound(ctx, x, bound):
 
 def _full_like_scalar(ctx, x, value):
     """A 0-d tensor of x's dtype, so maximum/minimum keep x's dtype as clamp does."""
-    return ctx.op(ops.Full, [], value, ctx.val(x).dtype)
+    return ctx.op(ops.Full, [], value, ctx.val(x).dtype, device=_device(ctx))
 
 
 @conversion([aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar])
@@ -205,26 +212,27 @@ def copy_(ctx, dst, src, non_blocking=False):
 
 @conversion(aten.full.default)
 def full(ctx, size, value, dtype=None, **kwargs):
-    return ctx.op(ops.Full, list(size), value, ctx.out.dtype)
+    return ctx.op(ops.Full, list(size), value, ctx.out.dtype, device=_device(ctx))
 
 
 @conversion([aten.empty.memory_format, aten.empty_strided.default,
              aten.empty_permuted.default])
 def empty(ctx, *args, **kwargs):
     """Uninitialized memory: an allocation in the traced layout, no kernel."""
-    return ctx.op(ops.Empty, list(ctx.out.shape), list(ctx.out.stride()), ctx.out.dtype)
+    return ctx.op(ops.Empty, list(ctx.out.shape), list(ctx.out.stride()), ctx.out.dtype,
+                  device=_device(ctx))
 
 
 @conversion(aten.scalar_tensor.default)
 def scalar_tensor(ctx, value, dtype=None, **kwargs):
-    return ctx.op(ops.Full, [], value, ctx.out.dtype)
+    return ctx.op(ops.Full, [], value, ctx.out.dtype, device=_device(ctx))
 
 
 @conversion([aten.full_like.default, aten.zeros_like.default, aten.ones_like.default])
 def full_like(ctx, x, *args, **kwargs):
     value = {aten.zeros_like.default: 0, aten.ones_like.default: 1}.get(ctx.node.target)
     value = args[0] if value is None else value
-    return ctx.op(ops.Full, list(ctx.out.shape), value, ctx.out.dtype)
+    return ctx.op(ops.Full, list(ctx.out.shape), value, ctx.out.dtype, device=_device(ctx))
 
 
 @conversion([aten.zeros.default, aten.ones.default, aten.new_zeros.default,
@@ -232,14 +240,14 @@ def full_like(ctx, x, *args, **kwargs):
 def filled(ctx, *args, **kwargs):
     value = {aten.new_full.default: args[-1] if len(args) > 2 else kwargs.get("fill_value")}
     value = value.get(ctx.node.target, 1 if "ones" in str(ctx.node.target) else 0)
-    return ctx.op(ops.Full, list(ctx.out.shape), value, ctx.out.dtype)
+    return ctx.op(ops.Full, list(ctx.out.shape), value, ctx.out.dtype, device=_device(ctx))
 
 
 @conversion([aten.arange.start_step, aten.arange.start, aten.arange.default])
 def arange(ctx, *args, **kwargs):
     start, end, step = _arange_bounds(args)
     length = ctx.out.shape[0]
-    return ctx.op(ops.Iota, length, start, step, ctx.out.dtype)
+    return ctx.op(ops.Iota, length, start, step, ctx.out.dtype, device=_device(ctx))
 
 
 def _arange_bounds(args):
@@ -255,9 +263,9 @@ def _arange_bounds(args):
 @conversion([aten.hann_window.default, aten.hann_window.periodic])
 def hann_window(ctx, length, periodic=True, **kwargs):
     if length <= 1:
-        return ctx.op(ops.Full, [length], 1, ctx.out.dtype)
+        return ctx.op(ops.Full, [length], 1, ctx.out.dtype, device=_device(ctx))
     compute = torch.promote_types(ctx.out.dtype, torch.float32)
-    n = ctx.op(ops.Iota, length, 0, 1, compute)
+    n = ctx.op(ops.Iota, length, 0, 1, compute, device=_device(ctx))
     angle = ctx.op(ops.Mul, n, 2 * math.pi / (length if periodic else length - 1))
     window = ctx.op(ops.Add, ctx.op(ops.Mul, ctx.op(ops.Cos, angle), -0.5), 0.5)
     return _cast(ctx, window, ctx.out.dtype)
@@ -265,7 +273,7 @@ def hann_window(ctx, length, periodic=True, **kwargs):
 
 @conversion(prims.iota.default)
 def iota(ctx, length, *, start, step, dtype, **kwargs):
-    return ctx.op(ops.Iota, length, start, step, dtype)
+    return ctx.op(ops.Iota, length, start, step, dtype, device=_device(ctx))
 
 
 # --- reductions -----------------------------------------------------------------------
@@ -522,7 +530,8 @@ def flip(ctx, x, dims):
     (dims empty, or a 0-d x) still gives a new tensor, as eager's does."""
     dims = _dims(ctx, x, dims) if dims else []  # _dims reads no dims as every dim
     for dim in dims:
-        reversed_positions = ctx.op(ops.Iota, ctx.val(x).shape[dim], -1, -1, torch.int64)
+        reversed_positions = ctx.op(ops.Iota, ctx.val(x).shape[dim], -1, -1, torch.int64,
+                                   device=_device(ctx))
         x = ctx.op(ops.IndexTensor, x, [None] * dim + [reversed_positions])
     return x if dims else ctx.op(ops.Copy, x)
 
@@ -541,7 +550,7 @@ def index_select(ctx, x, dim, index):
 @conversion([aten.scatter.src, aten.scatter.value])
 def scatter(ctx, x, dim, index, src):
     if not hasattr(src, "meta"):
-        src = ctx.op(ops.Expand, ctx.op(ops.Full, [], src, ctx.val(x).dtype),
+        src = ctx.op(ops.Expand, ctx.op(ops.Full, [], src, ctx.val(x).dtype, device=_device(ctx)),
                      list(ctx.val(index).shape))
     return ctx.op(ops.ScatterSrc, x, dim % max(ctx.val(x).dim(), 1), index, src)
 
@@ -563,7 +572,7 @@ def batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, moment
     if bias is not None:
         out = ctx.op(ops.Add, out, channel(bias))
     out = _cast(ctx, out, ctx.out[0].dtype)
-    empty = [ctx.op(ops.Full, list(v.shape), 0, v.dtype) for v in ctx.out[1:]]
+    empty = [ctx.op(ops.Full, list(v.shape), 0, v.dtype, device=v.device) for v in ctx.out[1:]]
     return (out, *empty)
 
 
@@ -576,7 +585,8 @@ def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var, train
     if not training:
         out, *_ = batch_norm_inference(ctx, x, weight, bias, running_mean, running_var,
                                        momentum, eps)
-        empty = [ctx.op(ops.Full, list(v.shape), 0, v.dtype) for v in out_vals[1:3]]
+        empty = [ctx.op(ops.Full, list(v.shape), 0, v.dtype, device=v.device)
+                 for v in out_vals[1:3]]
         return (out, *empty, ctx.op(ops.Copy, running_mean), ctx.op(ops.Copy, running_var))
     rank = ctx.val(x).dim()
     dims = [0] + list(range(2, rank))
@@ -709,7 +719,7 @@ def repeat_interleave(ctx, repeats, *, output_size=None):
     """Indices i repeated repeats[i] times: out[j] = #{k : cumsum(repeats)[k] <= j}."""
     length = ctx.out.shape[0]
     ends = ctx.op(ops.CumSum, repeats, 0, ctx.out.dtype)
-    positions = ctx.op(ops.Iota, length, 0, 1, ctx.out.dtype)
+    positions = ctx.op(ops.Iota, length, 0, 1, ctx.out.dtype, device=_device(ctx))
     passed = ctx.op(ops.Le, ctx.op(ops.Reshape, ends, [1, ctx.val(repeats).shape[0]]),
                     ctx.op(ops.Reshape, positions, [length, 1]))
     return ctx.op(ops.ReduceSum, passed, [1], False, ctx.out.dtype)

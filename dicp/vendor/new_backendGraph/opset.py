@@ -62,10 +62,13 @@ LAYOUT = {
     "ConstantPad": lambda x, pad, value=0: torch.constant_pad_nd(x, pad, value),
     "Copy": lambda x: x.clone(memory_format=torch.contiguous_format),
     "Convert": lambda x, dtype: x.to(dtype, copy=True),
-    "Full": lambda size, value, dtype: torch.full(size, value, dtype=dtype),
-    "Empty": lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype),
-    "Iota": lambda length, start, step, dtype: torch.arange(
-        start, start + length * step, step, dtype=dtype)[:length],
+    # factories: `device` is where the ATen op put its result (the host's by default)
+    "Full": lambda size, value, dtype, device=None: torch.full(size, value, dtype=dtype,
+                                                               device=device),
+    "Empty": lambda size, stride, dtype, device=None: torch.empty_strided(
+        size, stride, dtype=dtype, device=device),
+    "Iota": lambda length, start, step, dtype, device=None: torch.arange(
+        start, start + length * step, step, dtype=dtype, device=device)[:length],
     "CumSum": lambda x, dim, dtype=None: torch.cumsum(x, dim, dtype=dtype),
     "CumProd": lambda x, dim, dtype=None: torch.cumprod(x, dim, dtype=dtype),
     "Tril": lambda x, diagonal: torch.tril(x, diagonal),

@@ -194,14 +194,14 @@ def copy(g, node, x):
 
 
 @lowering("Full")
-def full(g, node, size, value, dtype):
+def full(g, node, size, value, dtype, device=None):
     sizes = shape_of(node.meta["val"])
     return Pointwise(dtype, sizes,
                      lambda k, index: load_broadcast(k, value, index, dtype, sizes))
 
 
 @lowering("Iota")
-def iota(g, node, length, start, step, dtype):
+def iota(g, node, length, start, step, dtype, device=None):
     ctype = compute_ctype(dtype)
     sizes = shape_of(node.meta["val"])
 

@@ -198,6 +198,6 @@ def within(k, index, sizes):
 
 
 @lowering("Empty")
-def empty(g, node, size, stride, dtype):
+def empty(g, node, size, stride, dtype, device=None):
     val = node.meta["val"]
     return new_buffer(g, val, strides_of(val))
