@@ -16,7 +16,9 @@ setup(
     package_data={"dicp": ["vendor/*/codegen/templates/*.j2", "vendor/*/codegen/include/*.h",
                             "bridge/pipeline/templates/*.j2", "emu/csrc/*.cpp", "emu/csrc/*.h",
                             "vendor/*/templates/*.j2", "tools/backend_template/*",
-                            "tools/backend_template/*/*", "tools/backend_template/*/*/*"]},
+                            "tools/backend_template/*/*", "tools/backend_template/*/*/*",
+                            "tools/backend_template_device/*/*",
+                            "tools/backend_template_device/*/*/*"]},
     python_requires=">=3.10",
     # ninja: torch's extension builder needs it to build dicp.emu's runtime on first import
     install_requires=[SUPPORTED["TORCH_REQUIREMENT"], "jinja2>=3.0", "sympy>=1.12", "numpy",

@@ -1,12 +1,16 @@
 """Scaffold a dicp backend as its own pip package:
 
-    python -m dicp.tools.new_backend NAME --dir DIR
+    python -m dicp.tools.new_backend NAME --dir DIR [--device emu]
 
 writes DIR/NAME/: pyproject.toml (with the `torch_dynamo_backends` entry point), README.md, and
 the package NAME/ (Backend spec, op vocabulary, conversion rows, a C++ kernel codegen with its
 Jinja templates, the toolchain and compile job, declared expected fallbacks). After
 `pip install DIR/NAME`, `torch.compile(model, backend="NAME")` works with nothing imported.
 The files are copied from dicp/tools/backend_template/, with NAME put in for BACKEND_NAME.
+With `--device DEVICE` the backend compiles for a device of its own (`emu`: dicp's emulated
+accelerator) instead of the host: dicp/tools/backend_template_device/ adds a device layer
+(device.py: allocation on the device, kernels launched on its stream, constants copied there)
+over the same files.
 """
 import argparse
 import keyword
@@ -16,7 +20,10 @@ from importlib import metadata
 from pathlib import Path
 
 TEMPLATE = Path(__file__).parent / "backend_template"
+DEVICE_TEMPLATE = Path(__file__).parent / "backend_template_device"  # over TEMPLATE
 PLACEHOLDER = "BACKEND_NAME"
+# device -> the package registering it with torch (a vendor's own runtime for any other)
+RUNTIMES = {"emu": "dicp.emu"}
 
 
 class ScaffoldError(ValueError):
@@ -32,22 +39,34 @@ def check_name(name: str) -> None:
         raise ScaffoldError(f"a torch.compile backend named {name!r} is already installed")
 
 
-def create(name: str, directory: Path) -> Path:
-    """Write the package for backend `name` under directory/name; returns that folder."""
+def create(name: str, directory: Path, device: str = "cpu") -> Path:
+    """Write the package for backend `name` (compiling for `device`) under directory/name;
+    returns that folder."""
     check_name(name)
     root = Path(directory) / name
     if root.exists():
         raise ScaffoldError(f"{root} exists; choose another --dir or remove it")
-    for source in sorted(TEMPLATE.rglob("*")):
+    names = {PLACEHOLDER: name, "BACKEND_DEVICE": device,
+             "BACKEND_RUNTIME": RUNTIMES.get(device, f"{device}_runtime")}
+    _copy(TEMPLATE, root, names)
+    if device != "cpu":
+        _copy(DEVICE_TEMPLATE, root, names)
+    return root
+
+
+def _copy(template: Path, root: Path, names: dict) -> None:
+    for source in sorted(template.rglob("*")):
         if source.is_dir() or "__pycache__" in source.parts:
             continue
-        relative = source.relative_to(TEMPLATE)
-        parts = [name if part == "package" else part for part in relative.parts]
+        relative = source.relative_to(template)
+        parts = [names[PLACEHOLDER] if part == "package" else part for part in relative.parts]
         target = root.joinpath(*parts)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(source.read_text().replace(PLACEHOLDER, name))
+        text = source.read_text()
+        for placeholder, value in names.items():
+            text = text.replace(placeholder, value)
+        target.write_text(text)
         shutil.copymode(source, target)
-    return root
 
 
 def main(argv=None) -> int:
@@ -55,9 +74,12 @@ def main(argv=None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("name", help="the backend's name, also its package's (e.g. my_chip)")
     parser.add_argument("--dir", default=".", help="where to create NAME/ (default: here)")
+    parser.add_argument("--device", default="cpu",
+                        help="the device it compiles for: cpu (the host, default) or a device "
+                             "type of its own, e.g. emu (dicp's emulated accelerator)")
     args = parser.parse_args(argv)
     try:
-        root = create(args.name, Path(args.dir))
+        root = create(args.name, Path(args.dir), args.device)
     except ScaffoldError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

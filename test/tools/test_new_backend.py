@@ -112,3 +112,41 @@ def test_scaffold_refuses_bad_names_and_existing_folders(tmp_path):
     create("fine_chip", tmp_path)
     with pytest.raises(ScaffoldError, match="exists"):
         create("fine_chip", tmp_path)
+
+
+DEVICE_NAME = "scaffold_emu_chip"
+DEVICE_MODEL = """
+    import torch
+    import dicp.emu
+    x = torch.randn(5, 8)
+
+    def fn(x):
+        return (x + 1).exp() * x - x.sqrt().neg()
+
+    expected = fn(x)
+    compiled, on_emu = torch.compile(fn, backend="{name}"), x.to("emu")
+    compiled(on_emu)                  # compiled before the stream is held
+    start = torch.emu.Event()
+    stall = torch.emu._stall(timeout=60)  # the stream is held: the call must return anyway
+    actual = compiled(on_emu)
+    start.record()
+    assert not start.query() and actual.device.type == "emu"
+    stall.release()
+    assert torch.allclose(actual.cpu(), expected, atol=1e-5, equal_nan=True)
+    print("matches eager on emu")
+"""
+
+
+def test_device_scaffold_compiles_for_emu(tmp_path):
+    """`--device emu`: kernels launched on the emu stream, results on emu matching eager."""
+    root = create(DEVICE_NAME, tmp_path / "src", device="emu")
+    assert (root / DEVICE_NAME / "device.py").exists()
+    site = tmp_path / "site"
+    result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                             "--no-build-isolation", "--target", str(site), str(root)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    from dicp import config
+    result = run(site, DEVICE_MODEL.format(name=DEVICE_NAME), config.cache_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "matches eager on emu" in result.stdout

@@ -159,7 +159,8 @@ def dicp_imports(path: Path) -> list:
 
 
 BACKEND_SOURCES = [Path(dicp.__file__).parent / "vendor",
-                   Path(dicp.__file__).parent / "tools" / "backend_template"]
+                   Path(dicp.__file__).parent / "tools" / "backend_template",
+                   Path(dicp.__file__).parent / "tools" / "backend_template_device"]
 
 
 @pytest.mark.parametrize("folder", BACKEND_SOURCES, ids=lambda p: p.name)

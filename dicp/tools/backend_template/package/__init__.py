@@ -19,7 +19,7 @@ BACKEND = register_backend(Backend(
     decompositions=build_decompositions,
     conversions=CONVERSIONS,
     conversion_table="BACKEND_NAME/conversion.py",
-    device="cpu",
+    device="BACKEND_DEVICE",
     supported_dtypes=frozenset({torch.float32, torch.float64}),
     expected_fallbacks=EXPECTED_FALLBACKS,
     # The vocabulary by name: the graph cache and precompiled functions name ops this way.
