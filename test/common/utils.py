@@ -100,7 +100,8 @@ class OnDevice:
         host = dict(module.named_parameters()) | dict(module.named_buffers())
         state = {name: tensor.to(self.device) for name, tensor in host.items()}
         args, kwargs = self._to_device((args, kwargs))
-        outputs = torch.func.functional_call(self.compiled, {f"_orig_mod.{name}": tensor
+        prefix = "_orig_mod." if hasattr(self.compiled, "_orig_mod") else ""  # torch.compile's
+        outputs = torch.func.functional_call(self.compiled, {f"{prefix}{name}": tensor
                                                              for name, tensor in state.items()},
                                              args, kwargs)
         with torch.no_grad():

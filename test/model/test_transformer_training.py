@@ -11,8 +11,8 @@ import pytest
 
 from dicp import config as dicp_config
 
-from ..common.utils import (MODEL_TOLERANCES, Size, assert_close, dynamo, parse_args, torch,
-                            update_dynamo_config)
+from ..common.utils import (MODEL_TOLERANCES, OnDevice, Size, assert_close, device_of, dynamo,
+                            parse_args, torch, update_dynamo_config)
 from .helpers import compile_modes, compile_one, is_dicp_backend
 from .models.gpt import GptConfig, build_gpt, make_batch
 
@@ -63,10 +63,13 @@ class TestTransformerTraining:
         dynamo.reset()
         update_dynamo_config(dynamic)
         optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, compiled_model)]
+        # eager on the backend's device: random numbers come from that device's generator
+        device = device_of(args.backend)
+        eager = model if device == "cpu" else OnDevice(model, model, device)
         for step, (batch, length) in enumerate(SHAPES.dynamic if dynamic else SHAPES.static):
             inputs = make_batch(batch, length, cfg.vocab_size, seed=step)
             losses = []
-            for fn, optimizer in zip((model, loss_fn), optimizers):
+            for fn, optimizer in zip((eager, loss_fn), optimizers):
                 torch.manual_seed(100 + step)   # the same random state for both runs
                 optimizer.zero_grad()
                 loss = fn(*inputs)

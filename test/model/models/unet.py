@@ -29,7 +29,8 @@ def timestep_embedding(timesteps, dim):
     """Sinusoidal embedding (B, dim) of float timesteps (B,), periods up to 10000."""
     half = dim // 2
     # A literal, not a float argument: dynamo would trace a float argument as a symbolic input.
-    exponent = -math.log(10000.0) * torch.arange(half, dtype=torch.float32) / half
+    exponent = -math.log(10000.0) * torch.arange(half, dtype=torch.float32,
+                                                 device=timesteps.device) / half
     args = timesteps.float()[:, None] * torch.exp(exponent)[None, :]
     return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
 
