@@ -73,11 +73,12 @@ def parse_args():
 
 def compile_model(model, backend, dynamic=False):
     """One CompiledModel per requested mode; dynamic=None asks for both static and dynamic.
-    For a backend of a device other than the host, each runs on that device (OnDevice)."""
+    For a backend of a device other than the host, a model with parameters or buffers runs on
+    that device (OnDevice); an op test's module has none, and puts its inputs there itself."""
     modes = [False, True] if dynamic is None else [bool(dynamic)]
     device = device_of(backend)
     compiled = [torch.compile(model, backend=backend, dynamic=mode) for mode in modes]
-    if device != "cpu":
+    if device != "cpu" and _has_state(model):
         compiled = [OnDevice(c, model, device) for c in compiled]
     return [CompiledModel(c, mode) for c, mode in zip(compiled, modes)]
 
@@ -124,6 +125,11 @@ class OnDevice:
                 f"a compiled output is on {tensor.device}, not on the backend's {self.device}")
             return tensor.to("cpu")
         return _tree_map(to_host, outputs)
+
+
+def _has_state(model):
+    return isinstance(model, torch.nn.Module) and \
+        any(True for _ in (*model.parameters(), *model.buffers()))
 
 
 def _tree_map(fn, value):

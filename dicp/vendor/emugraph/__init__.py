@@ -10,10 +10,18 @@ from .compile_job import compile_job
 from .device import DEVICE_TYPE, runtime
 from .expected_fallbacks import EXPECTED_FALLBACKS
 from .opset import OPS
+from .placement import place_factories
+
+
+def opset_transform(gm, ctx):
+    """new_backendgraph's pipeline, then factory results placed on the graph's device."""
+    gm = HOST_BACKEND.opset_transform(gm, ctx)
+    return place_factories(gm, ctx)
+
 
 BACKEND = register_backend(Backend(
     name="emugraph",
-    opset_transform=HOST_BACKEND.opset_transform,
+    opset_transform=opset_transform,
     codegen=codegen,
     compile_job=compile_job,
     decompositions=HOST_BACKEND.decompositions,

@@ -1,7 +1,6 @@
 """emugraph's compile job: build the graph's C++ with new_backendgraph's toolchain, then load its
 wrapper with the launch entries' addresses, the device's launch call and the constants on the
 device."""
-import dataclasses
 from types import SimpleNamespace
 
 from dicp.api import load_artifacts, load_wrapper, profile
@@ -17,8 +16,7 @@ def compile_job(generated, ctx):
     names = sorted(n for n in generated.files if n.startswith("kernels") and n.endswith(".cpp"))
     libraries = load_artifacts([build_spec(generated.files[n]) for n in names]) if names else []
     kernels = SimpleNamespace(**device.kernel_addresses(libraries, signatures))
-    on_device = dataclasses.replace(generated, constants=device.constants_on(
-        generated.constants, generated.metadata.get("device", device.DEVICE_TYPE)))
     namespace = {"kernels": kernels, "launch": device.runtime().launch,
                  "libraries": libraries}
-    return load_wrapper(on_device, namespace, ctx.source_path("wrapper.py"))
+    call = load_wrapper(generated, namespace, ctx.source_path("wrapper.py"))
+    return device.with_constants_on(call, generated.metadata.get("device", device.DEVICE_TYPE))

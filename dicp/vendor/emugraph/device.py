@@ -80,14 +80,19 @@ def kernel_addresses(libraries, names) -> dict:
     return addresses
 
 
-def constants_on(constants: dict, device: str) -> dict:
-    """The graph's constants with host tensors copied to `device`: a captured CPU tensor is
-    read by device kernels, which read device memory only."""
-    moved = {}
-    for name, value in constants.items():
-        if on_host(value):
-            log.info("emugraph: constant %s (%s %s) copied to %s", name, value.dtype,
-                     tuple(value.shape), device)
-            value = value.to(device)
-        moved[name] = value
-    return moved
+def with_constants_on(call, device: str):
+    """`call`, whose host tensor constants are copied to `device` at its first run: device
+    kernels read device memory only. At the first run, not at load: the compile job may run
+    under a fake tensor mode, where a copy would make a fake tensor."""
+    scope = call.__globals__  # the wrapper module's names (load_wrapper's scope)
+    pending = [name for name, value in scope.items() if on_host(value) and
+               name.startswith("const")]
+
+    def on_device(args):
+        while pending:
+            name = pending.pop()
+            log.info("emugraph: constant %s (%s %s) copied to %s", name, scope[name].dtype,
+                     tuple(scope[name].shape), device)
+            scope[name] = scope[name].to(device)
+        return call(args)
+    return on_device if pending else call

@@ -108,6 +108,14 @@ def _is_tensor(ctx, x):
     return isinstance(ctx.val(x), torch.Tensor)
 
 
+def _same_device(requested, device):
+    """Whether a `device=` argument (None: unchanged; "emu": the current one) names `device`."""
+    if requested is None:
+        return True
+    requested = torch.device(requested)
+    return requested.type == device.type and requested.index in (None, device.index)
+
+
 def _device(ctx):
     """The device of the ATen node's (first) result: where a factory op's tensor belongs (a
     device backend's graph makes its constants there, not on the host)."""
@@ -180,7 +188,7 @@ def where_scalar(ctx, cond, a, b):
 def to_dtype(ctx, x, dtype=None, **kwargs):
     if kwargs.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
         raise Unsupported(f"memory_format={kwargs['memory_format']}")
-    if kwargs.get("device") not in (None, torch.device("cpu")):
+    if not _same_device(kwargs.get("device"), ctx.val(x).device):  # a copy between devices
         raise Unsupported(f"device={kwargs['device']}")
     return ctx.op(ops.Convert, x, dtype or ctx.val(x).dtype)
 
