@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dicp import config
-import dicp.vendor.new_backendGraph  # noqa: F401  (declares the backend's knobs)
+import dicp.vendor.new_backendGraph  # (declares the backend's knobs)
 import dicp.vendor.emugraph  # noqa: F401  (declares its knobs; loads the emu runtime)
 
 from .helpers import REPO, compiled
