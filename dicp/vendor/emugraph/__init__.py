@@ -7,6 +7,7 @@ from ..new_backendGraph import BACKEND as HOST_BACKEND
 from . import config  # noqa: F401  (declares the knobs)
 from .codegen import codegen
 from .compile_job import compile_job
+from .decompositions import decompositions
 from .device import DEVICE_TYPE, runtime
 from .expected_fallbacks import EXPECTED_FALLBACKS
 from .opset import OPS
@@ -24,7 +25,7 @@ BACKEND = register_backend(Backend(
     opset_transform=opset_transform,
     codegen=codegen,
     compile_job=compile_job,
-    decompositions=HOST_BACKEND.decompositions,
+    decompositions=decompositions,
     conversions=HOST_BACKEND.conversions,
     conversion_table=HOST_BACKEND.conversion_table,
     device=DEVICE_TYPE,
