@@ -36,7 +36,7 @@ def gradients(fn, inputs, weights):
     """Outputs of fn and the gradients of sum(output * weight) w.r.t. every float input."""
     leaves = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
     outputs = fn(*leaves)
-    loss = sum((out.float() * w).sum() for out, w in zip(outputs, weights))
+    loss = sum((out.float() * w.to(out.device)).sum() for out, w in zip(outputs, weights))
     loss.backward()
     return [out.detach() for out in outputs], [t.grad for t in leaves if t.is_floating_point()]
 
