@@ -79,7 +79,7 @@ def _fold(graph, chain, steps):
     if isinstance(scale, fx.Node):  # [C] -> one value per output channel of the weight
         scale = _call(graph, ops.Reshape, scale, [-1] + [1] * (weight.meta["val"].dim() - 1))
     weight = _arith(graph, ops.Mul, weight, scale)
-    bias = _bias(graph, bias, epilogue, channels, weight.meta["val"].device)
+    bias = _bias(graph, bias, epilogue, channels, conv.meta["val"].device)
     fused = _call(graph, ops.FusedConvolution, x, weight, bias, stride, padding, dilation,
                   groups, conv.target.name == "ConvolutionNHWC", epilogue.relu)
     fused.meta[ORIGIN] = last.meta.get(ORIGIN)
