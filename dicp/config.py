@@ -484,6 +484,11 @@ declare("dump_op_args_file", Location(), None, "append the op-argument dumps to 
         "instead of the log")
 declare("profile", Flag(), False, "print the compile profile (stage times, graphs, kernels, "
         "cache, fallbacks, compiles per function) as a table at exit")
+declare("profile_kernels", Flag(), False, "name each kernel, library call (a matrix product, a "
+        "convolution), eager fallback and copy of a compiled graph in `torch.profiler` "
+        "(`record_function`, e.g. `new_backendgraph_backward_1/kernel_2 aten.mul.Tensor`, the "
+        "ATen op whose lowering built the kernel), so a profile shows where a step's time goes; "
+        "kernels then run one call each from Python (no native entries)")
 declare("recompile_warn_limit", Integer(0), 4, "warn once when one function has been "
         "recompiled more than this many times because input shapes changed (`0`: never)")
 declare("record_ops", Location(), None, "append the ATen ops each graph runs natively to this "

@@ -78,7 +78,8 @@ def bounds_check() -> bool:
 
 
 def native_entry() -> bool:
-    return dicp_config.native_entry
+    """Native entries, unless DICP_PROFILE_KERNELS names each call for the profiler."""
+    return dicp_config.native_entry and not dicp_config.profile_kernels
 
 def host_cpu() -> str:
     """Part of the cache key for `native`, which means something different per machine."""
