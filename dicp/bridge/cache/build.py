@@ -51,12 +51,15 @@ class Toolchain:
     """How generated sources become loadable artifacts. `command` is the argv, where the
     strings "{source}" and "{artifact}" stand for the two paths; `load(path)` returns what the
     backend calls (a ctypes library for host C++); `key` holds everything else the artifact
-    depends on that the command does not spell (chip variant, header texts)."""
+    depends on that the command does not spell (chip variant, header texts). `prepare(argv)`
+    gives the argv a build runs, for what changes how fast the compiler works but not what it
+    builds (a precompiled header that may not be ready yet): it is not in the key."""
     command: tuple
     source_suffix: str = ".cpp"
     artifact_suffix: str = ".so"
     load: Callable = ctypes.CDLL
     key: tuple = ()
+    prepare: Callable = list
 
     def argv(self, source: Path, artifact: Path) -> list:
         return [str(arg).replace("{source}", str(source)).replace("{artifact}", str(artifact))
@@ -169,8 +172,6 @@ def loaded_libraries() -> frozenset:
     return frozenset(_LOADED)
 
 
-
-
 def write_with_digest(path: Path, data: bytes) -> None:
     """`data` at `path`, then its sha256 at `path` with suffix .sha256 (both atomic): an entry
     whose digest is missing is not there yet."""
@@ -281,7 +282,7 @@ def _compile(spec: BuildSpec, directory: Path, key: str) -> None:
     atomic_write(source, spec.source.encode())
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{key}.", suffix=toolchain.artifact_suffix)
     os.close(fd)
-    command = toolchain.argv(source, Path(tmp))
+    command = toolchain.prepare(toolchain.argv(source, Path(tmp)))
     artifact = directory / f"{key}{toolchain.artifact_suffix}"
     try:
         try:
