@@ -31,6 +31,8 @@ from collections.abc import Callable
 
 import torch
 
+from dicp import config
+
 from ..pipeline.backend import get_backend
 from ..pipeline.fallback import record_fallback
 from ..pipeline.stages import CompileContext, boxed
@@ -75,10 +77,13 @@ def serializable_results(key: str):
     meant for precompile, after the check that torch's FX graph cache, which dicp does not
     use, is off); dynamo restores Python's random state around each compile, so two graphs
     drew the same nonce and the second got the first's result (a bug once). Seeded with
-    `key`, the nonce is the same only for the same key; the caller's random state is put
-    back afterwards."""
+    `key` and dicp's cache directory, the nonce is the same only for the same key in the same
+    cache: torch's cache directory is shared by every dicp cache, and an entry made for
+    another one (a test's own cold cache) refers to kernels that are not in this one's build
+    cache (a bug once: a cold cache built no kernels). The caller's random state is put back
+    afterwards."""
     state = random.getstate()
-    random.seed(key)
+    random.seed(f"{key}|{config.cache_dir.resolve()}")
     try:
         with torch._functorch.config.patch(bundled_autograd_cache=True, force_autograd_cache=True,
                                            force_non_lazy_backward_lowering=True,
