@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_workloads import (BACKENDS, DICP, EAGER, interleaved_ms,
-                                   print_table)
+                                   print_table, timing_arguments)
 
 
 def _gen(seed=0):
@@ -137,23 +137,11 @@ def print_profile(name, total, kinds, calls, top=12):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default=",".join(WORKLOADS),
-                        help=f"comma-separated subset of {', '.join(WORKLOADS)}")
-    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds")
-    parser.add_argument("--steps", type=int, default=3, help="timed steps per backend per round")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--profile", action="store_true",
                         help="print where dicp's step spends its time instead of timing")
-    args = parser.parse_args(argv)
-    names = [n.strip() for n in args.workloads.split(",") if n.strip()]
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        sys.exit(f"bench_training: unknown workloads {unknown}; choose from {list(WORKLOADS)}")
-    torch.set_num_threads(args.threads)
+    args, names = timing_arguments(parser, WORKLOADS, argv)
     if args.profile:
         os.environ["DICP_PROFILE_KERNELS"] = "1"
-    print(f"# torch {torch.__version__}, {args.threads} threads, load {os.getloadavg()[0]:.1f}, "
-          f"median of {args.rounds} rounds x {args.steps} steps", flush=True)
     results = {}
     for name in names:
         dynamo.reset()
