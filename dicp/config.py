@@ -457,9 +457,8 @@ declare("graph_cache", Flag(), True, "reuse the conversion and codegen of an ide
         "`graphs/` in the cache; off under `DICP_DEBUG` and `DICP_RECORD_OPS`")
 declare("aot_cache", Flag(), True, "reuse AOTAutograd's whole result (forward, backward, "
         "runtime wrappers) for an identical dynamo graph (static or dynamic shapes) from `aot/` "
-        "in the "
-        "cache, so a warm start skips AOTAutograd's trace; a training graph then compiles its "
-        "backward with its forward. Off with the graph cache")
+        "in the cache, so a warm start skips AOTAutograd's trace; a training graph then "
+        "compiles its backward with its forward. Off with the graph cache")
 declare("fallback_ops", Patterns(), (), "comma-separated patterns (`aten.mm.*,aten.gelu.default`)"
         " of ATen ops forced to run as eager fallback")
 declare("keep_torch_default", Patterns(), (), "comma-separated patterns of ops removed from the "

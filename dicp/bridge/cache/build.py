@@ -194,17 +194,16 @@ def load_artifact(spec: BuildSpec):
         return _load_prebuilt(ref)
     key = spec.key()
     _record(spec, key)
-    directory = _kernel_dir(key)
-    path = directory / f"{key}{spec.toolchain.artifact_suffix}"
+    path = _artifact_path(spec, key)
     if path in _LOADED:
         _STATS["memory_hits"] += 1
         profile.count("cache hits (memory)")
         return _LOADED[path]
-    artifact = _load_cached(spec.toolchain.load, directory, key, spec.toolchain.artifact_suffix)
+    artifact = _load_cached(spec.toolchain.load, path.parent, key, spec.toolchain.artifact_suffix)
     if artifact is None:
         profile.count("cache misses")
         with profile.stage("build"):
-            artifact = _build(spec, directory, key)
+            artifact = _build(spec, path.parent, key)
     _LOADED[path] = artifact
     return artifact
 
@@ -223,8 +222,7 @@ def load_artifacts(specs: list) -> list:
 def _must_build(spec: BuildSpec) -> bool:
     if _prebuilt_ref(spec) is not None:
         return False
-    key = spec.key()
-    artifact = _kernel_dir(key) / f"{key}{spec.toolchain.artifact_suffix}"
+    artifact = _artifact_path(spec, spec.key())
     return artifact not in _LOADED and not artifact.exists()
 
 
@@ -248,6 +246,11 @@ def source_path(spec: BuildSpec) -> Path:
     """Where the cache keeps `spec`'s source (written when it is built)."""
     key = spec.key()
     return _kernel_dir(key) / f"{key}{spec.toolchain.source_suffix}"
+
+
+def _artifact_path(spec: BuildSpec, key: str) -> Path:
+    """Where the cache keeps `spec`'s artifact (`key`: spec.key())."""
+    return _kernel_dir(key) / f"{key}{spec.toolchain.artifact_suffix}"
 
 
 def _kernel_dir(key: str) -> Path:
