@@ -40,6 +40,7 @@ class Case:
     """A model and one step of work on fixed inputs; `step(fn)` runs it through `fn`."""
     model: torch.nn.Module
     step: Callable
+    dynamic: bool = False  # compiled with dynamic=True (bench_compile.py)
 
 
 def inference(model, *inputs):

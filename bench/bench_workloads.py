@@ -174,21 +174,28 @@ def print_table(results):
           "inductor).")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default=",".join(WORKLOADS),
-                        help=f"comma-separated subset of {', '.join(WORKLOADS)}")
+def timing_arguments(parser, workloads, argv=None):
+    """The options every step-time bench takes, parsed: (arguments, workload names chosen).
+    Sets torch's thread count and prints the run's header."""
+    parser.add_argument("--workloads", default=",".join(workloads),
+                        help=f"comma-separated subset of {', '.join(workloads)}")
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds")
     parser.add_argument("--steps", type=int, default=3, help="timed steps per backend per round")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.workloads.split(",") if n.strip()]
-    unknown = [n for n in names if n not in WORKLOADS]
+    unknown = [n for n in names if n not in workloads]
     if unknown:
-        sys.exit(f"bench_workloads: unknown workloads {unknown}; choose from {list(WORKLOADS)}")
+        sys.exit(f"{parser.prog}: unknown workloads {unknown}; choose from {list(workloads)}")
     torch.set_num_threads(args.threads)
     print(f"# torch {torch.__version__}, {args.threads} threads, load {os.getloadavg()[0]:.1f}, "
           f"median of {args.rounds} rounds x {args.steps} steps", flush=True)
+    return args, names
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    args, names = timing_arguments(parser, WORKLOADS, argv)
     results = {}
     for name in names:
         dynamo.reset()

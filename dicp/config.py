@@ -456,9 +456,9 @@ declare("graph_cache", Flag(), True, "reuse the conversion and codegen of an ide
         "versions) from "
         "`graphs/` in the cache; off under `DICP_DEBUG` and `DICP_RECORD_OPS`")
 declare("aot_cache", Flag(), True, "reuse AOTAutograd's whole result (forward, backward, "
-        "runtime wrappers) for an identical dynamo graph with static shapes from `aot/` in the "
-        "cache, so a warm start skips AOTAutograd's trace; a training graph then compiles its "
-        "backward with its forward. Off with the graph cache")
+        "runtime wrappers) for an identical dynamo graph (static or dynamic shapes) from `aot/` "
+        "in the cache, so a warm start skips AOTAutograd's trace; a training graph then "
+        "compiles its backward with its forward. Off with the graph cache")
 declare("fallback_ops", Patterns(), (), "comma-separated patterns (`aten.mm.*,aten.gelu.default`)"
         " of ATen ops forced to run as eager fallback")
 declare("keep_torch_default", Patterns(), (), "comma-separated patterns of ops removed from the "
@@ -484,6 +484,11 @@ declare("dump_op_args_file", Location(), None, "append the op-argument dumps to 
         "instead of the log")
 declare("profile", Flag(), False, "print the compile profile (stage times, graphs, kernels, "
         "cache, fallbacks, compiles per function) as a table at exit")
+declare("profile_kernels", Flag(), False, "name each kernel, library call (a matrix product, a "
+        "convolution), eager fallback and copy of a compiled graph in `torch.profiler` "
+        "(`record_function`, e.g. `new_backendgraph_backward_1/kernel_2 aten.mul.Tensor`, the "
+        "ATen op whose lowering built the kernel), so a profile shows where a step's time goes; "
+        "kernels then run one call each from Python (no native entries)")
 declare("recompile_warn_limit", Integer(0), 4, "warn once when one function has been "
         "recompiled more than this many times because input shapes changed (`0`: never)")
 declare("record_ops", Location(), None, "append the ATen ops each graph runs natively to this "

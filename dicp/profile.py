@@ -1,9 +1,11 @@
 """Compile profile: where compile time goes and what was compiled.
 
 Stage timers (seconds of self time; a nested stage's time is not counted again in its parent):
-dynamo and aot_autograd (their time as the backend sees it: the compile's wall time minus
-dicp's own), setup (backend lookup and the decomposition table), conversion, shape_inference,
-codegen, build (the C++ compiler), load (cache lookups, loading libraries and wrappers).
+import (dicp's and the backend's, up to its registration), dynamo and aot_autograd (their time
+as the backend sees it: the compile's wall time minus dicp's own), setup (backend lookup and
+the decomposition table), conversion, shape_inference, codegen, build (the C++ compiler), load
+(cache lookups, loading libraries and wrappers), run (each compiled graph's first call). Their
+sum is a first call's wall time (bench/bench_compile.py --profile compares them).
 Counters: graphs per kind, vendor nodes, kernels, cache hits/misses/builds, fallback ops by
 name, compiles per function.
 
@@ -31,8 +33,9 @@ from dicp import config
 log = logging.getLogger(__name__)
 
 _COUNTED = ("stages", "counters", "fallback_ops", "compiles", "recompiled")
-STAGES = ("dynamo", "aot_autograd", "setup", "conversion", "shape_inference", "codegen", "build",
-          "load")
+STAGES = ("import", "dynamo", "aot_autograd", "setup", "conversion", "shape_inference", "codegen",
+          "build", "load", "run")
+GRAPH_STAGES = ("conversion", "shape_inference", "codegen", "build", "load")  # per graph
 
 
 @dataclass
@@ -123,9 +126,21 @@ def stage_totals() -> dict:
 def log_graph(name: str, stages_before: dict, vendor_nodes: int) -> None:
     """One INFO line per compiled graph on `dicp.profile` (TORCH_LOGS=dicp.profile)."""
     if log.isEnabledFor(logging.INFO):
-        spent = {s: _TOTAL.stages[s] - stages_before.get(s, 0.0) for s in STAGES[3:]}
+        spent = {s: _TOTAL.stages[s] - stages_before.get(s, 0.0) for s in GRAPH_STAGES}
         times = ", ".join(f"{s} {1000 * t:.1f} ms" for s, t in spent.items())
         log.info("%s: %s; %d vendor nodes", name, times, vendor_nodes)
+
+
+_import_counted = False
+
+
+def imported(started: float) -> None:
+    """The import stage, once per process: from `started` (a perf_counter reading taken when
+    dicp's import began) to now, when a backend registers."""
+    global _import_counted
+    if not _import_counted:
+        _import_counted = True
+        add_time("import", time.perf_counter() - started)
 
 
 def add_time(name: str, seconds: float) -> None:

@@ -2,7 +2,8 @@
 the pipeline's stages, with the caches around them and the debugging tools' hooks on the result.
 
     compile_fx(gm, example_inputs, backend)
-      AOT cache hit: AOTAutograd's whole result, loaded                      cache/aot.py
+      AOT cache hit: AOTAutograd's whole result, loaded, its shape guards    cache/aot.py
+      added again
       else AOTAutograd (the backend's decompositions), then per forward, backward or inference
       graph (`_graph_compiler`):
         graph cache hit: the stored sources through the compile job         cache/graph.py
@@ -40,12 +41,6 @@ def compile_fx(gm, example_inputs, backend: Backend):
         with profile.stage("setup"):
             config.check_environment()  # after the backend is loaded, so its knobs are known
             note_compile(current_frame(gm).function, traced_inputs(gm, example_inputs))
-            compiler = aot_autograd(
-                fw_compiler=_graph_compiler(backend, "forward"),
-                bw_compiler=_graph_compiler(backend, "backward"),
-                inference_compiler=_graph_compiler(backend, "inference"),
-                decompositions=backend.decomposition_table(),
-            )
         entry_key = None
         if aot_cache.enabled():
             with profile.stage("load"):
@@ -53,14 +48,27 @@ def compile_fx(gm, example_inputs, backend: Backend):
                 cached = aot_cache.lookup(entry_key, gm, example_inputs) if entry_key else None
             if cached is not None:
                 return cached
+        with profile.stage("setup"):  # a hit needs neither AOTAutograd nor its table
+            compiler = _aot_compiler(backend)
         salt = graph_cache.backend_fingerprint(backend) + aot_cache.global_state_text()
         with profile.stage("aot_autograd"), keyed_autograd_cache(salt), _tangent_layouts(gm):
             if entry_key is None:
                 return serializable(compiler(gm, example_inputs))
-            with serializable_results():
+            mark = aot_cache.shape_env_mark(example_inputs)
+            with serializable_results(entry_key):
                 compiled = serializable(compiler(gm, example_inputs))
-        aot_cache.store(entry_key, compiled, gm, example_inputs)
+        aot_cache.store(entry_key, compiled, gm, example_inputs, mark)
         return compiled
+
+
+def _aot_compiler(backend):
+    """AOTAutograd with the backend's decompositions and dicp's graph compilers."""
+    return aot_autograd(
+        fw_compiler=_graph_compiler(backend, "forward"),
+        bw_compiler=_graph_compiler(backend, "backward"),
+        inference_compiler=_graph_compiler(backend, "inference"),
+        decompositions=backend.decomposition_table(),
+    )
 
 
 def _tangent_layouts(gm):

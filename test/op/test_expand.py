@@ -32,3 +32,20 @@ class TestExpand:
         dicp_output = compiled_model.model(input1.to(device), shape)
 
         assert_close(dicp_output, output)
+
+    @pytest.mark.parametrize("empty_from", ["size-1 dim", "empty input"])
+    @pytest.mark.parametrize("compiled_model", compiled_model)
+    def test_expand_to_no_elements(self, empty_from, compiled_model):
+        """A size-1 dim expanded to 0, and an empty input expanded: the result has no elements
+        and the shape eager gives (OpenVINO's Broadcast kept (1, 3) for (0, 3), and divided by
+        zero on an empty input)."""
+        device = get_device()
+        input1 = torch.randn(1, 3) if empty_from == "size-1 dim" else torch.randn(1, 0, 3)
+        shape = [0, 3] if empty_from == "size-1 dim" else [2, 0, 3]
+        output = model(input1, shape) * 2
+        dynamo.reset()
+        update_dynamo_config(compiled_model.dynamic)
+        dicp_output = compiled_model.model(input1.to(device), shape) * 2
+
+        assert dicp_output.shape == output.shape
+        assert_close(dicp_output, output)

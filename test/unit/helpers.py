@@ -16,6 +16,8 @@ import dicp.vendor.new_backendGraph
 import dicp.vendor.ovgraph  # noqa: F401  (declares its knobs; openvino is imported only to compile)
 from dicp import config as dicp_config
 
+from ..common.precompiled_headers import share_precompiled_headers
+
 REPO = Path(__file__).resolve().parents[2]
 BACKEND = "new_backendgraph"
 # Every declared knob except the harness's own (which pick the backend and shape mode).
@@ -23,6 +25,7 @@ KNOBS = tuple(k.env for k in dicp_config.knobs() if k.owner != "tests")
 
 
 def _isolate(monkeypatch, path):
+    share_precompiled_headers(path)
     for knob in KNOBS:
         monkeypatch.delenv(knob, raising=False)
     monkeypatch.setenv("DICP_CACHE_DIR", str(path))

@@ -1,7 +1,7 @@
 """The on-disk build cache: key, build-once, atomic writes, corruption, compile errors.
 
 Each kernel source carries a unique marker: the in-process library cache is keyed by the
-build key alone, so two tests must never share a source.
+build key and cache directory, so two tests must never share a source.
 """
 import ctypes
 import dataclasses
@@ -133,6 +133,23 @@ def test_builds_once_then_memory_then_disk_hit(cold_cache, tmp_path):
     fresh = load_fresh(tmp_path, spec, cold_cache)
     assert fresh == {"value": 47, "builds": 0, "disk_hits": 1, "memory_hits": 0,
                      "rebuilt_corrupt": 0}
+
+
+def test_a_library_loaded_from_one_cache_is_built_into_another(cold_cache, tmp_path,
+                                                               monkeypatch):
+    """The in-process tier is per cache directory: a process that switches DICP_CACHE_DIR
+    (a test's own cold cache, a job with a second cache) still fills the new one, whose
+    entries (graphs, AOT results) refer to their kernels in it. When the key no longer held
+    a path of the cache directory (the precompiled header's), a memory hit left the second
+    cache without the kernel."""
+    spec = make_spec()
+    load_artifact(spec)
+    other = tmp_path / "other-cache"
+    monkeypatch.setenv("DICP_CACHE_DIR", str(other))
+    before = cache_stats()
+    assert axpb(load_artifact(spec))(3, 4, 5) == 17
+    assert delta(before, cache_stats())["builds"] == 1
+    assert all(path.exists() for path in entry(other, spec).values())
 
 
 def test_cache_root_layout_follows_dicp_cache_dir(cold_cache):

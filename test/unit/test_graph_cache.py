@@ -139,6 +139,7 @@ GUARDING_BACKEND = """
 import dataclasses, json, torch
 import dicp.vendor.new_backendGraph as nb
 from dicp.api import compile_fx, register_backend
+from dicp.bridge.cache.aot import aot_cache_stats
 from dicp.bridge.cache.graph import graph_cache_stats
 
 def guarding_transform(gm, ctx):
@@ -159,17 +160,21 @@ def backend(gm, example_inputs):
 
 fn = torch.compile(lambda x: (x * 2).sin(), backend=backend, dynamic=True)
 ok = all(torch.allclose(fn(x), (x * 2).sin()) for x in (torch.randn(8), torch.randn(3)))
-print(json.dumps({"ok": ok, "compiles": len(compiles), "graphs": graph_cache_stats()}))
+print(json.dumps({"ok": ok, "compiles": len(compiles), "graphs": graph_cache_stats(),
+                  "aot": aot_cache_stats()}))
 """
 
 
-def test_a_hit_adds_the_shape_guards_its_compile_added(cold_cache):
+@pytest.mark.parametrize("cache", ["graphs", "aot"])
+def test_a_hit_adds_the_shape_guards_its_compile_added(cold_cache, cache):
     """A backend's pass guards on a size (s0 > 5) that AOTAutograd's trace did not: the cold
     process recompiles at size 3. A warm process skipped the pass on its hit, so dynamo did
     not guard the frame and ran size 3 on code compiled for sizes above 5; a hit now adds the
-    guards its compile added."""
-    cold = json.loads(check_fresh(GUARDING_BACKEND, cold_cache))
-    warm = json.loads(check_fresh(GUARDING_BACKEND, cold_cache))
+    guards its compile added. With the AOT cache off the hit is the graph cache's; with it on,
+    the AOT cache's (its entry holds the pass's guard too)."""
+    aot_on = {"DICP_AOT_CACHE": "1" if cache == "aot" else "0"}
+    cold = json.loads(check_fresh(GUARDING_BACKEND, cold_cache, **aot_on))
+    warm = json.loads(check_fresh(GUARDING_BACKEND, cold_cache, **aot_on))
     assert cold["ok"] and cold["compiles"] == 2, cold
-    assert warm["graphs"]["hits"] >= 1, warm
+    assert warm[cache]["hits"] >= 1, warm
     assert (warm["ok"], warm["compiles"]) == (True, cold["compiles"]), warm

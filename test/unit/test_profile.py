@@ -140,3 +140,35 @@ def test_torch_logs_shows_each_graph(tmp_path):
     result = run_fresh(SCRIPT, tmp_path, TORCH_LOGS="dicp.profile")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "new_backendgraph_inference_0: conversion" in result.stderr, result.stderr[-3000:]
+
+
+def _profiled_events(fn, *inputs):
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        result = fn(*inputs)
+        result.sum().backward()
+    return result, [event.key for event in prof.key_averages()]
+
+
+def test_profile_kernels_names_each_call_in_torch_profiler(cold_cache, monkeypatch):
+    """DICP_PROFILE_KERNELS=1: each kernel and library call of the forward and backward graphs
+    is a torch.profiler range named for its graph, call and ATen op; results stay eager's."""
+    monkeypatch.setenv("DICP_PROFILE_KERNELS", "1")
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16),
+                                torch.nn.GELU())
+    x = torch.randn(5, 8)
+    result, events = _profiled_events(compiled(model), x)
+    torch.testing.assert_close(result, model(x))
+    kernels = [e for e in events if "/kernel_" in e]
+    assert any(e.startswith("new_backendgraph_forward_") for e in kernels), events
+    assert any(e.startswith("new_backendgraph_backward_") for e in kernels), events
+    # each names the ATen op whose lowering built it, or the graph's output
+    assert all(" aten." in e or e.endswith(" graph output") for e in kernels), kernels
+    assert any(" library Addmm " in e for e in events), events
+
+
+def test_without_profile_kernels_no_call_is_named(cold_cache):
+    _, events = _profiled_events(compiled(torch.nn.Sequential(torch.nn.Linear(8, 16),
+                                                              torch.nn.GELU())),
+                                 torch.randn(5, 8))
+    assert not [e for e in events if e.startswith("new_backendgraph_")], events

@@ -13,10 +13,21 @@ An entry is keyed by
            config + backend fingerprint)
 
 (graph_cache.backend_fingerprint: the backend's tables, every knob but the reporting ones,
-the dicp, torch and Python versions and dicp's sources). Static graphs only: AOTAutograd adds
-guards to a dynamic graph's shape environment that a hit would not add; those keep the graph
-cache. Entries are `<cache>/aot/<key>.pkl` with a `.sha256` digest; one that fails it or does
-not load is compiled again. The kernels stay in the build cache (entries refer to them).
+the dicp, torch and Python versions and dicp's sources). Entries are `<cache>/aot/<key>.pkl`
+with a `.sha256` digest; one that fails it or does not load is compiled again. The kernels
+stay in the build cache (entries refer to them).
+
+Dynamic shapes. A symbolic size is in the key as its expression over the graph's symbols, and
+the key adds what the shape environment knows of them before the compile (ranges, the values
+traced with, replacements; graph_cache.shape_env_fingerprint, as the graph cache keys on).
+AOTAutograd and dicp's stages add guards to the shape environment (a decomposition branching
+on a size, a loop plan comparing one): dynamo turns them into the frame's guards, so a hit
+must add them too, or the warm process would reuse the graph for sizes where the cold one
+recompiled. An entry records its guards as an expression over the graph's SymInt inputs
+(ShapeEnv.produce_guards_expression, as torch's own AOTAutogradCache does); a hit checks it
+on the values traced with, then evaluates it on the SymInts, which adds each guard to the
+shape environment as the cold compile did. A graph is not stored when the compile made
+symbols of its own (sizes known only at run time) or a guard over a symbol that is no input.
 
 torch has no public way to have AOTAutograd's result as data; the private names this takes
 are in precompile.py (`serializable_results`, `serialize_result`, `load_result`):
@@ -46,6 +57,8 @@ from . import graph as graph_cache
 from .entry_store import EntryStore
 from .precompile import (autograd_config_text, bundling, load_result, result_input_flags,
                          serialize_result)
+from ..pipeline.symbolic import example_values, free_symbols, input_symbol, shape_env_of
+from ..pipeline.torch_compat import evaluate_guards, guards_over_inputs, shape_env_state
 from ..pipeline.utils import log
 
 _STORE = EntryStore("aot", "AOT cache")
@@ -67,12 +80,14 @@ def enabled() -> bool:
 
 def key(gm: fx.GraphModule, example_inputs, backend) -> str | None:
     """The key of dynamo graph `gm` compiled for `example_inputs`, or None where this cache
-    does not apply (symbolic inputs, an input it cannot describe, an unhashable constant)."""
+    does not apply (a symbolic size that is not one of the graph's SymInt inputs, an input it
+    cannot describe, an unhashable constant)."""
     lifted = lifted_inputs(gm)
     try:
         inputs = _inputs_text([*lifted.values(), *example_inputs])
         parts = ["aot", backend.name, graph_cache.backend_fingerprint(backend), inputs,
-                 "lifted:" + ",".join(lifted), global_state_text()]
+                 "lifted:" + ",".join(lifted), global_state_text(),
+                 graph_cache.shape_env_fingerprint(shape_env_of(example_inputs))]
         skip = {id(value) for value in lifted.values()}
         for name, module in gm.named_modules():
             if isinstance(module, fx.GraphModule):
@@ -97,10 +112,12 @@ def lifted_inputs(gm: fx.GraphModule) -> dict:
 
 def lookup(entry_key: str, gm: fx.GraphModule, example_inputs):
     """The compiled function stored under `entry_key` for dynamo graph `gm`, or None (missing,
-    corrupt, not loadable, or made for a caller with other inputs than `gm`'s)."""
+    corrupt, not loadable, or made for a caller with other inputs than `gm`'s). A hit adds the
+    entry's shape guards to the graph's shape environment."""
     lifted = list(lifted_inputs(gm).values())
     expected = _input_flags([*lifted, *example_inputs])
-    loaded = _STORE.read(entry_key, lambda entry: _load_fitting(entry, expected))
+    loaded = _STORE.read(entry_key, lambda entry: _load_fitting(entry, expected,
+                                                                example_inputs))
     if loaded is None or not lifted:
         return loaded
 
@@ -109,11 +126,20 @@ def lookup(entry_key: str, gm: fx.GraphModule, example_inputs):
     return with_lifted_inputs
 
 
-def store(entry_key: str, compiled, gm: fx.GraphModule, example_inputs) -> None:
+def shape_env_mark(example_inputs):
+    """What `store` checks a compile of a graph with `example_inputs` against: its shape
+    environment's guards, symbols and runtime asserts before the compile (None if static)."""
+    env = shape_env_of(example_inputs)
+    return None if env is None else shape_env_state(env)
+
+
+def store(entry_key: str, compiled, gm: fx.GraphModule, example_inputs, mark=None) -> None:
     """Store `compiled` (what `compile_fx` returns, compiled under
     `precompile.serializable_results()`) with the inputs it takes, read from the result itself
-    so that a load can check them against its caller's."""
+    so that a load can check them against its caller's, and with the shape guards the compile
+    added since `mark` (`shape_env_mark`, taken before it)."""
     try:
+        guards = _guards_since(mark, example_inputs)
         data = serialize_result(compiled)
         takes = result_input_flags(compiled)
     except Exception as error:  # a result torch did not make serializable, or pickle refused
@@ -124,24 +150,54 @@ def store(entry_key: str, compiled, gm: fx.GraphModule, example_inputs) -> None:
         log.warning("dicp: AOT cache does not store a graph whose result takes inputs %s "
                     "where its caller passes %s", takes, caller)
         return
-    _STORE.write(entry_key, pickle.dumps((_ENTRY_FORMAT, takes, data)))
+    _STORE.write(entry_key, pickle.dumps((_ENTRY_FORMAT, takes, guards, data)))
 
 
-_ENTRY_FORMAT = 1
+_ENTRY_FORMAT = 2
 
 
 class MisfitEntry(Exception):
     """A cache entry made for a caller other than the one loading it."""
 
 
-def _load_fitting(entry: bytes, expected: list):
-    version, takes, data = pickle.loads(entry)
+def _load_fitting(entry: bytes, expected: list, example_inputs):
+    version, *fields = pickle.loads(entry)
     if version != _ENTRY_FORMAT:
         raise MisfitEntry(f"entry format {version}, this dicp reads {_ENTRY_FORMAT}")
+    takes, guards, data = fields
     if takes != expected:
         raise MisfitEntry(f"its result takes {len(takes)} inputs (requires_grad {takes}); "
                           f"the graph passes {len(expected)} (requires_grad {expected})")
-    return load_result(data)
+    env, symints = shape_env_of(example_inputs), _symint_inputs(example_inputs)
+    if guards is not None:
+        hints = [int(example_values(env)[input_symbol(s)]) for s in symints]
+        if not evaluate_guards(env, guards, hints):
+            raise MisfitEntry(f"its shape guards {guards} fail on sizes {hints}")
+    loaded = load_result(data)
+    if guards is not None:  # the guards the cold compile added, added again
+        evaluate_guards(env, guards, symints)
+    return loaded
+
+
+def _symint_inputs(example_inputs) -> list:
+    return [v for v in example_inputs if isinstance(v, torch.SymInt)]
+
+
+def _guards_since(mark, example_inputs) -> str | None:
+    """The shape guards of a compiled graph's result as an expression over its SymInt inputs
+    (None for a static graph); raises _NotCacheable when guards over the inputs cannot
+    describe what the compile did to the shape environment."""
+    if mark is None:
+        return None
+    env, symints = shape_env_of(example_inputs), _symint_inputs(example_inputs)
+    guards_before, symbols_before, asserts_before = mark
+    _, symbols, asserts = shape_env_state(env)
+    if symbols - symbols_before or asserts != asserts_before:
+        raise _NotCacheable("the compile made symbols or runtime asserts of its own")
+    try:
+        return guards_over_inputs(env, guards_before, symints)
+    except ValueError as error:
+        raise _NotCacheable(str(error)) from error
 
 
 def _input_flags(values) -> list:
@@ -154,27 +210,42 @@ class _NotCacheable(Exception):
 
 
 def _inputs_text(example_inputs) -> str:
+    """The inputs as text; a symbolic size must be one of the SymInt inputs' symbols (or an
+    expression over them), so that guards over those inputs bind it."""
     storages: dict = {}
-    return "|".join(_input_text(value, storages) for value in example_inputs)
+    text = "|".join(_input_text(value, storages) for value in example_inputs)
+    symints = _symint_inputs(example_inputs)
+    layouts = [n for v in example_inputs if isinstance(v, torch.Tensor)
+               for n in (*v.shape, *v.stride(), v.storage_offset())]
+    if not free_symbols(layouts) <= {input_symbol(s) for s in symints}:
+        raise _NotCacheable("a symbolic size not among the graph's inputs")
+    return text
 
 
 def _input_text(value, storages: dict) -> str:
-    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        raise _NotCacheable("a symbolic input")
+    if isinstance(value, torch.SymInt):
+        symbol = input_symbol(value)
+        if symbol is None:
+            raise _NotCacheable(f"a SymInt input {value} that is no symbol of the shape env")
+        return f"SymInt:{symbol}"
+    if isinstance(value, (torch.SymFloat, torch.SymBool)):
+        raise _NotCacheable(f"a {type(value).__name__} input")
     if not isinstance(value, torch.Tensor):
         if value is None or isinstance(value, (bool, int, float)):
             return f"{type(value).__name__}:{value!r}"
         raise _NotCacheable(f"an input of type {type(value).__name__}")
     if type(value).__name__ not in ("FakeTensor", "Tensor", "Parameter"):
         raise _NotCacheable(f"a tensor subclass {type(value).__name__}")
-    layout = (*value.shape, *value.stride(), value.storage_offset())
-    if not all(isinstance(n, int) for n in layout):
-        raise _NotCacheable("a symbolic input")
     storage = value.untyped_storage()._cdata  # inputs sharing a storage alias: in the key
     shared = storages.setdefault(storage, len(storages))
-    return (f"T({value.dtype},{value.device},{tuple(value.shape)},{value.stride()},"
+    return (f"T({value.dtype},{value.device},{_sizes(value.shape)},{_sizes(value.stride())},"
             f"{value.storage_offset()},{value.layout},{value.requires_grad},{value.is_leaf},"
             f"{value._is_view()},{value.is_conj()},{value.is_neg()},storage {shared})")
+
+
+def _sizes(values) -> str:
+    """Sizes or strides as text, a symbolic one as its expression (str of a SymInt)."""
+    return "(" + ",".join(map(str, values)) + ")"
 
 
 def global_state_text() -> str:

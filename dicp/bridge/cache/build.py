@@ -38,7 +38,7 @@ from ..pipeline.utils import atomic_write, log
 
 _STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0}
 _STATS_LOCK = threading.Lock()  # builds run in worker threads (load_artifacts)
-_LOADED: dict = {}
+_LOADED: dict = {}  # artifact path -> loaded artifact: per cache directory, each gets its builds
 _SCOPE = threading.local()  # .recorded: list of ArtifactRef; .prebuilt: {(digest, suffix): ref}
 
 
@@ -51,12 +51,15 @@ class Toolchain:
     """How generated sources become loadable artifacts. `command` is the argv, where the
     strings "{source}" and "{artifact}" stand for the two paths; `load(path)` returns what the
     backend calls (a ctypes library for host C++); `key` holds everything else the artifact
-    depends on that the command does not spell (chip variant, header texts)."""
+    depends on that the command does not spell (chip variant, header texts). `prepare(argv)`
+    gives the argv a build runs, for what changes how fast the compiler works but not what it
+    builds (a precompiled header that may not be ready yet): it is not in the key."""
     command: tuple
     source_suffix: str = ".cpp"
     artifact_suffix: str = ".so"
     load: Callable = ctypes.CDLL
     key: tuple = ()
+    prepare: Callable = list
 
     def argv(self, source: Path, artifact: Path) -> list:
         return [str(arg).replace("{source}", str(source)).replace("{artifact}", str(artifact))
@@ -166,9 +169,7 @@ def cache_stats() -> dict:
 
 def loaded_libraries() -> frozenset:
     """Keys of the libraries this process has loaded; a key is a distinct generated source."""
-    return frozenset(_LOADED)
-
-
+    return frozenset(path.stem for path in _LOADED)
 
 
 def write_with_digest(path: Path, data: bytes) -> None:
@@ -193,17 +194,17 @@ def load_artifact(spec: BuildSpec):
         return _load_prebuilt(ref)
     key = spec.key()
     _record(spec, key)
-    if key in _LOADED:
+    path = _artifact_path(spec, key)
+    if path in _LOADED:
         _STATS["memory_hits"] += 1
         profile.count("cache hits (memory)")
-        return _LOADED[key]
-    directory = _kernel_dir(key)
-    artifact = _load_cached(spec.toolchain.load, directory, key, spec.toolchain.artifact_suffix)
+        return _LOADED[path]
+    artifact = _load_cached(spec.toolchain.load, path.parent, key, spec.toolchain.artifact_suffix)
     if artifact is None:
         profile.count("cache misses")
         with profile.stage("build"):
-            artifact = _build(spec, directory, key)
-    _LOADED[key] = artifact
+            artifact = _build(spec, path.parent, key)
+    _LOADED[path] = artifact
     return artifact
 
 
@@ -221,9 +222,8 @@ def load_artifacts(specs: list) -> list:
 def _must_build(spec: BuildSpec) -> bool:
     if _prebuilt_ref(spec) is not None:
         return False
-    key = spec.key()
-    artifact = _kernel_dir(key) / f"{key}{spec.toolchain.artifact_suffix}"
-    return key not in _LOADED and not artifact.exists()
+    artifact = _artifact_path(spec, spec.key())
+    return artifact not in _LOADED and not artifact.exists()
 
 
 def _build_into_cache(spec: BuildSpec) -> None:
@@ -234,18 +234,23 @@ def _build_into_cache(spec: BuildSpec) -> None:
 
 
 def _load_prebuilt(ref: ArtifactRef):
-    if ref.key not in _LOADED:
+    if ref.artifact_path not in _LOADED:
         loaded = _load_cached(ref.load, ref.artifact_path.parent, ref.key, ref.artifact_suffix)
         if loaded is None:
             raise CompileError(f"prebuilt artifact {ref.artifact_path} is missing or corrupt")
-        _LOADED[ref.key] = loaded
-    return _LOADED[ref.key]
+        _LOADED[ref.artifact_path] = loaded
+    return _LOADED[ref.artifact_path]
 
 
 def source_path(spec: BuildSpec) -> Path:
     """Where the cache keeps `spec`'s source (written when it is built)."""
     key = spec.key()
     return _kernel_dir(key) / f"{key}{spec.toolchain.source_suffix}"
+
+
+def _artifact_path(spec: BuildSpec, key: str) -> Path:
+    """Where the cache keeps `spec`'s artifact (`key`: spec.key())."""
+    return _kernel_dir(key) / f"{key}{spec.toolchain.artifact_suffix}"
 
 
 def _kernel_dir(key: str) -> Path:
@@ -281,7 +286,7 @@ def _compile(spec: BuildSpec, directory: Path, key: str) -> None:
     atomic_write(source, spec.source.encode())
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{key}.", suffix=toolchain.artifact_suffix)
     os.close(fd)
-    command = toolchain.argv(source, Path(tmp))
+    command = toolchain.prepare(toolchain.argv(source, Path(tmp)))
     artifact = directory / f"{key}{toolchain.artifact_suffix}"
     try:
         try:

@@ -144,7 +144,13 @@ def _table_fingerprint(table) -> str:
 
 
 def _decomposition_fingerprint(backend) -> str:
-    return _table_fingerprint(backend.decomposition_table())
+    """The decomposition table by what makes it: a factory by its code (the table it builds
+    follows from that code, the sources of dicp and of the backend, the knobs and torch's
+    version, all in the fingerprint), a table given as data by its entries. Building the
+    table to read it cost each warm start 0.4-0.8 s that an AOT-cache hit does not need."""
+    if callable(backend.decompositions):
+        return _function_fingerprint(backend.decompositions)
+    return _table_fingerprint(backend.decompositions)
 
 
 _FUNCTIONS: dict = {}  # function -> fingerprint (the function is kept, so ids never repeat)
@@ -255,9 +261,12 @@ def _tensor_fingerprint(name, tensor) -> str:
 
 
 def _shape_env_fingerprint(fake_mode) -> str:
+    return shape_env_fingerprint(getattr(fake_mode, "shape_env", None))
+
+
+def shape_env_fingerprint(env) -> str:
     """Ranges, example values and replacements of the symbols (they decide what codegen can
     prove, e.g. that a size is at least 2)."""
-    env = getattr(fake_mode, "shape_env", None)
     if env is None:
         return "no shape env"
     facts = [sorted((str(s), str(r)) for s, r in env.var_to_range.items()),

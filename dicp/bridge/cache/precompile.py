@@ -25,10 +25,13 @@ dicp returns plain callables and saving a precompiled function raises `Precompil
 import contextlib
 import contextvars
 import dataclasses
+import random
 from typing import Any
 from collections.abc import Callable
 
 import torch
+
+from dicp import config
 
 from ..pipeline.backend import get_backend
 from ..pipeline.fallback import record_fallback
@@ -61,15 +64,34 @@ def artifacts_by_reference():
 
 
 @contextlib.contextmanager
-def serializable_results():
+def serializable_results(key: str):
     """AOTAutograd's results made serializable (`serialize_result`) as they are compiled:
     bundled, through torch's AOTAutogradCache (which only then makes them), a training
     graph's backward compiled with its forward so that the result is whole, and compiled
-    graphs referring to their libraries in the build cache rather than carrying them."""
-    with torch._functorch.config.patch(bundled_autograd_cache=True, force_autograd_cache=True,
-                                       force_non_lazy_backward_lowering=True), \
-            artifacts_by_reference():
-        yield
+    graphs referring to their libraries in the build cache rather than carrying them.
+
+    torch's cache is consulted under a key made from `key` (dicp's AOT-cache key, which
+    holds all a result depends on) instead of its own: torch's key imports Inductor's
+    lowerings and hashes triton's sources, 1.5-8 s of a cold start. torch takes a nonce,
+    `random.random()`, when it does not compute its key (`bypass_autograd_cache_key`,
+    meant for precompile, after the check that torch's FX graph cache, which dicp does not
+    use, is off); dynamo restores Python's random state around each compile, so two graphs
+    drew the same nonce and the second got the first's result (a bug once). Seeded with
+    `key` and dicp's cache directory, the nonce is the same only for the same key in the same
+    cache: torch's cache directory is shared by every dicp cache, and an entry made for
+    another one (a test's own cold cache) refers to kernels that are not in this one's build
+    cache (a bug once: a cold cache built no kernels). The caller's random state is put back
+    afterwards."""
+    state = random.getstate()
+    random.seed(f"{key}|{config.cache_dir.resolve()}")
+    try:
+        with torch._functorch.config.patch(bundled_autograd_cache=True, force_autograd_cache=True,
+                                           force_non_lazy_backward_lowering=True,
+                                           bypass_autograd_cache_key=True), \
+                torch._inductor.config.patch(fx_graph_cache=False), artifacts_by_reference():
+            yield
+    finally:
+        random.setstate(state)
 
 
 def serialize_result(compiled_fn) -> bytes:

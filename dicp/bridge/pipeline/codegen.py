@@ -68,6 +68,7 @@ class GraphCodegenBase:
             self._scalar_from_sizes(node)
         for node in nodes:
             if node.op != "placeholder":
+                self.wrapper.lowering = node
                 self.env[node] = getattr(self, node.op)(node)
         return self.finish()
 

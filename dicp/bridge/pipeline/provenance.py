@@ -33,6 +33,15 @@ def origin_of(node):
     return node.meta.get(ORIGIN)
 
 
+def origin_op(node) -> str:
+    """The ATen op `node` was converted from (its own target where it was not converted;
+    "graph output" for the output node, where lazy values left are computed)."""
+    origin = origin_of(node)
+    if origin is not None:
+        return origin.op
+    return "graph output" if node.op == "output" else str(node.target)
+
+
 def module_of(meta) -> str | None:
     """The innermost nn.Module an op was traced in, as `self.layers.0.mlp (MLP)`."""
     stack = meta.get("nn_module_stack")

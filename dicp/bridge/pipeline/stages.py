@@ -149,9 +149,14 @@ def boxed(fn, kind):
     object) is wrapped, so the convention is dicp's business, not the vendor's. `kind`: the
     graph's (forward, backward, inference), for the call hooks (DICP_RECORD_RESULTS)."""
     fn = hooks.wrap_call(fn, kind)
+    first = [True]
 
     def call(args):
         try:
+            if first[0]:  # the compile profile's run stage: a graph's first call
+                first[0] = False
+                with profile.stage("run"):
+                    return fn(args)
             return fn(args)
         finally:
             args.clear()

@@ -187,3 +187,25 @@ def example_values(env) -> dict:
     # torch 2.13 renamed var_to_val (now deprecated) to backed_var_to_val
     values = getattr(env, "backed_var_to_val", None)
     return values if values is not None else env.var_to_val
+
+
+def input_symbol(value):
+    """The symbol a SymInt graph input stands for, or None when it is an expression or a
+    size only known after a data-dependent op (unbacked): those inputs cannot be bound by a
+    guard over the inputs alone."""
+    expr = value.node.expr
+    env = value.node.shape_env
+    if isinstance(expr, sympy.Symbol) and env is not None and expr in example_values(env):
+        return expr
+    return None
+
+
+def free_symbols(values) -> set:
+    """The symbols that the SymInts among `values` use."""
+    return {s for v in values if isinstance(v, torch.SymInt)
+            for s in sympy.sympify(v.node.expr).free_symbols}
+
+
+def shape_env_of(values):
+    """The shape environment of the first SymInt among `values`, or None."""
+    return next((v.node.shape_env for v in values if isinstance(v, torch.SymInt)), None)

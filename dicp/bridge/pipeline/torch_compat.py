@@ -29,9 +29,10 @@ TORCH_VERSION = torch.__version__
 
 __all__ = ["TORCH_VERSION", "StorageWeakRef", "build_config", "FakeTensor", "FakeTensorMode",
            "OpOverload", "OpOverloadPacket", "aot_autograd", "core_aten_decompositions",
-           "detect_fake_mode", "get_decompositions", "pytree", "same_storage",
-           "tangents_in_memory_format", "unset_fake_temporarily", "guard_mark",
-           "guards_since", "replay_guards"]
+           "detect_fake_mode", "get_decompositions", "post_autograd_decompositions", "pytree",
+           "same_storage", "tangents_in_memory_format", "unset_fake_temporarily", "guard_mark",
+           "guards_since", "replay_guards", "shape_env_state", "guards_over_inputs",
+           "evaluate_guards"]
 
 
 def build_config() -> str:
@@ -42,6 +43,23 @@ def build_config() -> str:
 def core_aten_decompositions():
     """torch's core ATen decomposition table (public since 2.6 as torch.export's default)."""
     return torch.export.default_decompositions()
+
+
+def post_autograd_decompositions() -> dict:
+    """torch's core ATen decompositions without the entries for CompositeImplicitAutograd ops.
+
+    The export table adds one for every such op of every namespace, each calling the op's own
+    composite kernel, as the dispatcher does for any op of that kind with or without an entry
+    (above autograd when tracing for a backward, in functionalization otherwise): those
+    entries change no graph AOTAutograd makes (checked over the model suite, bench/ and the
+    held-out workloads, static and dynamic), and listing them walks every operator torch
+    has, 0.5-1 s per process. torch builds the rest with a private function, which is why it
+    is reached here; a torch without it gets the export table."""
+    try:
+        from torch._decomp import _core_aten_decompositions_post_autograd
+    except ImportError:
+        return dict(core_aten_decompositions().items())
+    return _core_aten_decompositions_post_autograd()
 
 
 def tangents_in_memory_format():
@@ -84,6 +102,28 @@ def replay_guards(fake_mode, code: str, placeholders) -> bool:
     """Evaluate a `guards_since` expression over `placeholders`: symbolic ones add the same
     guards to this shape environment. Whether they hold."""
     return bool(fake_mode.shape_env.evaluate_guards_expression(code, placeholders))
+
+
+def shape_env_state(env):
+    """(guards, symbols, runtime asserts) of a shape environment: what a compile added is what
+    differs afterwards (the AOT cache's mark)."""
+    asserts = sum(map(len, getattr(env, "deferred_runtime_asserts", {}).values()))
+    return len(env.guards), set(env.var_to_range), asserts
+
+
+def guards_over_inputs(env, mark: int, symints) -> str | None:
+    """Every guard of `env` as an expression over the SymInt inputs `symints`; raises
+    ValueError if a guard added since `mark` uses a symbol that is none of theirs."""
+    inputs = {s.node.expr for s in symints}
+    if any(not guard.expr.free_symbols <= inputs for guard in env.guards[mark:]):
+        raise ValueError("a shape guard over a symbol that is not an input")
+    return env.produce_guards_expression(symints, guards=env.get_pruned_guards(symints))
+
+
+def evaluate_guards(env, code: str, args) -> bool:
+    """A `guards_over_inputs` expression on `args`: on ints whether it holds; on SymInts it
+    also adds its guards to `env`."""
+    return bool(env.evaluate_guards_expression(code, args))
 
 
 def recompiles_raise():

@@ -5,11 +5,14 @@ backend: a vendor's codegen adds statements for its kernels; memory planning
 import sympy
 import torch
 
+from dicp import config
+
 from . import wrapper_ir as W
+from .provenance import origin_op
 from .symbolic import shape_of, strides_of
 from .wrapper_ir import TensorView, Var
 from .wrapper_memory import fits, plan_memory
-from .wrapper_python import PythonWrapperRenderer
+from .wrapper_python import PythonWrapperRenderer, call_name
 
 __all__ = ["TensorView", "Var", "WrapperBuilder"]
 
@@ -50,6 +53,8 @@ class WrapperBuilder:
         self.writes_out: set = set()     # results of calls that take memory as `out=`
         self._named_private: dict = {}   # call result -> the private buffers its call names
         self._next = 0
+        self.lowering = None   # the graph node being lowered (GraphCodegenBase.run)
+        self.origins: dict = {}  # call's name (wrapper_python.call_name) -> the op it lowers
 
     def fresh(self, prefix="buf"):
         self._next += 1
@@ -57,6 +62,9 @@ class WrapperBuilder:
 
     def add(self, statement: W.Statement) -> W.Statement:
         self.statements.append(statement)
+        name = call_name(statement)
+        if name is not None and self.lowering is not None:
+            self.origins.setdefault(name, origin_op(self.lowering))
         return statement
 
     # ---- symbols ----
@@ -192,6 +200,7 @@ class WrapperBuilder:
 
     def render(self, statements=None, header=None) -> str:
         """The Python wrapper of `statements` (by default, the planned ones)."""
-        return self.renderer(self.layouts).render(
+        labels = self.origins if config.profile_kernels else None
+        return self.renderer(self.layouts, labels).render(
             self.graph_name, self.target, self.inputs,
             self.planned() if statements is None else statements, header)

@@ -2,7 +2,9 @@
 
 One method per statement kind (`statement_<Class>`), and `literal` for the values inside them.
 `layouts` (variable -> (sizes, strides)) lets a view in a variable's own layout print as the
-variable itself.
+variable itself. With `labels` (DICP_PROFILE_KERNELS: a call's name -> the ATen op it lowers),
+each kernel launch, library call, eager call and copy runs inside torch.profiler's
+`record_function`, named `<graph>/<call> <op>`.
 """
 import math
 
@@ -14,21 +16,48 @@ from .symbolic import py_expr, storage_span
 from .templating import SHARED_TEMPLATES, render
 
 
+def call_name(statement) -> str | None:
+    """How a profile names a call statement (a kernel by its name, another call by what it
+    writes), None for the other statements."""
+    if isinstance(statement, W.CallKernel):
+        return statement.kernel
+    if isinstance(statement, (W.CallLibrary, W.CallEager)):
+        return statement.result
+    if isinstance(statement, W.Copy):
+        return f"copy to {statement.target}"
+    return None
+
+
 class PythonWrapperRenderer:
-    def __init__(self, layouts=None):
+    def __init__(self, layouts=None, labels=None):
         self.layouts = layouts or {}
+        self.labels = labels
+        self.graph_name = ""
 
     def render(self, graph_name, target, inputs, statements, header=None) -> str:
         """The wrapper module: `statements` as the body of `call(args)`."""
         *body, returned = statements
         if not isinstance(returned, W.Return):
             body, returned = statements, W.Return()
+        self.graph_name = graph_name
         return render(SHARED_TEMPLATES, "wrapper.py.j2", graph_name=graph_name, target=target,
                       header=header, inputs=inputs, lines=self.lines(body),
-                      outputs=[self.output(o) for o in returned.outputs])
+                      outputs=[self.output(o) for o in returned.outputs],
+                      profiled=self.labels is not None)
 
     def lines(self, statements) -> list:
-        return [self.statement(s) for s in statements]
+        return [self.profiled(s, self.statement(s)) for s in statements]
+
+    def profiled(self, statement, line) -> str:
+        """`line` inside a profiler range named for the call, where profiling is on."""
+        name = call_name(statement)
+        if self.labels is None or name is None:
+            return line
+        kind = {W.CallLibrary: f"library {getattr(statement, 'op', '')}",
+                W.CallEager: f"eager {getattr(statement, 'fn', '')}"}.get(type(statement))
+        label = " ".join(filter(None, (f"{self.graph_name}/{name}", kind,
+                                       self.labels.get(name))))
+        return f"with record_function({label!r}): {line}"
 
     def statement(self, s) -> str:
         return getattr(self, f"statement_{type(s).__name__}")(s)

@@ -69,9 +69,12 @@ def tie_affected(fn, inputs):
     leaves = [t.detach().clone().requires_grad_(t.requires_grad) for t in inputs]
     grad_leaves = [t for t in leaves if t.requires_grad]
     recorder = _OrderInputs()
-    with torch.enable_grad(), warnings.catch_warnings(), recorder:
-        warnings.simplefilter("ignore")
-        fn(*leaves)
+    try:
+        with torch.enable_grad(), warnings.catch_warnings(), recorder:
+            warnings.simplefilter("ignore")
+            fn(*leaves)
+    except RuntimeError:  # what eager ran, it runs again; anything else leaves nothing out
+        return [None] * len(grad_leaves)
     tied = [(x, near_ties(x.detach(), dim)) for x, dim in recorder.seen]
     tied = [(x, mask) for x, mask in tied if mask.any()]
     if not tied or not grad_leaves:

@@ -4,7 +4,7 @@ from dicp.api import Backend, compile_fx, register_backend
 from . import config
 from .codegen import codegen
 from .codegen.ctypes_map import SUPPORTED_DTYPES
-from .compile_job import compile_job
+from .compile_job import compile_job, prepare_toolchain
 from .conversion import CONVERSIONS
 from .expected_fallbacks import EXPECTED_FALLBACKS
 from .opset import OPS
@@ -27,4 +27,5 @@ BACKEND = register_backend(Backend(
 
 def new_backendgraph(gm, example_inputs):
     """The TorchDynamo backend entry point (`torch.compile(backend="new_backendgraph")`)."""
+    prepare_toolchain()  # g++'s probe and precompiled header build while AOTAutograd traces
     return compile_fx(gm, example_inputs, BACKEND)

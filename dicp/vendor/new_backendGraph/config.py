@@ -46,7 +46,7 @@ EXTRA_DECOMPOSITIONS = [
     aten.sigmoid_backward, aten.tanh_backward, aten.upsample_nearest2d,
     aten.native_dropout, aten.native_dropout_backward, aten.repeat, aten.squeeze,
     aten.stack, aten.split, aten.split_with_sizes, aten.select_scatter,
-    aten.masked_fill, aten.addcmul, aten.rsub, aten.square, aten.mse_loss,
+    aten.masked_fill, aten.addcmul, aten.rsub, aten.mse_loss,
     aten.mse_loss_backward, aten.leaky_relu, aten.leaky_relu_backward, aten.elu,
     aten.elu_backward, aten.hardtanh, aten.hardtanh_backward, aten.logsumexp, aten.lerp,
     aten.glu, aten.new_empty_strided, aten.empty_like, aten.zero, aten.fill,
@@ -78,7 +78,8 @@ def bounds_check() -> bool:
 
 
 def native_entry() -> bool:
-    return dicp_config.native_entry
+    """Native entries, unless DICP_PROFILE_KERNELS names each call for the profiler."""
+    return dicp_config.native_entry and not dicp_config.profile_kernels
 
 def host_cpu() -> str:
     """Part of the cache key for `native`, which means something different per machine."""

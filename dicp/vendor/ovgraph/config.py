@@ -26,7 +26,7 @@ EXTRA_DECOMPOSITIONS = [
     aten.nll_loss_forward, aten.nll_loss_backward, aten.embedding_dense_backward,
     aten.threshold_backward, aten.sigmoid_backward, aten.tanh_backward,
     aten.repeat, aten.stack, aten.split, aten.split_with_sizes, aten.select_scatter,
-    aten.masked_fill, aten.addcmul, aten.rsub, aten.square, aten.mse_loss,
+    aten.masked_fill, aten.addcmul, aten.rsub, aten.mse_loss,
     aten.mse_loss_backward, aten.leaky_relu, aten.leaky_relu_backward, aten.elu,
     aten.elu_backward, aten.hardtanh, aten.hardtanh_backward, aten.logsumexp, aten.lerp,
     aten.glu, aten.new_empty_strided, aten.zero, aten.fill, aten.linalg_vector_norm,

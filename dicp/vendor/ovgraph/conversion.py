@@ -59,10 +59,20 @@ def _as_python_number(value):
 def broadcast_to_out(ctx, x):
     """`x` broadcast to the result's shape. A 0-d result is a Reshape: OpenVINO's CPU plugin
     (2026.4) segfaults compiling a Broadcast to an empty shape of a non-constant value, such as
-    a scalar_tensor of a symbolic size under dynamic=True."""
+    a scalar_tensor of a symbolic size under dynamic=True. A result with no elements is an
+    empty slice of `x` reshaped: a Broadcast to it divides by a zero size (SIGFPE) from an
+    empty input and keeps the input's shape ((1, 3) to (0, 3) gave (1, 3)) from another."""
     if ctx.out.dim() == 0:
         return op(ctx, "Reshape", x, [], False)
+    if _no_elements(ctx.out):
+        flat = op(ctx, "Reshape", x, [-1], False)
+        return op(ctx, "Reshape", op(ctx, "Slice", flat, [0], [0], [1], [0]),
+                  list(ctx.out.shape), False)
     return op(ctx, "Broadcast", x, list(ctx.out.shape))
+
+
+def _no_elements(value) -> bool:
+    return any(isinstance(size, int) and size == 0 for size in value.shape)
 
 
 def all_axes(ctx, x):
@@ -80,7 +90,7 @@ UNARY_ROWS = {
 INTEGER_IDENTITY = {aten.floor: "Floor", aten.ceil: "Ceiling"}  # exact on integers
 PREDICATES = {aten.isnan: "IsNaN", aten.isinf: "IsInf"}
 BINARY_ROWS = {
-    aten.mul: "Multiply", aten.pow: "Power", aten.remainder: "FloorMod", aten.fmod: "Mod",
+    aten.mul: "Multiply", aten.remainder: "FloorMod", aten.fmod: "Mod",
 }
 COMPARISONS = {aten.eq: "Equal", aten.ne: "NotEqual", aten.lt: "Less", aten.le: "LessEqual",
                aten.gt: "Greater", aten.ge: "GreaterEqual"}
@@ -190,6 +200,19 @@ def maximum_minimum(ctx, a, b):
     result = op(ctx, name, a, b)
     either_nan = op(ctx, "LogicalOr", op(ctx, "IsNaN", a), op(ctx, "IsNaN", b))
     return op(ctx, "Select", either_nan, op(ctx, "Add", a, b), result)
+
+
+@register_conversion(CONVERSIONS, aten.pow)
+def power(ctx, a, b):
+    """OpenVINO's Power by 0.5 or -0.5 is (r)sqrt's: -0 at -0 and NaN at -inf. Eager's is too
+    for float32, float64 and bfloat16, but float16 goes to std::pow (ATen's PowKernel.cpp),
+    whose answer at +-0 and -inf for an exponent that is no odd integer is |x|'s."""
+    if ctx.out.dtype == torch.float16 and b in (0.5, -0.5):
+        x = cast(ctx, a, torch.float16)
+        edge = op(ctx, "LogicalOr", op(ctx, "Equal", x, cast(ctx, 0, torch.float16)),
+                  op(ctx, "IsInf", x))
+        a = op(ctx, "Select", edge, op(ctx, "Abs", x), x)
+    return binary("Power")(ctx, a, b)
 
 
 @register_conversion(CONVERSIONS, aten.log1p)
