@@ -208,6 +208,17 @@ def test_strict_device_mode_names_the_node_making_a_host_tensor(monkeypatch):
         compiled(fn)(torch.randn(3, device="emu"))
 
 
+def test_strict_device_mode_takes_a_host_scalar_as_eager_does(monkeypatch):
+    """A 0-dim host tensor is a scalar to torch on any device (eager makes this one too)."""
+    monkeypatch.setenv("DICP_EMUGRAPH_STRICT_DEVICE", "1")
+    monkeypatch.setenv("DICP_CACHE_DIR", str(config.cache_dir / "strict-device"))
+
+    def fn(x):
+        return torch.where(x > 0, x, torch.tensor(0.5)) * torch.tensor(2.0)
+    x = torch.randn(7)
+    torch.testing.assert_close(compiled(fn)(x.to("emu")).cpu(), fn(x))
+
+
 def test_training_steps_hold_device_memory_flat():
     model = mlp().to("emu")
     step = compiled(model)

@@ -49,9 +49,11 @@ class EmuCodegen(CppCodegen):
         return super().call_function(node)
 
     def _check_device(self, node):
-        """Strict device mode: a host result no argument asks for is an error naming it."""
+        """Strict device mode: a host result no argument asks for is an error naming it. A 0-dim
+        host tensor is not one: eager makes it too (`x * torch.tensor(2.0)`), and torch reads
+        it as a scalar on any device, by value, never from device memory."""
         val = node.meta.get("val")
-        if not device.on_host(val) or self._asks_for_host(node):
+        if not device.on_host(val) or val.dim() == 0 or self._asks_for_host(node):
             return
         raise HostTensorError(
             f"emugraph (DICP_EMUGRAPH_STRICT_DEVICE=1): node {node.name} ({node.target}) of "
