@@ -146,6 +146,7 @@ def test_a_compiled_call_on_a_side_stream_runs_there():
     fn = compiled(lambda x: x + 1)
     x = torch.ones(3, device="emu")
     fn(x)
+    torch.emu.synchronize()  # the default stream idle before the side stream's call
     side = torch.emu.Stream()
     with torch.emu.stream(side):
         stall = torch.emu._stall()
