@@ -8,26 +8,13 @@ import threading
 
 import pytest
 import torch
-import torch._dynamo
 
 from dicp import config
 
+from .conftest import compiled, on_emu
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 SIZES = [1, 7, 8]  # one element, odd, even
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
-def compiled(fn, dynamic=False):
-    return torch.compile(fn, backend="emugraph", dynamic=dynamic)
-
-
-def on_emu(*tensors):
-    return [t.to("emu") for t in tensors]
 
 
 def fused(x, w):
