@@ -109,10 +109,10 @@ def batches(dynamic):
     return [2, 3] if dynamic else [2]
 
 
-def host_and_device(case):
+def host_and_device(make_model):
     """The model, seeded, on the CPU, and a copy of the same weights on emu."""
     torch.manual_seed(0)
-    host = case.model()
+    host = make_model()
     return host, copy.deepcopy(host).to("emu")
 
 
@@ -143,8 +143,9 @@ def assert_same_gradients(device, host):
 @pytest.mark.parametrize("name", CASES)
 def test_inference_matches_cpu_eager(name, dynamic):
     case = CASES[name]
-    host, device = host_and_device(case)
-    host.eval(), device.eval()
+    host, device = host_and_device(case.model)
+    for m in (host, device):
+        m.eval()
     model = compiled(device, dynamic)
     with torch.no_grad():
         for n in batches(dynamic):
@@ -159,7 +160,7 @@ def test_a_training_step_matches_cpu_eager(name, dynamic):
     updates batch norm's running statistics on the device, the backward graph makes the
     gradients, the eager optimizer reads them there."""
     case = CASES[name]
-    host, device = host_and_device(case)
+    host, device = host_and_device(case.model)
     model = compiled(device, dynamic)
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (host, device)]
     for n in batches(dynamic):
@@ -175,3 +176,32 @@ def test_a_training_step_matches_cpu_eager(name, dynamic):
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
         assert_same_state(device, host)
+
+
+def tiny_llama():
+    """Hugging Face's LlamaForCausalLM from a tiny random config (nothing downloaded): two
+    layers, grouped-query attention (4 heads over 2 key-value heads), rotary embeddings."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    config = LlamaConfig(hidden_size=DIM, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=HEADS, num_key_value_heads=2, vocab_size=64,
+                         max_position_embeddings=64)
+    return LlamaForCausalLM(config)
+
+
+@DYNAMIC
+def test_hugging_face_llama_logits_and_gradients_match_cpu_eager(dynamic):
+    pytest.importorskip("transformers")
+    host, device = host_and_device(tiny_llama)
+    model = compiled(device, dynamic)
+    for n in batches(dynamic):
+        tokens = torch.randint(0, 64, (n, n + 5))
+        with torch.no_grad():
+            assert_on_emu_and_close([model(tokens.to("emu")).logits], [host(tokens).logits])
+        got = model(tokens.to("emu"), labels=tokens.to("emu"))
+        want = host(tokens, labels=tokens)
+        assert_on_emu_and_close([got.logits, got.loss], [want.logits.detach(), want.loss.detach()])
+        got.loss.backward()
+        want.loss.backward()
+        assert_same_gradients(device, host)
+        for m in (host, device):
+            m.zero_grad(set_to_none=True)
