@@ -129,6 +129,38 @@ def test_streams_ordered_by_an_event_give_the_right_result():
     assert torch.equal(y.cpu(), torch.full((5,), 7.0))
 
 
+@pytest.mark.parametrize("wait", ["wait_event", "wait_stream"])
+def test_two_streams_without_the_event_can_be_shown_to_race(wait):
+    """The main stream's fill of x is held behind a stall while a compiled call on a side
+    stream reads x. Without a wait the call runs and reads the stale zeros (the device is
+    really asynchronous, and the graph waits for nothing); after `wait_event` on the fill's
+    event (or `wait_stream` on the main stream) the same call waits and reads the fill."""
+    fn = compiled(lambda x: x * 2 + 1)
+    x = torch.zeros(5, device="emu")
+    fn(x)
+    torch.emu.synchronize()
+    main, side = torch.emu.current_stream(), torch.emu.Stream()
+    stall = torch.emu._stall()
+    x.fill_(3.0)                        # held behind the stall
+    filled = torch.emu.Event()
+    filled.record()
+    with torch.emu.stream(side):
+        raced = fn(x)
+        read = torch.emu.Event()
+        read.record()
+        read.synchronize()              # it has run, while the fill is still held
+        if wait == "wait_event":
+            side.wait_event(filled.event)
+        else:
+            side.wait_stream(main)
+        ordered = fn(x)
+    assert not side.query()             # the ordered call waits for the fill
+    stall.release()
+    torch.emu.synchronize()
+    assert torch.equal(raced.cpu(), torch.ones(5))          # x read before the fill
+    assert torch.equal(ordered.cpu(), torch.full((5,), 7.0))
+
+
 def test_a_compiled_call_on_a_side_stream_runs_there():
     fn = compiled(lambda x: x + 1)
     x = torch.ones(3, device="emu")
