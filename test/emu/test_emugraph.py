@@ -11,6 +11,7 @@ import torch
 
 from dicp import config
 
+from ..common.precompiled_headers import share_precompiled_headers
 from .conftest import compiled, on_emu
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
@@ -225,6 +226,47 @@ def test_strict_device_mode_names_the_node_making_a_host_tensor(monkeypatch):
         return x + host.to("emu")
     with pytest.raises(Exception, match="node .* would make a host tensor"):
         compiled(fn)(torch.randn(3, device="emu"))
+
+
+def cumsum_then_product(x, w):
+    return (torch.sin(x).cumsum(0) * 2) @ w
+
+
+def ancestors(event):
+    while event.cpu_parent is not None:
+        event = event.cpu_parent
+        yield event.name
+
+
+def test_an_eager_fallback_shows_its_copies_in_the_dump_and_the_profile(monkeypatch, tmp_path):
+    """The graph leaves cumsum to eager (DICP_FALLBACK_OPS), and emu has no kernel for it: the
+    device's fallback copies its input to the host, runs it there and copies the result back.
+    The debug dump's wrapper says so before the call, and under DICP_PROFILE_KERNELS the call's
+    range holds the fallback's copies by name; the product, a native op, has no copies."""
+    cache = share_precompiled_headers(tmp_path / "cache")
+    for knob, value in {"DICP_CACHE_DIR": str(cache), "DICP_DEBUG": "1",
+                        "DICP_PROFILE_KERNELS": "1",
+                        "DICP_FALLBACK_OPS": "aten.cumsum.default"}.items():
+        monkeypatch.setenv(knob, value)
+    x, w = torch.randn(6, 4), torch.randn(4, 3)
+    fn = compiled(cumsum_then_product)
+    fn(*on_emu(x, w))
+    with torch.profiler.profile() as profile:
+        y = fn(*on_emu(x, w))
+        torch.emu.synchronize()
+    torch.testing.assert_close(y.cpu(), cumsum_then_product(x, w))
+
+    (wrapper,) = cache.glob("debug/*/wrapper.py")
+    assert "# aten.cumsum.default runs on the CPU through emu:0's fallback: inputs copied " \
+           "emu:0 -> cpu, the op run on the CPU, results copied cpu -> emu:0\n" \
+           "    with record_function(" in wrapper.read_text()
+    assert "# aten.mm.default runs on emu:0: the device's kernel" in wrapper.read_text()
+    events = {event.name: event for event in profile.events()}
+    (call,) = [name for name in events if name.endswith(" eager torch.ops.aten.cumsum.default "
+                                                        "aten.cumsum.default")]
+    for stage in ("copy emu:0 -> cpu", "on the CPU", "copy cpu -> emu:0"):
+        assert call in ancestors(events[f"dicp.emu fallback aten::cumsum: {stage}"])
+    assert not [name for name in events if name.startswith("dicp.emu fallback aten::mm")]
 
 
 def test_training_steps_hold_device_memory_flat():
