@@ -56,6 +56,8 @@ HOST_OPS = ("aten.convolution.default", "aten.convolution_backward.default")
 UNINITIALIZED = ("aten.empty.*", "aten.empty_strided.*", "aten.new_empty*", "aten.empty_like.*")
 
 native: frozenset = frozenset()   # what registration made native (set by dicp.emu)
+# ops whose own kernel is the CPU fallback, as the dispatcher names them (set by dicp.emu)
+fallback_registered: frozenset = frozenset()
 _logged: set = set()
 _observers: list = []
 
@@ -77,6 +79,26 @@ def _dispatcher_name(op: str) -> str:
 
 def registered(names) -> frozenset:
     return frozenset(op for op in NATIVE_OPS if _dispatcher_name(op) in set(names))
+
+
+def path(op: str) -> str:
+    """Where ATen op `op` ("aten.cumsum.default") runs when called on emu tensors, as the
+    knobs now say: "native" (a device kernel, or a structural op), "fallback" (the CPU:
+    inputs copied to the host, the op run there, results copied back) or "composite" (torch's
+    composite of other ops, each on its own path)."""
+    if op in native:
+        return "fallback" if _matches(op, config.fallback_ops) else "native"
+    namespace, name, overload = op.split(".")
+    if namespace == "aten" and _dispatcher_name(op) in fallback_registered:
+        return "fallback"
+    qualified = f"{namespace}::{name}" + ("" if overload == "default" else f".{overload}")
+    if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "PrivateUse1"):
+        return "native"
+    composite = ("CompositeImplicitAutograd", "CompositeExplicitAutograd",
+                 "CompositeExplicitAutogradNonFunctional")
+    if any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key) for key in composite):
+        return "composite"
+    return "fallback"  # the backend fallback serves every op without a kernel
 
 
 def _matches(op: str, patterns) -> bool:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch._dynamo
 
 from dicp import config
 
@@ -38,6 +39,23 @@ def idle_device(emu):
     yield
     torch.emu.synchronize(0)
     torch.emu.synchronize(1)
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """Dynamo's caches dropped around a test of compiled graphs: each test compiles its own."""
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def compiled(fn, dynamic=False):
+    """`fn` compiled by emugraph, the device's backend."""
+    return torch.compile(fn, backend="emugraph", dynamic=dynamic)
+
+
+def on_emu(*tensors):
+    return [t.to("emu") for t in tensors]
 
 
 def run_python(code: str, **env) -> subprocess.CompletedProcess:

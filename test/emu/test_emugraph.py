@@ -8,26 +8,14 @@ import threading
 
 import pytest
 import torch
-import torch._dynamo
 
 from dicp import config
 
+from ..common.precompiled_headers import share_precompiled_headers
+from .conftest import compiled, on_emu
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 SIZES = [1, 7, 8]  # one element, odd, even
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
-def compiled(fn, dynamic=False):
-    return torch.compile(fn, backend="emugraph", dynamic=dynamic)
-
-
-def on_emu(*tensors):
-    return [t.to("emu") for t in tensors]
 
 
 def fused(x, w):
@@ -142,6 +130,38 @@ def test_streams_ordered_by_an_event_give_the_right_result():
     assert torch.equal(y.cpu(), torch.full((5,), 7.0))
 
 
+@pytest.mark.parametrize("wait", ["wait_event", "wait_stream"])
+def test_two_streams_without_the_event_can_be_shown_to_race(wait):
+    """The main stream's fill of x is held behind a stall while a compiled call on a side
+    stream reads x. Without a wait the call runs and reads the stale zeros (the device is
+    really asynchronous, and the graph waits for nothing); after `wait_event` on the fill's
+    event (or `wait_stream` on the main stream) the same call waits and reads the fill."""
+    fn = compiled(lambda x: x * 2 + 1)
+    x = torch.zeros(5, device="emu")
+    fn(x)
+    torch.emu.synchronize()
+    main, side = torch.emu.current_stream(), torch.emu.Stream()
+    stall = torch.emu._stall()
+    x.fill_(3.0)                        # held behind the stall
+    filled = torch.emu.Event()
+    filled.record()
+    with torch.emu.stream(side):
+        raced = fn(x)
+        read = torch.emu.Event()
+        read.record()
+        read.synchronize()              # it has run, while the fill is still held
+        if wait == "wait_event":
+            side.wait_event(filled.event)
+        else:
+            side.wait_stream(main)
+        ordered = fn(x)
+    assert not side.query()             # the ordered call waits for the fill
+    stall.release()
+    torch.emu.synchronize()
+    assert torch.equal(raced.cpu(), torch.ones(5))          # x read before the fill
+    assert torch.equal(ordered.cpu(), torch.full((5,), 7.0))
+
+
 def test_a_compiled_call_on_a_side_stream_runs_there():
     fn = compiled(lambda x: x + 1)
     x = torch.ones(3, device="emu")
@@ -218,6 +238,47 @@ def test_strict_device_mode_takes_a_host_scalar_as_eager_does(monkeypatch):
         return torch.where(x > 0, x, torch.tensor(0.5)) * torch.tensor(2.0)
     x = torch.randn(7)
     torch.testing.assert_close(compiled(fn)(x.to("emu")).cpu(), fn(x))
+
+
+def cumsum_then_product(x, w):
+    return (torch.sin(x).cumsum(0) * 2) @ w
+
+
+def ancestors(event):
+    while event.cpu_parent is not None:
+        event = event.cpu_parent
+        yield event.name
+
+
+def test_an_eager_fallback_shows_its_copies_in_the_dump_and_the_profile(monkeypatch, tmp_path):
+    """The graph leaves cumsum to eager (DICP_FALLBACK_OPS), and emu has no kernel for it: the
+    device's fallback copies its input to the host, runs it there and copies the result back.
+    The debug dump's wrapper says so before the call, and under DICP_PROFILE_KERNELS the call's
+    range holds the fallback's copies by name; the product, a native op, has no copies."""
+    cache = share_precompiled_headers(tmp_path / "cache")
+    for knob, value in {"DICP_CACHE_DIR": str(cache), "DICP_DEBUG": "1",
+                        "DICP_PROFILE_KERNELS": "1",
+                        "DICP_FALLBACK_OPS": "aten.cumsum.default"}.items():
+        monkeypatch.setenv(knob, value)
+    x, w = torch.randn(6, 4), torch.randn(4, 3)
+    fn = compiled(cumsum_then_product)
+    fn(*on_emu(x, w))
+    with torch.profiler.profile() as profile:
+        y = fn(*on_emu(x, w))
+        torch.emu.synchronize()
+    torch.testing.assert_close(y.cpu(), cumsum_then_product(x, w))
+
+    (wrapper,) = cache.glob("debug/*/wrapper.py")
+    assert "# aten.cumsum.default runs on the CPU through emu:0's fallback: inputs copied " \
+           "emu:0 -> cpu, the op run on the CPU, results copied cpu -> emu:0\n" \
+           "    with record_function(" in wrapper.read_text()
+    assert "# aten.mm.default runs on emu:0: the device's kernel" in wrapper.read_text()
+    events = {event.name: event for event in profile.events()}
+    (call,) = [name for name in events if name.endswith(" eager torch.ops.aten.cumsum.default "
+                                                        "aten.cumsum.default")]
+    for stage in ("copy emu:0 -> cpu", "on the CPU", "copy cpu -> emu:0"):
+        assert call in ancestors(events[f"dicp.emu fallback aten::cumsum: {stage}"])
+    assert not [name for name in events if name.startswith("dicp.emu fallback aten::mm")]
 
 
 def test_training_steps_hold_device_memory_flat():

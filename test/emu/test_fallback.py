@@ -102,3 +102,43 @@ def test_a_host_scalar_tensor_among_device_tensors_is_allowed():
 def test_what_registration_made_native():
     assert "aten.add.Tensor" in dicp.emu.eager.native
     assert "aten.cumsum.default" not in dicp.emu.eager.native
+
+
+# (op, a call of it on emu tensors): native, structured ops with the fallback as their own
+# kernel, an op the backend fallback serves, a whole-op host fallback (eager.HOST_OPS)
+PATHS = {
+    "aten.add.Tensor": lambda x: torch.ops.aten.add.Tensor(x, x),
+    "aten.cumsum.default": lambda x: torch.ops.aten.cumsum.default(x, 0),
+    "aten.special_erfcx.default": lambda x: torch.ops.aten.special_erfcx.default(x),
+    "aten.nonzero.default": lambda x: torch.ops.aten.nonzero.default(x),
+    "aten.convolution.default": lambda x: torch.ops.aten.convolution.default(
+        x.view(1, 1, -1), x.view(1, 1, -1)[..., :2], None, [1], [0], [1], False, [0], 1),
+}
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["as_registered", "forced"])
+@pytest.mark.parametrize("op", PATHS)
+def test_path_says_which_kernel_an_op_will_run(op, forced, monkeypatch):
+    """What `eager.path` predicts (emugraph's debug dump prints it) is what a call does."""
+    if forced:
+        monkeypatch.setenv("DICP_FALLBACK_OPS", op)
+    with observe_ops() as seen:
+        PATHS[op](torch.randn(6, device="emu"))
+    assert seen[op, eager.path(op)] == 1
+
+
+def test_path_of_structural_and_composite_ops():
+    assert eager.path("aten.view.default") == "native"      # the device's memory model
+    assert eager.path("aten.linear.default") == "composite"  # addmm, native, inside
+
+
+def test_a_profile_shows_the_fallbacks_copies():
+    x = torch.randn(5, device="emu")
+    with torch.profiler.profile() as profile:
+        torch.cumsum(x, 0)
+        torch.emu.synchronize()
+    names = [event.name for event in profile.events()]
+    assert [n for n in names if n.startswith("dicp.emu fallback")] == [
+        "dicp.emu fallback aten::cumsum: copy emu:0 -> cpu",
+        "dicp.emu fallback aten::cumsum: on the CPU",
+        "dicp.emu fallback aten::cumsum: copy cpu -> emu:0"]

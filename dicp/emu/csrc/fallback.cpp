@@ -5,7 +5,12 @@
 // writes its base, and an op that returns a view of an input returns a view of the device
 // storage. The op runs on the host; storages it wrote, and new results, are copied back to the
 // device on the current stream (asynchronously: the host copies stay alive in the task).
+// Under torch.profiler the copies and the host run are ranges of their own, named for the op
+// ("dicp.emu fallback aten::cumsum: copy emu:0 -> cpu"), so a profile shows what a fallback
+// moves, inside an eager call or a compiled graph's.
 #include "ops.h"
+
+#include <ATen/record_function.h>
 
 #include "device.h"
 
@@ -81,6 +86,25 @@ class HostMirror {
   std::vector<c10::Storage> dirty_;
 };
 
+// A torch.profiler range around one stage of a fallback, named while a profiler records only.
+class FallbackRange {
+ public:
+  enum Stage { kToHost, kOnHost, kToDevice };
+
+  FallbackRange(const c10::OperatorHandle& op, Stage stage, c10::DeviceIndex device)
+      : guard_(at::RecordScope::USER_SCOPE) {
+    if (!guard_.isActive()) return;
+    const std::string emu = "emu:" + std::to_string(device);
+    const std::string what = stage == kToHost   ? "copy " + emu + " -> cpu"
+                             : stage == kOnHost ? std::string("on the CPU")
+                                                : "copy cpu -> " + emu;
+    guard_.before("dicp.emu fallback " + op.schema().name() + ": " + what);
+  }
+
+ private:
+  at::RecordFunction guard_;
+};
+
 // The op's arguments on the host: tensors mirrored, emu devices as the CPU, emu generators (or
 // none, on an emu op) as CPU generators seeded from the device's generator.
 torch::jit::Stack host_arguments(const c10::OperatorHandle& op, const Args& args,
@@ -140,17 +164,38 @@ void run_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   OnDevice on(device);
   dump_values(op, policy, "fallback", args);
   HostMirror mirror;
-  torch::jit::Stack host = host_arguments(op, args, mirror, device);
+  torch::jit::Stack host;
+  {
+    FallbackRange range(op, FallbackRange::kToHost, device);
+    host = host_arguments(op, args, mirror, device);
+  }
   const torch::jit::Stack host_args = host;
-  op.callBoxed(host);
-  write_arguments_back(schema, args, host_args, mirror);
-  Args results = device_results(schema, args, host, mirror, device);
+  {
+    FallbackRange range(op, FallbackRange::kOnHost, device);
+    op.callBoxed(host);
+  }
+  Args results;
+  {
+    FallbackRange range(op, FallbackRange::kToDevice, device);
+    write_arguments_back(schema, args, host_args, mirror);
+    results = device_results(schema, args, host, mirror, device);
+  }
   dump_values(op, policy, "out", results);
   push_all(stack, std::move(results));
 }
 
 void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   run_fallback(op, stack, query_policy(op, false));
+}
+
+std::vector<std::string>& fallback_registrations() {
+  static auto* names = new std::vector<std::string>();
+  return *names;
+}
+
+void register_fallback(torch::Library& library, const std::string& name) {
+  library.impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
+  fallback_registrations().push_back(name);
 }
 
 // An op with a CPU kernel of its own that torch would run on any other backend through a
@@ -176,7 +221,7 @@ void register_own_fallbacks(torch::Library& library) {
     }
     std::string qualified = name.name.substr(6);
     if (!name.overload_name.empty()) qualified += "." + name.overload_name;
-    library.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
+    register_fallback(library, qualified);
   }
 }
 

@@ -51,9 +51,7 @@ std::vector<std::string> register_device(const std::vector<std::string>& native,
   auto& aten = new_library("aten");
   register_core_ops(aten);
   register_device_compositions(aten);
-  for (const auto& name : host) {
-    aten.impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
-  }
+  for (const auto& name : host) register_fallback(aten, name);
   new_library("_").fallback(torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
   auto registered = register_native_ops(native);
   register_own_fallbacks(new_library("aten"));
@@ -152,6 +150,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   using namespace dicp_emu;
   using release = py::call_guard<py::gil_scoped_release>;
   m.def("register_device", &register_device, "claim PrivateUse1; returns the native ops");
+  m.def("fallback_registrations", [] { return fallback_registrations(); },
+        "the ops registered with the CPU fallback as their own kernel");
   m.def("set_policy", &set_policy);
   m.def("device_count", [] { return static_cast<int>(kDeviceCount); });
   m.def("current_device", [] { return static_cast<int>(current_device()); });

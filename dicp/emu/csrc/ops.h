@@ -88,6 +88,10 @@ void register_native_op(torch::Library& library, const std::string& name);
 void register_device_compositions(torch::Library& library);
 void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 void register_own_fallbacks(torch::Library& library);  // after every other registration
+// An op whose own kernel is the fallback (`name` as the dispatcher spells it: "cumsum.out");
+// fallback_registrations() names them all (the backend fallback serves unregistered ops).
+void register_fallback(torch::Library& library, const std::string& name);
+std::vector<std::string>& fallback_registrations();
 void run_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const OpPolicy& policy);
 Args host_reference(const c10::OperatorHandle& op, const Args& args);  // op run on host copies
 

@@ -4,7 +4,7 @@ device's stream through a launch entry, ops on host tensors run as the host's ea
 import torch
 import torch.fx as fx
 
-from dicp.api import Operator, log
+from dicp.api import ORIGIN, Operator, log, wrapper_ir
 
 from ..new_backendGraph.codegen.cpp_codegen import KERNELS_PER_SOURCE, CppCodegen
 from . import config, device
@@ -35,6 +35,14 @@ class EmuCodegen(CppCodegen):
             return self.aten_call(node, self.vendor_op_source(node.target), node.target,
                                   as_traced=True)
         return super().vendor_op(node)
+
+    def aten_call(self, node, source, target, as_traced=False):
+        """A library call or eager fallback; on the device, a comment before it says where the
+        device runs it (its kernel, or its CPU fallback with copies): the debug dump shows it."""
+        if not self._on_host(node):
+            note = device.eager_placement(_aten_op(node), self.wrapper.device)
+            self.wrapper.add(wrapper_ir.Verbatim(f"# {note}"))
+        return super().aten_call(node, source, target, as_traced)
 
     @staticmethod
     def _on_host(node):
@@ -85,6 +93,16 @@ class EmuCodegen(CppCodegen):
                                                           len(self.kernels)))]
         return device.launch_entries([(name, self.kernel_types[name], self.signatures[name][1])
                                       for name in names])
+
+
+def _aten_op(node) -> str:
+    """The ATen op an eager call of `node` runs: its target, a library op's ATen kernel, or
+    the op it was converted from."""
+    for candidate in (node.target, getattr(node.target, "impl", None)):
+        if isinstance(candidate, torch._ops.OpOverload):
+            return str(candidate)
+    origin = node.meta.get(ORIGIN)
+    return origin.op if origin is not None else str(node.target)
 
 
 def _source_index(file_name):

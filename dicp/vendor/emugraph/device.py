@@ -8,7 +8,8 @@ schedule and the C++ renderer are new_backendgraph's, unchanged.
   kernel's launch entry (templates/launch.cpp.j2) on the current stream; the call returns at
   once, and the host never reads device memory;
 - copies: constants go to the device when the graph loads; eager fallbacks and library calls
-  are the device's own eager ops (its CPU fallback copies for them);
+  are the device's own eager ops (its CPU fallback copies for them): the wrapper says which
+  path each takes (`eager_placement`), and a profile shows the fallback's copies as ranges;
 - synchronization: none in a graph. The device's eager ops wait where the host needs a value
   (`.item()`, a copy to the host, a data-dependent size), all on the same stream.
 """
@@ -48,6 +49,23 @@ def graph_device(gm) -> str:
 
 def on_host(value) -> bool:
     return isinstance(value, torch.Tensor) and value.device.type == "cpu"
+
+
+# Where a device eager call runs (dicp.emu.eager.path), as the wrapper's comment says it.
+PLACEMENTS = {
+    "native": "on {device}: the device's kernel",
+    "fallback": "on the CPU through {device}'s fallback: inputs copied {device} -> cpu, the op "
+                "run on the CPU, results copied cpu -> {device}",
+    "composite": "on {device}: torch's composite, its ops each the device's kernel or its CPU "
+                 "fallback",
+}
+
+
+def eager_placement(op: str, device: str) -> str:
+    """Where ATen op `op` called on `device`'s tensors runs, in words (the runtime decides:
+    its native kernels, the knobs forcing some to the CPU, its fallback for the rest)."""
+    path = importlib.import_module(RUNTIME_PACKAGE).eager.path(op)
+    return f"{op} runs {PLACEMENTS[path].format(device=device)}"
 
 
 class LaunchRenderer(PythonWrapperRenderer):
