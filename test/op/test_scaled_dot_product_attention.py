@@ -43,11 +43,14 @@ def gradients(fn, inputs, weights):
 
 class TestScaledDotProductAttention:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-    # (batch, heads, length, head dim): length 1, odd and even; heads stay even for GQA
+    # (batch, heads, length, head dim): length 1, odd and even; heads stay even for GQA. A
+    # dynamic size and its resized twin keep the same equalities between dims (the batch never
+    # equals the GQA heads, heads//2): dynamo gives equal sizes one symbol, so breaking one is
+    # a new graph, not a size its code must take
     @pytest.mark.parametrize("sizes", [
         Size((2, 4, 7, 8), (3, 4, 9, 8), resized=(5, 4, 12, 8)),
         Size((1, 2, 1, 16), (1, 2, 5, 16), resized=(1, 2, 6, 16)),
-        Size((1, 4, 8, 4), (2, 4, 6, 4), resized=(3, 4, 11, 4))])
+        Size((1, 4, 8, 4), (3, 4, 6, 4), resized=(5, 4, 11, 4))])
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_scaled_dot_product_attention(self, sizes, dtype, compiled_model):
         device = get_device()
