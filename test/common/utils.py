@@ -11,6 +11,7 @@ import torch
 import torch._dynamo as dynamo
 
 from dicp import config as dicp_config
+from dicp.tools.on_device import backend_device, on_device, to_device, to_host
 
 torch.manual_seed(1)
 random.seed(1)
@@ -88,19 +89,19 @@ class OnDevice:
     eager on the host: each call copies the module's parameters and buffers and every tensor
     argument to the device (differentiably, so gradients reach the host parameters), runs the
     compiled model there, checks that every tensor output is on the device, and returns the
-    outputs copied to the host; buffers the call updated (running statistics) are copied back."""
+    outputs copied to the host; buffers the call updated (running statistics) are copied back.
+    A function's tensors are its arguments (dicp.tools.on_device)."""
 
     def __init__(self, compiled, module, device):
         self.compiled, self.module, self.device = compiled, module, device
 
     def __call__(self, *args, **kwargs):
         module = self.module
-        if not isinstance(module, torch.nn.Module):  # a function: its tensors are its arguments
-            args, kwargs = self._to_device((args, kwargs))
-            return self._outputs(self.compiled(*args, **kwargs))
+        if not isinstance(module, torch.nn.Module):
+            return on_device(self.compiled, self.device)(*args, **kwargs)
         host = dict(module.named_parameters()) | dict(module.named_buffers())
         state = {name: tensor.to(self.device) for name, tensor in host.items()}
-        args, kwargs = self._to_device((args, kwargs))
+        args, kwargs = to_device((args, kwargs), self.device)
         prefix = "_orig_mod." if hasattr(self.compiled, "_orig_mod") else ""  # torch.compile's
         outputs = torch.func.functional_call(self.compiled, {f"{prefix}{name}": tensor
                                                              for name, tensor in state.items()},
@@ -108,23 +109,10 @@ class OnDevice:
         with torch.no_grad():
             for name, buffer in module.named_buffers():
                 buffer.copy_(state[name])
-        return self._outputs(outputs)
+        return to_host(outputs, self.device)
 
     def __getattr__(self, name):  # the module's own attributes (config, methods)
         return getattr(self.compiled, name)
-
-    def _to_device(self, value):
-        return _tree_map(lambda t: t.to(self.device) if isinstance(t, torch.Tensor) else t,
-                         value)
-
-    def _outputs(self, outputs):
-        def to_host(tensor):
-            if not isinstance(tensor, torch.Tensor):
-                return tensor
-            assert tensor.device.type == torch.device(self.device).type, (
-                f"a compiled output is on {tensor.device}, not on the backend's {self.device}")
-            return tensor.to("cpu")
-        return _tree_map(to_host, outputs)
 
 
 def _has_state(model):
@@ -132,20 +120,11 @@ def _has_state(model):
         any(True for _ in (*model.parameters(), *model.buffers()))
 
 
-def _tree_map(fn, value):
-    if isinstance(value, (tuple, list)):
-        return type(value)(_tree_map(fn, item) for item in value)
-    if isinstance(value, dict):
-        return {key: _tree_map(fn, item) for key, item in value.items()}
-    return fn(value)
-
-
 def device_of(backend):
     """The device of dynamo backend `backend` (a name or a callable): `Backend.device` for a
     dicp backend, else the host."""
     # a backend object wrapping the one under test (a graph counter) runs on its device
-    found = dicp_backend(backend if isinstance(backend, str) else parse_args().backend)
-    return found.device if found is not None else "cpu"
+    return backend_device(backend if isinstance(backend, str) else parse_args().backend)
 
 
 def dicp_backend(name):

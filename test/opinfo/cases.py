@@ -3,7 +3,7 @@ import functools
 import logging
 import warnings
 
-from .check import MODES, OpCheck, case_name
+from .check import BACKEND, MODES, OpCheck, case_name
 from .dtypes import case_dtypes
 from .expectations import skip_reason
 from .outcome import Outcome
@@ -44,14 +44,14 @@ def dtypes_of_task(name, mode):
     return [str(d).removeprefix("torch.") for d in case_dtypes(opinfo(name), mode)]
 
 
-def run_task(name, mode, seed_base=0):
+def run_task(name, mode, seed_base=0, backend=BACKEND):
     """Outcomes of one (op, mode), one per dtype; an error of the suite itself (not of the
     backend: those are caught in OpCheck) becomes a failure of kind `harness error`."""
     logging.getLogger("torch._dynamo").setLevel(logging.ERROR)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return OpCheck(opinfo(name), mode, seed_base).run()
+            return OpCheck(opinfo(name), mode, seed_base, backend).run()
         except Exception as error:
             lines = str(error).splitlines()
             detail = f"{type(error).__name__}: {lines[0][:400] if lines else ''}"

@@ -24,6 +24,7 @@ import torch._dynamo
 from dicp import profile
 from dicp.bridge.pipeline.fallback import declared_reason, observe_fallbacks
 from dicp.api import get_backend
+from dicp.tools.on_device import backend_device, on_device
 
 from . import samples as sample_lib
 from .compare import Mismatch, check_outputs, check_tensor, leaves
@@ -63,6 +64,9 @@ class OpCheck:
                  limits=sample_lib.SAMPLE_LIMITS):
         self.opinfo, self.mode, self.seed_base, self.backend = opinfo, mode, seed_base, backend
         self.limits = limits
+        # a device backend (emugraph) runs the samples on its device, compared with eager on
+        # the host; looked up now so that its runtime loads before eager's first backward
+        self.device = backend_device(backend)
         self.name = case_name(opinfo)
         self.dropped = {}           # dtype -> samples whose eager (or aot_eager) call fails
         self.graph_breaks = set()   # backend exceptions dynamo turned into graph breaks
@@ -174,8 +178,9 @@ class OpCheck:
         """Compile all `samples` as one function and compare each with eager."""
         torch._dynamo.reset()
         compiler = _Observed(backend or self.backend)
-        fn = torch.compile(sample_lib.batched_call(self.opinfo.op, samples), backend=compiler,
-                           dynamic=self.mode == "dynamic")
+        fn = on_device(torch.compile(sample_lib.batched_call(self.opinfo.op, samples),
+                                     backend=compiler, dynamic=self.mode == "dynamic"),
+                       self.device if backend is None else backend_device(backend))
         with observe_fallbacks() as fallbacks, profile.collect() as stats:
             verdicts = self._compare_calls(fn, samples)
         if compiler.swallowed:
@@ -306,8 +311,9 @@ class OpCheck:
                        graphs=attempt.graphs if attempt else 0)
 
     def _undeclared(self, fallbacks):
-        backend = get_backend(self.backend) if self.backend == BACKEND else None
-        if backend is None:
+        try:
+            backend = get_backend(self.backend)
+        except KeyError:  # inductor, aot_eager: no declared fallbacks to tell apart
             return set()
         return {f.op for f in fallbacks if declared_reason(backend, f.op) is None}
 

@@ -2,6 +2,7 @@
 
     python -m test.opinfo.run [--jobs 2] [--out results.jsonl] [--rerun-failed | --again]
                               [--ops 'linalg.*'] [--modes static,grad,dynamic,float64]
+                              [--backend emugraph]
 
 Each (op, mode) runs in a worker process (a crash in generated code, or a hang, fails that
 case and the run goes on), with DICP_BOUNDS_CHECK=1. Outcomes are appended to `--out` as JSON
@@ -47,6 +48,9 @@ def parse_args(argv=None):
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
     parser.add_argument("--seed-base", type=int, default=0)
     parser.add_argument("--fast", action="store_true", help="only the fast subset (fast.py)")
+    parser.add_argument("--backend", default="new_backendgraph",
+                        help="a dicp backend; one with a device of its own (emugraph) runs the "
+                             "samples there, compared with eager on the host")
     return parser.parse_args(argv)
 
 
@@ -82,7 +86,7 @@ def main(argv=None):
     from .summary import summarize
     wanted = set(tasks)
     outcomes = [o for o in _read(args.out) if (o.op, o.mode) in wanted]
-    text, ok = summarize(outcomes, names, seconds=time.time() - start)
+    text, ok = summarize(outcomes, names, seconds=time.time() - start, backend=args.backend)
     print(text, flush=True)
     return 0 if ok else 1
 
@@ -108,7 +112,7 @@ def _todo(tasks, args):
 
 # ---- workers ------------------------------------------------------------------------------------
 
-def _worker(conn, log_path, seed_base):
+def _worker(conn, log_path, seed_base, backend):
     """Run (op, mode) tasks received on `conn`, sending back Outcome JSON lines."""
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
@@ -120,7 +124,7 @@ def _worker(conn, log_path, seed_base):
             return
         print(f"== {task}", flush=True)
         started = time.time()
-        outcomes = run_task(*task, seed_base=seed_base)
+        outcomes = run_task(*task, seed_base=seed_base, backend=backend)
         for o in outcomes:
             o.seconds = round(time.time() - started, 2)
         conn.send([o.to_json() for o in outcomes])
@@ -170,8 +174,8 @@ class Pool:
         parent, child = self.context.Pipe()
         log = os.path.join(self.logs, f"worker-{self.started}.log")
         self.started += 1
-        process = self.context.Process(target=_worker, args=(child, log, self.args.seed_base),
-                                       daemon=True)
+        process = self.context.Process(target=_worker, daemon=True, args=(
+            child, log, self.args.seed_base, self.args.backend))
         process.start()
         child.close()
         return parent, process

@@ -34,7 +34,7 @@ def _by_op(outcomes):
     return ops
 
 
-def summarize(outcomes, names, seconds):
+def summarize(outcomes, names, seconds, backend="new_backendgraph"):
     """(text, ok): ok is False if any case disagrees with the expected-failure table."""
     outcomes = latest(outcomes)
     ops = _by_op(outcomes)
@@ -51,7 +51,7 @@ def summarize(outcomes, names, seconds):
     verdicts = defaultdict(list)
     for o in outcomes:
         verdicts[table_verdict(o)].append(o)
-    lines = ["", "== OpInfo conformance (new_backendgraph, DICP_BOUNDS_CHECK=1) =="]
+    lines = ["", f"== OpInfo conformance ({backend}, DICP_BOUNDS_CHECK=1) =="]
     lines += _failure_lines(outcomes, failures)
     lines += _table_lines(verdicts)
     cases = defaultdict(int)

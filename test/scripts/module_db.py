@@ -6,6 +6,7 @@ judges it, against the same module run in float64: it passes if it is as accurat
 
     python test/scripts/module_db.py                          # every module, static
     python test/scripts/module_db.py --dynamic nn.Conv2d nn.CrossEntropyLoss
+    python test/scripts/module_db.py --backend emugraph      # on emu, against eager on the host
 
 One line per problem, a summary at the end; the exit status is 1 if any compiled result
 differs from eager or any compile fails, apart from KNOWN_TORCH_FAILURES. Lazy modules and
@@ -17,12 +18,15 @@ import copy
 import functools
 import sys
 import warnings
+from pathlib import Path
 
 import torch
 from torch.testing._internal.common_modules import module_db
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from dicp.bridge.pipeline.torch_compat import pytree
 from dicp.tools.fuzz.check import float64_inputs, judge
+from test.common.utils import OnDevice, device_of
 
 SKIPPED = ("nn.Lazy", "nn.FractionalMaxPool")
 # Differences that every backend shows, torch's and dicp's alike (aot_eager included):
@@ -120,7 +124,10 @@ def check(info, sample, training, backend, dynamic):
         return None
     torch._dynamo.reset()
     try:
-        actual = call(twin, torch.compile(twin, backend=backend, dynamic=dynamic), *inputs)
+        compiled = torch.compile(twin, backend=backend, dynamic=dynamic)
+        device = device_of(backend)  # a device backend's module and inputs go there
+        actual = call(twin, compiled if device == "cpu" else OnDevice(compiled, twin, device),
+                      *inputs)
     except Exception as error:
         return [f"compile or run failed: {type(error).__name__}: {str(error)[:300]}"]
     return differences(actual, expected, reference)
@@ -133,6 +140,9 @@ def main(argv=None):
     parser.add_argument("--dynamic", action="store_true")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
+    # loads the backend, and a device backend's runtime, before eager's first backward:
+    # autograd's engine sizes its per-device queues once, from the devices registered by then
+    device_of(args.backend)
     checked, failed = 0, 0
     for info in module_db:
         if info.name.startswith(SKIPPED) or (args.modules and info.name not in args.modules):

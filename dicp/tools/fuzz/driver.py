@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dicp import config
+from dicp.tools.on_device import backend_device
 
 from .generate import FAMILIES, consistent_sizes, generate, size_pool
 from .repro import render
@@ -88,6 +89,9 @@ def program_seed(seed, index):
 def fuzz(options: Options) -> Report:
     """Run the fuzzer; returns the report (findings with their shrunk repros)."""
     report, start = Report(), time.monotonic()
+    # loads the backend, and a device backend's runtime, before the first backward: autograd's
+    # engine sizes its per-device queues once, from the devices registered by then
+    backend_device(options.backend)
     modes = {"static": [False], "dynamic": [True], "both": [False, True]}[options.shapes]
     with config.patch(bounds_check=options.bounds_check):
         for dynamic in modes:

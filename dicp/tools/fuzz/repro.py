@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from dicp.tools.fuzz.check import float64_inputs, float64_reference_runs, judge, rounded_run
 from dicp.tools.fuzz.ties import tie_affected
+from dicp.tools.on_device import backend_device, on_device
 
 '''
 
@@ -66,7 +67,8 @@ def float64_run(eager_inputs, expected, config):
     return [None] * len(expected), None
 
 
-compiled = torch.compile(batch, backend={backend!r}, dynamic={dynamic}, fullgraph=True)
+compiled = on_device(torch.compile(batch, backend={backend!r}, dynamic={dynamic}, fullgraph=True),
+                     backend_device({backend!r}))  # a device backend's inputs go there
 failed = False
 for config in range({configs}):
     # after the first size, a recompile raises: one build must serve every size

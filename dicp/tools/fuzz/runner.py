@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import torch
 
 from dicp.bridge.pipeline.torch_compat import recompile_error_type, recompiles_raise
+from dicp.tools.on_device import backend_device, on_device
 
 from .check import float64_inputs, float64_reference_runs, judge, rounded_run
 from .program import batch_function
@@ -67,6 +68,7 @@ def run_case(case: Case) -> list:
     torch.compiler.reset()
     fn = batch_function(case.programs)
     compiled = torch.compile(fn, backend=case.backend, dynamic=case.dynamic, fullgraph=True)
+    compiled = on_device(compiled, backend_device(case.backend))  # a device backend's inputs
     for config in range(case.configs):
         runs = [ProgramRun(p, config, case.backward) for p in case.programs]
         # after the first size, a recompile raises: one build must serve every size

@@ -1,0 +1,60 @@
+"""Running a compiled function of host tensors on its backend's device, for the checks that
+compare with eager on the host (the fuzzer, the OpInfo run, torch's module samples): a backend
+with a device of its own (`Backend.device`, e.g. emugraph's `emu`) gets its inputs there and
+must return its outputs there; the check sees host tensors either way.
+
+    compiled = on_device(torch.compile(fn, backend=name), backend_device(name))
+"""
+import torch
+
+from dicp.api import get_backend
+
+HOST = "cpu"
+
+
+def backend_device(backend) -> str:
+    """The device of dynamo backend `backend`: `Backend.device` for a registered dicp backend
+    (by name), the host for others (inductor, aot_eager, a callable)."""
+    if not isinstance(backend, str):
+        return HOST
+    try:
+        return get_backend(backend).device
+    except KeyError:
+        return HOST
+
+
+def on_device(compiled, device):
+    """`compiled` called with its tensor arguments copied to `device` (differentiably, so
+    gradients reach the host tensors) and its tensor outputs, which must be on `device`,
+    copied back to the host; `compiled` itself for the host."""
+    if torch.device(device).type == HOST:
+        return compiled
+
+    def call(*args, **kwargs):
+        args, kwargs = to_device((args, kwargs), device)
+        return to_host(compiled(*args, **kwargs), device)
+    return call
+
+
+def to_device(value, device):
+    """`value` (nested tuples, lists and dicts) with every tensor copied to `device`."""
+    return _tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, value)
+
+
+def to_host(value, device):
+    """`value` with every tensor, each checked to be on `device`, copied to the host."""
+    def one(tensor):
+        if not isinstance(tensor, torch.Tensor):
+            return tensor
+        assert tensor.device.type == torch.device(device).type, (
+            f"a compiled output is on {tensor.device}, not on the backend's {device}")
+        return tensor.to(HOST)
+    return _tree_map(one, value)
+
+
+def _tree_map(fn, value):
+    if isinstance(value, (tuple, list)):
+        return type(value)(_tree_map(fn, item) for item in value)
+    if isinstance(value, dict):
+        return {key: _tree_map(fn, item) for key, item in value.items()}
+    return fn(value)
