@@ -52,11 +52,11 @@ def pytest_sessionfinish(session):
 
 
 def _run(item, folder: Path, name: str) -> dict:
-    from .precompiled_headers import share_precompiled_headers
+    from .shared_builds import share_runtime_builds
     record, stats = folder / f"{name}.jsonl", folder / f"{name}-stats.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != WARM_ENV}
     env.update({CHILD: "1", STATS: str(stats), "DICP_RECORD_RESULTS": str(record),
-                "DICP_CACHE_DIR": str(share_precompiled_headers(folder / "cache")),
+                "DICP_CACHE_DIR": str(share_runtime_builds(folder / "cache")),
                 "TORCHINDUCTOR_CACHE_DIR": str(folder / "cache" / "torch")})
     if name == "warm":
         env.update(json.loads(os.environ.get(WARM_ENV, "{}")))

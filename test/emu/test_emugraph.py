@@ -11,7 +11,7 @@ import torch
 
 from dicp import config
 
-from ..common.precompiled_headers import share_precompiled_headers
+from ..common.shared_builds import share_runtime_builds
 from .conftest import compiled, on_emu
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
@@ -255,7 +255,7 @@ def test_an_eager_fallback_shows_its_copies_in_the_dump_and_the_profile(monkeypa
     device's fallback copies its input to the host, runs it there and copies the result back.
     The debug dump's wrapper says so before the call, and under DICP_PROFILE_KERNELS the call's
     range holds the fallback's copies by name; the product, a native op, has no copies."""
-    cache = share_precompiled_headers(tmp_path / "cache")
+    cache = share_runtime_builds(tmp_path / "cache")
     for knob, value in {"DICP_CACHE_DIR": str(cache), "DICP_DEBUG": "1",
                         "DICP_PROFILE_KERNELS": "1",
                         "DICP_FALLBACK_OPS": "aten.cumsum.default"}.items():

@@ -16,7 +16,7 @@ import dicp.vendor.new_backendGraph
 import dicp.vendor.ovgraph  # noqa: F401  (declares its knobs; openvino is imported only to compile)
 from dicp import config as dicp_config
 
-from ..common.precompiled_headers import share_precompiled_headers
+from ..common.shared_builds import share_runtime_builds
 
 REPO = Path(__file__).resolve().parents[2]
 BACKEND = "new_backendgraph"
@@ -25,7 +25,7 @@ KNOBS = tuple(k.env for k in dicp_config.knobs() if k.owner != "tests")
 
 
 def _isolate(monkeypatch, path):
-    share_precompiled_headers(path)
+    share_runtime_builds(path)
     for knob in KNOBS:
         monkeypatch.delenv(knob, raising=False)
     monkeypatch.setenv("DICP_CACHE_DIR", str(path))
@@ -117,7 +117,7 @@ def cause_of(error, kind):
 def run_fresh(code, cache_dir, **env):
     """Run `code` in a fresh interpreter (cwd = repo root) with DICP_CACHE_DIR = cache_dir."""
     full_env = {k: v for k, v in os.environ.items() if k not in KNOBS}
-    full_env.update(DICP_CACHE_DIR=str(cache_dir),
+    full_env.update(DICP_CACHE_DIR=str(share_runtime_builds(cache_dir)),
                     TORCHINDUCTOR_CACHE_DIR=str(Path(cache_dir) / "torch"))
     full_env.update(env)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO,

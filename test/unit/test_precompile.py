@@ -17,6 +17,9 @@ COMMON = """
 import json, os, sys, torch
 torch.manual_seed(0)
 CASE = os.environ["CASE"]
+DEVICE = os.environ.get("DEVICE", "cpu")
+if DEVICE == "emu":
+    import dicp.emu  # the device's runtime, as a vendor's package registers theirs
 
 def pointwise(x, y):
     return (x * y).sin() + y.sum(dim=1, keepdim=True) / 3
@@ -31,9 +34,13 @@ FUNCTIONS = {"inference": pointwise, "training": training, "dynamic": pointwise,
              "constant": with_constant}
 
 def inputs(rows):
-    x = torch.randn(rows, 5)
-    w = torch.randn(rows, 5, requires_grad=CASE == "training")
+    x = torch.randn(rows, 5).to(DEVICE)
+    w = torch.randn(rows, 5).to(DEVICE).requires_grad_(CASE == "training")
     return x, w
+
+def on_device(tensors):  # each checked to be on DEVICE, copied to the host
+    assert all(t.device.type == DEVICE for t in tensors), [t.device for t in tensors]
+    return [t.cpu() for t in tensors]
 
 def outputs(fn, args):
     out = fn(*args)
@@ -51,7 +58,7 @@ compiled = torch.compile(fn, fullgraph=True, backend=os.environ["BACKEND"],
                          dynamic=CASE == "dynamic").aot_compile((inputs(6), {}))
 compiled.save_compiled_function(os.environ["ARTIFACT"])
 args = inputs(6)
-pairs = zip(outputs(compiled, args), outputs(fn, args))
+pairs = zip(on_device(outputs(compiled, args)), on_device(outputs(fn, args)))
 ok = all(torch.allclose(a, b, atol=1e-5) for a, b in pairs)
 print(json.dumps({"ok": ok}))
 """
@@ -67,7 +74,7 @@ rows = [6, 3, 11] if CASE == "dynamic" else [6]
 ok = []
 for n in rows:
     args = inputs(n)
-    got, want = outputs(compiled, args), outputs(fn, args)
+    got, want = on_device(outputs(compiled, args)), on_device(outputs(fn, args))
     ok.append(all(torch.allclose(a, b, atol=1e-5) for a, b in zip(got, want)))
 libraries = list(os.path.join(d, f) for d, _, files in os.walk(os.environ["DICP_CACHE_DIR"])
                  for f in files if f.endswith(".so"))
@@ -78,9 +85,9 @@ NO_COMPILER = {"DICP_CXX": "/nonexistent/dicp-no-compiler", "CXX": "/nonexistent
                "PATH": os.path.dirname(sys.executable)}
 
 
-def _save_and_load(tmp_path, case, backend="new_backendgraph"):
+def _save_and_load(tmp_path, case, backend="new_backendgraph", device="cpu"):
     artifact = str(tmp_path / f"{case}.pt2")
-    env = {"CASE": case, "ARTIFACT": artifact, "BACKEND": backend,
+    env = {"CASE": case, "ARTIFACT": artifact, "BACKEND": backend, "DEVICE": device,
            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
     saved = json.loads(check_fresh(SAVE, tmp_path / "save-cache", **env))
     assert saved == {"ok": True}
@@ -103,6 +110,18 @@ def test_precompiled_function_loads_without_cache_or_compiler(case, tmp_path):
     assert all(loaded["ok"]) and loaded["ok"], loaded
     assert loaded["builds"] == 0
     assert loaded["libraries"] >= 1  # the kernels came from the artifact into the cache
+
+
+@pytest.mark.skipif(not HAS_AOT_COMPILE, reason=f"torch {torch.__version__}: compiled functions "
+                    "have no aot_compile")
+@pytest.mark.parametrize("case", ["inference", "training", "dynamic", "constant"])
+def test_a_precompiled_emugraph_function_loads_onto_the_device(case, tmp_path):
+    """emugraph's artifact in a process with the device's runtime (built, as a vendor's comes
+    installed: run_fresh shares it) and no compiler: the kernels come from the artifact, its
+    outputs (and gradients) are on emu and match eager."""
+    loaded = _save_and_load(tmp_path, case, backend="emugraph", device="emu")
+    assert all(loaded["ok"]) and loaded["ok"], loaded
+    assert loaded["builds"] == 0
 
 
 # torch's AOTAutogradCache holding dicp graphs (what torch.compile does with these two flags
