@@ -54,6 +54,7 @@ std::vector<std::string> register_device(
   auto& aten = new_library("aten");
   register_core_ops(aten);
   register_device_compositions(aten);
+  register_rnn_cells(aten);
   for (const auto& name : host) register_fallback(aten, name);
   new_library("_").fallback(torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
   auto registered = register_native_ops(native);

@@ -86,6 +86,7 @@ std::vector<Layout> result_layouts(const c10::OperatorHandle& op, const Args& ar
 void register_core_ops(torch::Library& library);
 void register_native_op(torch::Library& library, const std::string& name);
 void register_device_compositions(torch::Library& library);
+void register_rnn_cells(torch::Library& library);  // rnn_cells.cpp
 void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 void register_own_fallbacks(torch::Library& library);  // after every other registration
 // An op whose own kernel is the fallback (`name` as the dispatcher spells it: "cumsum.out");
