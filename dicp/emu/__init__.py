@@ -30,7 +30,8 @@ from .eager import observe_ops  # noqa: E402
 
 _C = _runtime.module()
 eager.native = eager.registered(
-    _C.register_device(eager.to_register(), eager.host_ops(), config.emu_isolation))
+    _C.register_device(eager.to_register(), eager.host_ops(), eager.hidden_writes(),
+                       config.emu_isolation))
 eager.fallback_registered = frozenset(_C.fallback_registrations())
 
 from . import device  # noqa: E402

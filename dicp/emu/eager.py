@@ -52,6 +52,18 @@ NATIVE_OPS = (
 # (convolution reaches convolution_overrideable, which raises): they fall back as a whole.
 HOST_OPS = ("aten.convolution.default", "aten.convolution_backward.default")
 
+# Arguments an op's CPU kernel writes though its schema does not mark them written (Tensor(a!)),
+# by argument name. The fallback copies back what an op writes, and it knows that from the
+# schema, so without this row batch norm's running statistics stay unchanged on the device.
+# torch knows these schemas are wrong: its SchemaInfo special-cases native_batch_norm's running
+# statistics (with cudnn's and miopen's, which have no CPU kernel), and torch/_decomp says
+# native_batch_norm "has a wrong schema"; batch_norm_update_stats' CPU kernel updates them too.
+HIDDEN_WRITES = {
+    "aten.native_batch_norm.default": ("running_mean", "running_var"),
+    "aten.native_batch_norm.out": ("running_mean", "running_var"),
+    "aten.batch_norm_update_stats.default": ("running_mean", "running_var"),
+}
+
 # Ops whose result cannot be compared with a second run: uninitialized memory.
 UNINITIALIZED = ("aten.empty.*", "aten.empty_strided.*", "aten.new_empty*", "aten.empty_like.*")
 
@@ -70,6 +82,11 @@ def to_register() -> list:
 
 def host_ops() -> list:
     return [_dispatcher_name(op) for op in HOST_OPS]
+
+
+def hidden_writes() -> dict:
+    """HIDDEN_WRITES as the dispatcher names the ops."""
+    return {_dispatcher_name(op): list(names) for op, names in HIDDEN_WRITES.items()}
 
 
 def _dispatcher_name(op: str) -> str:

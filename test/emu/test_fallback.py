@@ -142,3 +142,53 @@ def test_a_profile_shows_the_fallbacks_copies():
         "dicp.emu fallback aten::cumsum: copy emu:0 -> cpu",
         "dicp.emu fallback aten::cumsum: on the CPU",
         "dicp.emu fallback aten::cumsum: copy cpu -> emu:0"]
+
+
+# ---- arguments an op writes without its schema saying so (eager.HIDDEN_WRITES) ----
+
+@pytest.mark.parametrize("momentum", [0.1, None], ids=["momentum", "cumulative"])
+@pytest.mark.parametrize("shape", [(8, 3), (4, 3, 5, 5)], ids=["BatchNorm1d", "BatchNorm2d"])
+def test_batch_norm_training_updates_the_running_statistics(shape, momentum):
+    """native_batch_norm writes its running statistics; its schema does not say so."""
+    def run(device):
+        torch.manual_seed(0)
+        norm = (torch.nn.BatchNorm1d if len(shape) == 2 else torch.nn.BatchNorm2d)(
+            shape[1], momentum=momentum).to(device)
+        for step in range(3):
+            norm(torch.randn(shape).add(step).to(device))
+        return {name: value.cpu() for name, value in norm.state_dict().items()}
+    cpu, emu = run("cpu"), run("emu")
+    assert cpu["num_batches_tracked"] == emu["num_batches_tracked"] == 3
+    for name in ("running_mean", "running_var"):
+        assert torch.allclose(emu[name], cpu[name], atol=1e-6), name
+
+
+def test_batch_norm_update_stats_updates_the_running_statistics():
+    def run(device):
+        x = torch.arange(12.0).reshape(4, 3).to(device)
+        stats = torch.zeros(3, device=device), torch.ones(3, device=device)
+        torch.ops.aten.batch_norm_update_stats(x, *stats, 0.5)
+        return torch.stack(stats)
+    cpu, emu = on_both(run)
+    assert torch.allclose(emu, cpu)
+
+
+def test_every_hidden_write_torch_knows_of_is_copied_back():
+    """torch's SchemaInfo knows which arguments ops write beyond their schemas; those of ops
+    with a CPU kernel (the fallback's) must be in eager.HIDDEN_WRITES."""
+    from torch._C import _SchemaArgType, _SchemaArgument, _SchemaInfo
+    missing = []
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if not qualified.startswith("aten::") or \
+                not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CPU"):
+            continue
+        name, _, overload = qualified.removeprefix("aten::").partition(".")
+        op = f"aten.{name}.{overload or 'default'}"
+        schema = getattr(getattr(torch.ops.aten, name), overload or "default")._schema
+        info = _SchemaInfo(schema)
+        for i, argument in enumerate(schema.arguments):
+            written = argument.alias_info is not None and argument.alias_info.is_write
+            if not written and info.is_mutable(_SchemaArgument(_SchemaArgType.input, i)) and \
+                    argument.name not in eager.HIDDEN_WRITES.get(op, ()):
+                missing.append(f"{op}: {argument.name}")
+    assert not missing

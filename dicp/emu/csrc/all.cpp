@@ -11,4 +11,5 @@
 #include "module.cpp"
 #include "native_ops.cpp"
 #include "ops_util.cpp"
+#include "rnn_cells.cpp"
 #include "streams.cpp"

@@ -12,6 +12,8 @@
 
 #include <ATen/record_function.h>
 
+#include <algorithm>
+
 #include "device.h"
 
 namespace dicp_emu {
@@ -123,10 +125,30 @@ torch::jit::Stack host_arguments(const c10::OperatorHandle& op, const Args& args
   return stack;
 }
 
+std::unordered_map<std::string, std::vector<std::string>>& hidden_writes() {
+  static auto* writes = new std::unordered_map<std::string, std::vector<std::string>>();
+  return *writes;
+}
+
+// The names of the arguments `schema` writes without saying so (none for almost every op).
+const std::vector<std::string>& hidden_writes_of(const c10::FunctionSchema& schema) {
+  static const std::vector<std::string> none;
+  const auto& name = schema.operator_name();
+  std::string qualified = name.name.substr(name.name.find("::") + 2);
+  if (!name.overload_name.empty()) qualified += "." + name.overload_name;
+  const auto it = hidden_writes().find(qualified);
+  return it == hidden_writes().end() ? none : it->second;
+}
+
 void write_arguments_back(const c10::FunctionSchema& schema, const Args& args,
                           const torch::jit::Stack& host_args, HostMirror& mirror) {
+  const auto& hidden = hidden_writes_of(schema);
   for (size_t i = 0; i < args.size(); ++i) {
-    if (!writes(schema.arguments()[i])) continue;
+    const auto& argument = schema.arguments()[i];
+    if (!writes(argument) &&
+        std::find(hidden.begin(), hidden.end(), argument.name()) == hidden.end()) {
+      continue;
+    }
     std::vector<at::Tensor> device, host;
     for_each_tensor(args[i], [&](const at::Tensor& t) { device.push_back(t); });
     for_each_tensor(host_args[i], [&](const at::Tensor& t) { host.push_back(t); });
@@ -182,6 +204,10 @@ void run_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   }
   dump_values(op, policy, "out", results);
   push_all(stack, std::move(results));
+}
+
+void set_hidden_writes(std::unordered_map<std::string, std::vector<std::string>> writes) {
+  hidden_writes() = std::move(writes);
 }
 
 void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {

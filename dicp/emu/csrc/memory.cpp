@@ -21,11 +21,18 @@
 
 namespace dicp_emu {
 
+// A block's mapping has a guard page on each side of its memory, opened and closed with it:
+// a kernel's vector load may straddle a tensor's first or last byte (g++ -O3 loads a whole
+// vector of a row whose outer lanes a mask then discards: circular padding read 4 bytes before
+// its input). On a real device that read lands in the allocator's pool and is harmless; here
+// the neighbouring page was another block, closed, and the stream's thread died of SIGSEGV.
 struct Block {
-  char* ptr;
+  char* ptr;          // the memory handed out: page-aligned, `size` bytes
   size_t size;
   c10::DeviceIndex device;
   int opens = 0;
+  char* mapping() const;       // the guard page before ptr
+  size_t mapped_size() const;  // size and both guard pages
 };
 
 namespace {
@@ -47,9 +54,13 @@ auto& g_stats = g.stats;
 auto& g_pinned = g.pinned;
 bool g_isolation = true;
 
-size_t round_to_pages(size_t n) {
+size_t page_size() {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return (n + page - 1) / page * page;
+  return page;
+}
+
+size_t round_to_pages(size_t n) {
+  return (n + page_size() - 1) / page_size() * page_size();
 }
 
 int closed_protection() {
@@ -57,13 +68,13 @@ int closed_protection() {
 }
 
 void protect(Block* block, int protection) {
-  TORCH_CHECK(mprotect(block->ptr, block->size, protection) == 0,
+  TORCH_CHECK(mprotect(block->mapping(), block->mapped_size(), protection) == 0,
               "emu: mprotect of a device block failed: ", std::strerror(errno));
 }
 
 void unmap(Block* block) {
   g_blocks.erase(reinterpret_cast<uintptr_t>(block->ptr));
-  munmap(block->ptr, block->size);
+  munmap(block->mapping(), block->mapped_size());
   delete block;
 }
 
@@ -75,15 +86,16 @@ void release_cache_locked() {
 }
 
 Block* map_block(size_t size, c10::DeviceIndex device) {
-  void* ptr = mmap(nullptr, size, closed_protection(), MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const size_t mapped = size + 2 * page_size();
+  void* ptr = mmap(nullptr, mapped, closed_protection(), MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (ptr == MAP_FAILED) {  // cached blocks of other sizes may be what is in the way
     release_cache_locked();
-    ptr = mmap(nullptr, size, closed_protection(), MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ptr = mmap(nullptr, mapped, closed_protection(), MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   }
   TORCH_CHECK(ptr != MAP_FAILED, "emu: out of device memory: mapping ", size,
               " bytes failed: ", std::strerror(errno));
-  auto* block = new Block{static_cast<char*>(ptr), size, device};
-  g_blocks[reinterpret_cast<uintptr_t>(ptr)] = block;
+  auto* block = new Block{static_cast<char*>(ptr) + page_size(), size, device};
+  g_blocks[reinterpret_cast<uintptr_t>(block->ptr)] = block;
   return block;
 }
 
@@ -169,6 +181,10 @@ typename Map::const_iterator containing(const Map& map, const void* ptr) {
 }
 
 }  // namespace
+
+char* Block::mapping() const { return ptr - page_size(); }
+
+size_t Block::mapped_size() const { return size + 2 * page_size(); }
 
 void Task::touch(const c10::Storage& storage) {
   if (!storage) return;

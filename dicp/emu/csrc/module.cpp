@@ -44,13 +44,17 @@ std::vector<std::string> register_native_ops(const std::vector<std::string>& nam
 
 // `host` names ops that torch implements for any backend by a composite ending in a kernel
 // this device lacks (convolution reaches convolution_overrideable): they fall back whole.
-std::vector<std::string> register_device(const std::vector<std::string>& native,
-                                         const std::vector<std::string>& host, bool isolated) {
+// `hidden` names the arguments ops write without their schema saying so (eager.HIDDEN_WRITES).
+std::vector<std::string> register_device(
+    const std::vector<std::string>& native, const std::vector<std::string>& host,
+    std::unordered_map<std::string, std::vector<std::string>> hidden, bool isolated) {
   set_isolation(isolated);
+  set_hidden_writes(std::move(hidden));
   register_runtime();
   auto& aten = new_library("aten");
   register_core_ops(aten);
   register_device_compositions(aten);
+  register_rnn_cells(aten);
   for (const auto& name : host) register_fallback(aten, name);
   new_library("_").fallback(torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>());
   auto registered = register_native_ops(native);

@@ -86,12 +86,16 @@ std::vector<Layout> result_layouts(const c10::OperatorHandle& op, const Args& ar
 void register_core_ops(torch::Library& library);
 void register_native_op(torch::Library& library, const std::string& name);
 void register_device_compositions(torch::Library& library);
+void register_rnn_cells(torch::Library& library);  // rnn_cells.cpp
 void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 void register_own_fallbacks(torch::Library& library);  // after every other registration
 // An op whose own kernel is the fallback (`name` as the dispatcher spells it: "cumsum.out");
 // fallback_registrations() names them all (the backend fallback serves unregistered ops).
 void register_fallback(torch::Library& library, const std::string& name);
 std::vector<std::string>& fallback_registrations();
+// Arguments ops write without their schema saying so (eager.HIDDEN_WRITES): op as the
+// dispatcher spells it ("native_batch_norm") -> argument names. The fallback copies them back.
+void set_hidden_writes(std::unordered_map<std::string, std::vector<std::string>> writes);
 void run_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const OpPolicy& policy);
 Args host_reference(const c10::OperatorHandle& op, const Args& args);  // op run on host copies
 
