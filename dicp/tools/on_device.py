@@ -25,14 +25,17 @@ def backend_device(backend) -> str:
 
 def on_device(compiled, device):
     """`compiled` called with its tensor arguments copied to `device` (differentiably, so
-    gradients reach the host tensors) and its tensor outputs, which must be on `device`,
-    copied back to the host; `compiled` itself for the host."""
+    gradients reach the host tensors) and `device` the default device (a factory naming none
+    makes its tensor there, as on the host), and its tensor outputs, which must be on
+    `device`, copied back to the host; `compiled` itself for the host."""
     if torch.device(device).type == HOST:
         return compiled
 
     def call(*args, **kwargs):
         args, kwargs = to_device((args, kwargs), device)
-        return to_host(compiled(*args, **kwargs), device)
+        with torch.device(device):
+            outputs = compiled(*args, **kwargs)
+        return to_host(outputs, device)
     return call
 
 

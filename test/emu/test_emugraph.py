@@ -86,6 +86,31 @@ def test_device_dependent_decompositions_give_the_cpu_results(name, dtype):
         assert_close(got, want, reference=reference)  # shape and dtype first
 
 
+def hamming(**device):
+    return torch.signal.windows.general_hamming(5, sym=True, alpha=0.54, **device)
+
+
+# Graphs without tensor inputs: their factories' devices are the program's, as in eager (torch's
+# decompositions pin some of theirs to the host, which must move where they meet emu tensors).
+NO_TENSOR_INPUTS = {
+    "on_emu": lambda: hamming(device="emu"),
+    "on_cpu": lambda: hamming(device="cpu"),
+    "default_device": lambda: hamming(),
+    "both": lambda: (hamming(device="emu") * 2, torch.ones(3, device="cpu") + 1,
+                     torch.zeros(2) + 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NO_TENSOR_INPUTS))
+def test_a_graph_without_tensor_inputs_makes_tensors_where_the_program_says(name):
+    fn = NO_TENSOR_INPUTS[name]
+    got, want = compiled(fn)(), fn()
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for g, w in zip(got, want, strict=True):
+        assert g.device == w.device
+        torch.testing.assert_close(g.cpu(), w.cpu())
+
+
 def released_later(stall):
     """Release `stall` from another thread shortly; the returned flag is set first."""
     released = threading.Event()
