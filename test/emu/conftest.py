@@ -58,10 +58,10 @@ def on_emu(*tensors):
     return [t.to("emu") for t in tensors]
 
 
-def run_python(code: str, **env) -> subprocess.CompletedProcess:
+def run_python(code: str, timeout=900, **env) -> subprocess.CompletedProcess:
     """`code` in a fresh interpreter of this checkout, loading the runtime built above; DICP_*
-    knobs are taken from `env` only."""
+    knobs are taken from `env` only. Overrunning `timeout` seconds (a hang) raises."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
     full.update(DICP_CACHE_DIR=str(RUNTIME_CACHE), **env)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, env=full,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=timeout)

@@ -9,6 +9,8 @@ import threading
 import pytest
 import torch
 
+from .conftest import run_python
+
 
 def released_later(stall):
     """Release `stall` from another thread shortly; the returned flag is set first."""
@@ -137,3 +139,24 @@ def test_a_failed_kernel_raises_at_the_next_wait():
     with pytest.raises(RuntimeError, match="was not released"):
         torch.emu.synchronize()
     assert torch.equal(y.cpu(), torch.full((3,), 2.0))  # the stream goes on after the error
+
+
+def test_a_host_wait_under_the_python_dispatcher_lets_the_device_free_python_storages():
+    """Kernels called through the Python dispatcher (dynamo's fake tensor propagation runs
+    under it) run with the GIL held. A worker freeing a finished task's storage that Python
+    has seen takes the GIL, as does the timer releasing the stall: the host's wait must let
+    them have it (it deadlocked, seen as OpInfo timeouts on emugraph)."""
+    result = run_python("""
+        import threading, torch, dicp.emu
+        from torch._dispatch.python import enable_python_dispatcher
+        x = torch.ones(1000, device="emu")
+        x + x                          # the op's first call, which loads and waits
+        storage = x.untyped_storage()  # the storage gets a Python object
+        stall = torch.emu._stall()
+        y = x + x                      # its task holds x's storage
+        del x, storage                 # its last holders: the task and the Python object
+        threading.Timer(0.05, stall.release).start()
+        with enable_python_dispatcher():
+            print(y.cpu().sum().item())  # waits for the task with the GIL held
+    """, timeout=120)
+    assert result.returncode == 0 and result.stdout.split() == ["2000.0"], result.stderr[-2000:]

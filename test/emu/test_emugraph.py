@@ -12,6 +12,7 @@ import torch
 from dicp import config
 
 from ..common.shared_builds import share_runtime_builds
+from ..common.tolerance import assert_close
 from .conftest import compiled, on_emu
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
@@ -55,6 +56,57 @@ def test_training_gradients_match_cpu_eager(dynamic):
             assert got.grad.device.type == "emu"
             torch.testing.assert_close(got.grad.cpu(), want.grad, atol=1e-5, rtol=1e-5)
             got.grad, want.grad = None, None
+
+
+aten = torch.ops.aten
+# Ops whose torch decomposition depends on the device type (the saved statistics' shape and
+# dtype): on emu, whose eager ops are the CPU's, a compiled graph must give the CPU's.
+DEVICE_DEPENDENT_DECOMPOSITIONS = {
+    "batch_norm_eval": lambda x, w, b, m, v: aten.native_batch_norm(x, w, b, m, v, False, 0.1,
+                                                                     1e-5),
+    "batch_norm_train": lambda x, w, b, m, v: aten.native_batch_norm(x, w, b, m.clone(),
+                                                                      v.clone(), True, 0.1, 1e-5),
+    "legit_no_training": lambda x, w, b, m, v: aten._native_batch_norm_legit_no_training(
+        x, w, b, m, v, 0.1, 1e-5),
+    "legit_no_stats": lambda x, w, b, m, v: aten._native_batch_norm_legit(x, w, b, True, 0.1,
+                                                                           1e-5),
+    "layer_norm": lambda x, w, b, m, v: aten.native_layer_norm(x, [3], w, b, 1e-5),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", sorted(DEVICE_DEPENDENT_DECOMPOSITIONS))
+def test_device_dependent_decompositions_give_the_cpu_results(name, dtype):
+    fn = DEVICE_DEPENDENT_DECOMPOSITIONS[name]
+    x, w, b, mean = (torch.randn(shape, dtype=dtype) for shape in [(5, 3, 3), 3, 3, 3])
+    var = torch.rand(3, dtype=dtype) + 0.5
+    outputs = compiled(fn)(*on_emu(x, w, b, mean, var))
+    exact = fn(*(t.double() for t in (x, w, b, mean, var)))
+    for got, want, reference in zip(outputs, fn(x, w, b, mean, var), exact, strict=True):
+        assert_close(got, want, reference=reference)  # shape and dtype first
+
+
+def hamming(**device):
+    return torch.signal.windows.general_hamming(5, sym=True, alpha=0.54, **device)
+
+
+# Graphs without tensor inputs: a host constant (the window's coefficients) feeds the ops of
+# its factories, which then stay on the host, as does the graph (OpInfo general_hamming).
+NO_TENSOR_INPUTS = {
+    "on_emu": lambda: hamming(device="emu"),
+    "on_cpu": lambda: hamming(device="cpu"),
+    "default_device": lambda: hamming(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NO_TENSOR_INPUTS))
+def test_a_graph_without_tensor_inputs_makes_tensors_where_the_program_says(name):
+    fn = NO_TENSOR_INPUTS[name]
+    got, want = compiled(fn)(), fn()
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for g, w in zip(got, want, strict=True):
+        assert g.device == w.device
+        torch.testing.assert_close(g.cpu(), w.cpu())
 
 
 def released_later(stall):

@@ -178,9 +178,9 @@ class OpCheck:
         """Compile all `samples` as one function and compare each with eager."""
         torch._dynamo.reset()
         compiler = _Observed(backend or self.backend)
-        fn = on_device(torch.compile(sample_lib.batched_call(self.opinfo.op, samples),
-                                     backend=compiler, dynamic=self.mode == "dynamic"),
-                       self.device if backend is None else backend_device(backend))
+        device = self.device if backend is None else backend_device(backend)
+        fn = on_device(torch.compile(sample_lib.batched_call(self.opinfo.op, samples, device),
+                                     backend=compiler, dynamic=self.mode == "dynamic"), device)
         with observe_fallbacks() as fallbacks, profile.collect() as stats:
             verdicts = self._compare_calls(fn, samples)
         if compiler.swallowed:

@@ -120,12 +120,16 @@ def generate(opinfo, dtype, requires_grad=False, limits=SAMPLE_LIMITS):
 
 # ---- one function for many samples --------------------------------------------------------------
 
-def batched_call(op, samples):
+def batched_call(op, samples, device="cpu"):
     """fn(*tensors) -> tuple of every sample's output; its arguments are the samples' tensors,
-    concatenated in order. Generated source: `return (op(t0, c0, dim=c1), op(t1, ...), ...)`."""
+    concatenated in order. Generated source: `return (op(t0, c0, dim=c1), op(t1, ...), ...)`.
+    A factory sample's `device=` (the host's, where samples are made) names `device`, where
+    the call's tensors go (a device backend's), as eager on that device would be called."""
     constants, calls, start = {"op": op}, [], 0
     for sample in samples:
         inp, args, kwargs = sample.structure
+        if "device" in kwargs:
+            kwargs = {**kwargs, "device": device}
         render = _Renderer(constants, start)
         parts = [render(inp)] + [render(a) for a in args]
         parts += [f"{k}={render(v)}" if k.isidentifier() and not iskeyword(k)

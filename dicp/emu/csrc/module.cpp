@@ -148,6 +148,16 @@ bool is_device_memory(uintptr_t address) {
 
 }  // namespace
 
+// A stream's worker frees each finished task's storages, and freeing one that Python has seen
+// takes the GIL (StorageImpl::decref_pyobject). A host thread blocked with the GIL held (an op
+// called from a Python dispatch mode, as FakeTensorMode copying a constant to the device,
+// holds it) waited for a worker waiting for it: released here while blocked.
+void host_wait(const std::function<void()>& wait) {
+  if (!(Py_IsInitialized() && PyGILState_Check())) return wait();
+  py::gil_scoped_release no_gil;
+  wait();
+}
+
 }  // namespace dicp_emu
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

@@ -91,6 +91,9 @@ c10::Stream default_stream(c10::DeviceIndex device);
 c10::Stream new_stream(c10::DeviceIndex device);
 c10::Stream pool_stream(c10::DeviceIndex device);
 void synchronize_device(c10::DeviceIndex device);
+// Runs `wait`, a host thread blocking until device work is done, without the GIL if it holds
+// it (module.cpp): a worker freeing a finished task's storages may need the GIL.
+void host_wait(const std::function<void()>& wait);
 
 // ---- events: a version counter the recording stream advances ----
 struct EventState;

@@ -156,8 +156,11 @@ void Stream::loop() {
 }
 
 void Stream::wait(uint64_t ticket) {
-  std::unique_lock<std::mutex> lock(state_->mutex);
-  state_->done.wait(lock, [&] { return state_->completed >= ticket; });
+  host_wait([&] {  // its lock released before it takes the GIL back
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->done.wait(lock, [&] { return state_->completed >= ticket; });
+  });
+  std::lock_guard<std::mutex> lock(state_->mutex);
   if (state_->error.empty()) return;
   std::string error = std::move(state_->error);
   state_->error.clear();
@@ -298,9 +301,11 @@ bool query_event(const EventHandle& event) {
 }
 
 void synchronize_event(const EventHandle& event) {
-  std::unique_lock<std::mutex> lock(event->mutex);
-  const uint64_t version = event->recorded;
-  event->reached_cv.wait(lock, [&] { return event->reached >= version; });
+  host_wait([&] {
+    std::unique_lock<std::mutex> lock(event->mutex);
+    const uint64_t version = event->recorded;
+    event->reached_cv.wait(lock, [&] { return event->reached >= version; });
+  });
 }
 
 double elapsed_ms(const EventHandle& start, const EventHandle& end) {

@@ -35,16 +35,26 @@ def runtime():
     return getattr(torch, DEVICE_TYPE)
 
 
+def factory_device(gm) -> str:
+    """Where a graph's factories that name no device go: the graph's device inputs' device,
+    the host for a graph on host tensors, the current device ("emu") for a graph without
+    tensor inputs (as under `torch.device("emu")`)."""
+    vals = [n.meta.get("val") for n in gm.graph.find_nodes(op="placeholder")]
+    has_inputs = any(isinstance(v, torch.Tensor) for v in vals)
+    return graph_device(gm) if has_inputs else DEVICE_TYPE
+
+
 def graph_device(gm) -> str:
     """The device a graph's buffers go on: its first device input's ("emu:1"); the host's for
     a graph on host tensors only (the program's choice: its ops then run as the host's eager
-    ops); the current device's ("emu") for a graph without tensor inputs."""
+    ops). A graph without tensor inputs is where the program makes its tensors, as in eager:
+    on the device of the first it makes there (`device="emu"`, `.to("emu")`), else on the
+    host (`device="cpu"` or none: torch's default device)."""
     vals = [n.meta.get("val") for n in gm.graph.find_nodes(op="placeholder")]
-    tensors = [v for v in vals if isinstance(v, torch.Tensor)]
-    on_device = [v for v in tensors if v.device.type == DEVICE_TYPE]
-    if on_device:
-        return str(on_device[0].device)
-    return "cpu" if tensors else DEVICE_TYPE
+    if not any(isinstance(v, torch.Tensor) for v in vals):
+        vals = [n.meta.get("val") for n in gm.graph.nodes]
+    on_device = [v for v in vals if isinstance(v, torch.Tensor) and v.device.type == DEVICE_TYPE]
+    return str(on_device[0].device) if on_device else "cpu"
 
 
 def on_host(value) -> bool:

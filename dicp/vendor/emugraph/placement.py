@@ -2,7 +2,9 @@
 makes its tensor on the graph's device, as under `torch.device("emu")`. torch's decompositions
 write `device=cpu` into a factory that names no device, so the traced graph would make host
 constants that the device's kernels cannot read (and the op suite expects `torch.zeros(n)` in
-an emu graph on emu). The nodes after a moved factory get their fake results again."""
+an emu graph on emu). The nodes after a moved factory get their fake results again. Where
+they cannot move (a host constant feeds the same ops), the graph stays as traced, on the host
+(device.graph_device)."""
 import torch
 import torch.fx as fx
 
@@ -14,7 +16,7 @@ FACTORIES = ("Full", "Empty", "Iota")
 
 
 def place_factories(gm: fx.GraphModule, ctx) -> fx.GraphModule:
-    target = device.graph_device(gm)
+    target = device.factory_device(gm)
     if target == "cpu":
         return gm
     saved = {node: (node.kwargs, node.meta.get("val")) for node in gm.graph.nodes}
