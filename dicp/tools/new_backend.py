@@ -9,8 +9,8 @@ Jinja templates, the toolchain and compile job, declared expected fallbacks). Af
 The files are copied from dicp/tools/backend_template/, with NAME put in for BACKEND_NAME.
 With `--device DEVICE` the backend compiles for a device of its own (`emu`: dicp's emulated
 accelerator) instead of the host: dicp/tools/backend_template_device/ adds a device layer
-(device.py: allocation on the device, kernels launched on its stream, constants copied there)
-over the same files.
+(device.py: allocation on the device, kernels launched on its stream, constants copied there;
+device_codegen.py: the host codegen with them) over the same files.
 """
 import argparse
 import keyword
@@ -47,7 +47,9 @@ def create(name: str, directory: Path, device: str = "cpu") -> Path:
     if root.exists():
         raise ScaffoldError(f"{root} exists; choose another --dir or remove it")
     names = {PLACEHOLDER: name, "BACKEND_DEVICE": device,
-             "BACKEND_RUNTIME": RUNTIMES.get(device, f"{device}_runtime")}
+             "BACKEND_RUNTIME": RUNTIMES.get(device, f"{device}_runtime"),
+             # the device template's codegen wraps the host's (device_codegen.py)
+             "BACKEND_CODEGEN": "codegen" if device == "cpu" else "device_codegen"}
     _copy(TEMPLATE, root, names)
     if device != "cpu":
         _copy(DEVICE_TEMPLATE, root, names)

@@ -3,7 +3,7 @@ import torch
 
 from dicp.api import Backend, build_decompositions, compile_fx, convert, register_backend
 
-from .codegen import codegen
+from .BACKEND_CODEGEN import codegen
 from .compile_job import compile_job
 from .conversion import CONVERSIONS
 from .expected_fallbacks import EXPECTED_FALLBACKS
