@@ -30,7 +30,8 @@ from .bridge.pipeline.symbolic import (ExprPrinter, is_dense, is_symbolic, may_o
                                        same_layout, same_size, shape_of, size_hints,
                                        storage_span, strides_of, to_sympy)
 from .bridge.pipeline.templating import render
-from .bridge.pipeline.torch_compat import TORCH_VERSION, build_config
+from .bridge.pipeline.torch_compat import (TORCH_VERSION, OpOverload, build_config,
+                                           get_decompositions)
 from .bridge.pipeline.utils import log, opmath_dtype
 from .bridge.pipeline import wrapper_ir
 from .bridge.pipeline.wrapper import TensorView, Var
@@ -43,7 +44,7 @@ __all__ = [
     # ops and conversion
     "Operator", "InferenceError", "register_conversion", "DuplicateConversionError",
     "ConversionContext", "Unsupported", "convert", "rewrite_patterns", "build_decompositions",
-    "ORIGIN",
+    "get_decompositions", "OpOverload", "ORIGIN",
     # codegen
     "GraphCodegenBase", "GraphEngineCodegen", "PythonCodegen", "GeneratedGraph", "load_wrapper",
     "render", "Var", "TensorView", "sizes_as_sympy", "wrapper_ir", "PythonWrapperRenderer",

@@ -26,6 +26,8 @@ import torch
 
 from dicp import config
 
+from . import torch_compat
+
 log = logging.getLogger("dicp.emu")
 
 NATIVE_OPS = (
@@ -109,11 +111,11 @@ def path(op: str) -> str:
     if namespace == "aten" and _dispatcher_name(op) in fallback_registered:
         return "fallback"
     qualified = f"{namespace}::{name}" + ("" if overload == "default" else f".{overload}")
-    if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "PrivateUse1"):
+    if torch_compat.has_kernel(qualified, "PrivateUse1"):
         return "native"
     composite = ("CompositeImplicitAutograd", "CompositeExplicitAutograd",
                  "CompositeExplicitAutogradNonFunctional")
-    if any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key) for key in composite):
+    if any(torch_compat.has_kernel(qualified, key) for key in composite):
         return "composite"
     return "fallback"  # the backend fallback serves every op without a kernel
 

@@ -45,3 +45,9 @@ def claim(device_module) -> None:
     torch.utils.rename_privateuse1_backend(NAME)
     torch._register_device_module(NAME, device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+
+
+def has_kernel(qualified: str, key: str) -> bool:
+    """Whether op `qualified` ("aten::add.Tensor") has a kernel of its own for dispatch key
+    `key`: torch has no public query, and eager.path names the kernel an op will run."""
+    return torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key)

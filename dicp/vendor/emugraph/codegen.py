@@ -4,7 +4,7 @@ device's stream through a launch entry, ops on host tensors run as the host's ea
 import torch
 import torch.fx as fx
 
-from dicp.api import ORIGIN, Operator, log, wrapper_ir
+from dicp.api import ORIGIN, Operator, OpOverload, log, wrapper_ir
 
 from ..new_backendGraph.codegen.cpp_codegen import KERNELS_PER_SOURCE, CppCodegen
 from . import config, device
@@ -99,7 +99,7 @@ def _aten_op(node) -> str:
     """The ATen op an eager call of `node` runs: its target, a library op's ATen kernel, or
     the op it was converted from."""
     for candidate in (node.target, getattr(node.target, "impl", None)):
-        if isinstance(candidate, torch._ops.OpOverload):
+        if isinstance(candidate, OpOverload):
             return str(candidate)
     origin = node.meta.get(ORIGIN)
     return origin.op if origin is not None else str(node.target)

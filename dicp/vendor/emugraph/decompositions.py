@@ -4,7 +4,8 @@ depends on the device type decomposed as for the host. The device's eager ops ar
 import inspect
 
 import torch
-from torch._decomp import get_decompositions
+
+from dicp.api import get_decompositions
 
 from ..new_backendGraph import config as host_config
 
@@ -22,7 +23,9 @@ BATCH_NORMS = (aten.native_batch_norm.default, aten._native_batch_norm_legit.def
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     """The CPU's result dtypes: mean and rstd in the input's dtype (torch's decomposition keeps
     them in float32 on any device but the CPU)."""
-    out, mean, rstd = torch._refs.native_layer_norm(input, normalized_shape, weight, bias, eps)
+    decomposition = get_decompositions([aten.native_layer_norm.default])
+    out, mean, rstd = decomposition[aten.native_layer_norm.default](input, normalized_shape,
+                                                                    weight, bias, eps)
     return out, mean.to(input.dtype), rstd.to(input.dtype)
 
 
