@@ -348,9 +348,11 @@ def format_effective() -> str:
 
 
 def markdown_table() -> str:
-    """The knob table of docs/knobs.md, generated from the declarations."""
+    """The knob table of docs/knobs.md, generated from the declarations: dicp's own knobs first,
+    then each other owner's by name, each in declaration order (never the order a process
+    happened to import the backends in)."""
     rows = ["| knob | default | owner | meaning |", "| --- | --- | --- | --- |"]
-    for k in knobs():
+    for k in sorted(knobs(), key=lambda k: (k.owner != "dicp", k.owner)):
         default = _show_default(k)
         doc = k.doc.replace("|", "\\|")  # a bare | would split the table cell
         rows.append(f"| `{k.env}` | {default} | {k.owner} | {doc} |")
