@@ -29,7 +29,8 @@ from .pipeline.fallback import observe_fallbacks, record_fallback
 from .pipeline.recompiles import forget_compiles, note_compile, traced_inputs
 from .pipeline.stages import GraphTransformer, boxed
 from .pipeline.symbolic import may_overlap
-from .pipeline.torch_compat import aot_autograd, guard_mark, tangents_in_memory_format
+from .pipeline.torch_compat import (aot_autograd, guard_mark, min_cut_rematerialization_partition,
+                                   tangents_in_memory_format)
 from .pipeline.utils import log
 
 
@@ -62,12 +63,17 @@ def compile_fx(gm, example_inputs, backend: Backend):
 
 
 def _aot_compiler(backend):
-    """AOTAutograd with the backend's decompositions and dicp's graph compilers."""
+    """AOTAutograd with the backend's decompositions and dicp's graph compilers. The forward
+    saves for the backward what Inductor's does (min-cut): pointwise ops fuse into kernels, so
+    recomputing one in the backward is cheap, and saving its result costs memory until the
+    backward (a LLaMA block's training step on emu: peak 10.50 MB with the default partition,
+    which saves every value the backward reads, 8.48 MB with min-cut; eager 10.22 MB)."""
     return aot_autograd(
         fw_compiler=_graph_compiler(backend, "forward"),
         bw_compiler=_graph_compiler(backend, "backward"),
         inference_compiler=_graph_compiler(backend, "inference"),
         decompositions=backend.decomposition_table(),
+        partition_fn=min_cut_rematerialization_partition,
     )
 
 

@@ -240,5 +240,5 @@ def launch(kernel: int, tensors, integers) -> None:
     """Enqueue compiled kernel `kernel` (the address of a C function
     `void k(void* const* pointers, const int64_t* integers)`) on the current stream of the
     device of `tensors`, and return at once. The stream passes the kernel the data pointers of
-    `tensors` (emu tensors of one device, kept alive until it ran) and `integers` (sizes)."""
+    `tensors` (emu tensors of one device, their memory kept until it ran) and `integers` (sizes)."""
     _C.launch(kernel, tensors, [int(i) for i in integers])

@@ -205,3 +205,35 @@ def test_hugging_face_llama_logits_and_gradients_match_cpu_eager(dynamic):
         assert_same_gradients(device, host)
         for m in (host, device):
             m.zero_grad(set_to_none=True)
+
+
+def peak_of_steps(model, x):
+    """The allocator's peak over a training step (loss, backward, SGD with momentum) above the
+    memory at rest, after two steps of warm-up (gradients and momentum allocated)."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        model(x).square().mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    for _ in range(2):
+        step()
+    torch.emu.synchronize()
+    rest = torch.emu.memory_allocated()
+    torch.emu.reset_peak_memory_stats()
+    step()
+    torch.emu.synchronize()
+    return torch.emu.max_memory_allocated() - rest
+
+
+@pytest.mark.parametrize("name", ["llama_block_sdpa", "cnn"])
+def test_a_compiled_training_steps_peak_memory_is_at_most_eagers(name):
+    """Issue 46: the compiled graphs hold no more device memory than eager's autograd (which
+    frees each saved tensor once its node ran), though their launches return before the
+    kernels ran. Allocator statistics of one process, not a timing."""
+    case = CASES[name]
+    _, eager = host_and_device(case.model)
+    x = case.input(16).to("emu")
+    eager_peak = peak_of_steps(eager, x)
+    compiled_peak = peak_of_steps(compiled(copy.deepcopy(eager)), x)
+    assert compiled_peak <= eager_peak, (compiled_peak, eager_peak)

@@ -97,3 +97,26 @@ def test_a_vector_load_straddling_a_blocks_first_byte_does_not_fault():
     from .conftest import run_python
     result = run_python(STRADDLING_LOAD)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
+
+
+def test_memory_queued_work_still_reads_is_free_at_once_for_its_stream():
+    """As in a CUDA caching allocator: a tensor the host frees while queued work still reads it
+    stops counting at once, and the next allocation on that stream may take its memory (its
+    work runs after the reads); another stream's allocation may not before they have run."""
+    settled_allocated()
+    torch.emu.empty_cache()
+    x, ones = torch.ones(MB // 4, device="emu"), torch.ones(MB // 4, device="emu")
+    address = x.data_ptr()
+    stall = torch.emu._stall()
+    y = x * 2                                            # queued behind the stall, reads x
+    before = torch.emu.memory_allocated()
+    del x
+    assert torch.emu.memory_allocated() == before - MB
+    with torch.emu.stream(torch.emu.Stream()):
+        elsewhere = torch.empty(MB, dtype=torch.uint8, device="emu")
+    assert elsewhere.data_ptr() != address
+    zeros = ones * 0                                     # written after y's kernel read x
+    assert zeros.data_ptr() == address
+    stall.release()
+    assert torch.equal(y.cpu(), torch.full((MB // 4,), 2.0))
+    assert torch.equal(zeros.cpu(), torch.zeros(MB // 4))

@@ -1,6 +1,8 @@
 """A new buffer takes the memory of a dead one of the same dtype and extent (a kernel's output
 by allocation, a matrix product's through `out=`), and never memory that anything still
 reads or that the graph returns (bridge/pipeline/wrapper_memory.py)."""
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -72,6 +74,19 @@ def test_training_through_reused_memory_matches_eager(cold_cache):
     torch.testing.assert_close(got, want)
     for g, e in zip(torch.autograd.grad(got, ws), torch.autograd.grad(want, ws)):
         torch.testing.assert_close(g, e)
+
+
+def test_a_backwards_inputs_die_at_their_last_use(dumps):
+    """The backward deletes each input (saved activation, weight, tangent) after its last use,
+    as its own buffers: AOTAutograd has handed them over, and held to the return they kept
+    every saved activation allocated through the whole backward."""
+    ws = [w.requires_grad_() for w in _inputs(3)]
+    compiled(chain)(torch.randn(12, 12), *ws).square().sum().backward()
+    backward = next(dumps.glob("debug/*backward*/wrapper.py")).read_text()
+    inputs = re.search(r"^    (.*) = args$", backward, re.M).group(1).rstrip(",").split(", ")
+    freed = {n for line in re.findall(r"^    del (.*)$", backward, re.M)
+             for n in line.split(", ")}
+    assert len(inputs) > 3 and set(inputs) <= freed
 
 
 @pytest.mark.parametrize("bounds_check", ["0", "1"])

@@ -97,6 +97,7 @@ class GraphCodegenBase:
         val = node.meta.get("val")
         self.wrapper.inputs.append(node.name)
         if isinstance(val, torch.Tensor):
+            self.wrapper.tensor_inputs.append(node.name)
             self.wrapper.bind_tensor(node.name, val)
             return self.input_value(node, val)
         if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):

@@ -10,6 +10,8 @@ import contextlib
 import torch
 # AOTAutograd wrapped as a dynamo backend (functionalize, decompose, partition fw/bw).
 from torch._dynamo.backends.common import aot_autograd
+# Inductor's forward/backward partitioner: saves what minimizes memory, recomputing cheap ops.
+from functorch.compile import min_cut_rematerialization_partition
 # The fake-tensor mode dynamo traced a graph with, so inference reuses its shape environment.
 from torch._guards import detect_fake_mode
 # The types of ATen operators: `torch.ops.aten.add` is a packet, `.Tensor` an overload.
@@ -29,7 +31,8 @@ TORCH_VERSION = torch.__version__
 
 __all__ = ["TORCH_VERSION", "StorageWeakRef", "build_config", "FakeTensor", "FakeTensorMode",
            "OpOverload", "OpOverloadPacket", "aot_autograd", "core_aten_decompositions",
-           "detect_fake_mode", "get_decompositions", "post_autograd_decompositions", "pytree",
+           "detect_fake_mode", "get_decompositions", "min_cut_rematerialization_partition",
+           "post_autograd_decompositions", "pytree",
            "same_storage", "tangents_in_memory_format", "unset_fake_temporarily", "guard_mark",
            "guards_since", "replay_guards", "shape_env_state", "guards_over_inputs",
            "evaluate_guards"]

@@ -39,6 +39,7 @@ class WrapperBuilder:
         # the printer of the wrapper IR as Python (a device backend prints its launches)
         self.renderer = PythonWrapperRenderer
         self.inputs: list = []
+        self.tensor_inputs: list = []  # the inputs holding tensors (freed after last use)
         self.statements: list = []
         self.outputs: list = []      # wrapper_ir.Output of each returned value
         self.bound: set = set()

@@ -297,19 +297,24 @@ def last_uses(statements) -> dict:
     return last
 
 
-def with_frees(statements, keep=frozenset()) -> list:
+def with_frees(statements, keep=frozenset(), inputs=()) -> list:
     """`statements` with a Free of each tensor variable they bind after the last statement
     naming it, so that peak memory follows liveness; `keep` are never freed (what the graph
-    returns, its inputs)."""
+    returns). `inputs`, the graph's tensor inputs, are freed alike (first if no statement
+    names them), as Inductor's wrapper frees them: the caller has cleared its list, so a
+    backward's saved activation dies at its last use instead of at the return."""
     tensors = {name for s in statements if s.binds_tensors for name in s.binds()}
+    tensors |= set(inputs)
     frees: dict = {}
-    for name, number in last_uses(statements).items():
+    last = last_uses(statements)
+    for name in inputs:
+        last.setdefault(name, -1)
+    for name, number in last.items():
         if name in tensors and name not in keep:
             frees.setdefault(number, []).append(name)
-    result = []
+    result = [Free(tuple(sorted(frees[-1])))] if -1 in frees else []
     for number, statement in enumerate(statements):
         result.append(statement)
         if number in frees:
             result.append(Free(tuple(sorted(frees[number]))))
     return result
-

@@ -17,7 +17,7 @@ def plan_memory(wrapper) -> list:
     returned = wrapper.returned()
     statements, in_place = _reuse_dying_sources(wrapper, returned)
     statements = _reuse_dead_memory(wrapper, statements, in_place, returned)
-    return W.with_frees(statements, keep=returned | set(wrapper.inputs))
+    return W.with_frees(statements, keep=returned, inputs=wrapper.tensor_inputs)
 
 
 def same_extent(layout, other):

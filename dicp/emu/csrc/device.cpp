@@ -90,7 +90,8 @@ struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
   void destroyEvent(void* event, const c10::DeviceIndex /*device*/) const noexcept override {
     delete static_cast<EventHandle*>(event);
   }
-  // Tasks keep the storages they use alive, so there is nothing to record.
+  // Tasks count their uses of blocks and the streams they run on (memory.cpp): a freed block
+  // goes to another stream only after them, so there is nothing to record.
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
 };
 

@@ -33,6 +33,11 @@ struct Block {
   int opens = 0;
   char* mapping() const;       // the guard page before ptr
   size_t mapped_size() const;  // size and both guard pages
+  // Queued tasks that use the block (Task::touch) and the stream they are on. A freed block
+  // still in use goes back to the cache at once, as a CUDA caching allocator's does: the
+  // next allocation on that stream may take it, since its work runs after theirs.
+  int uses = 0;
+  const Stream* stream = nullptr;  // kSeveralStreams if they are on more than one
 };
 
 namespace {
@@ -53,6 +58,7 @@ auto& g_cache = g.cache;
 auto& g_stats = g.stats;
 auto& g_pinned = g.pinned;
 bool g_isolation = true;
+const Stream* const kSeveralStreams = reinterpret_cast<const Stream*>(&g_isolation);
 
 size_t page_size() {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -78,10 +84,16 @@ void unmap(Block* block) {
   delete block;
 }
 
-void release_cache_locked() {
+void release_cache_locked() {  // but blocks that queued work still uses
   for (auto& cache : g_cache) {
-    for (auto& entry : cache) unmap(entry.second);
-    cache.clear();
+    for (auto it = cache.begin(); it != cache.end();) {
+      if (it->second->uses > 0) {
+        ++it;
+        continue;
+      }
+      unmap(it->second);
+      it = cache.erase(it);
+    }
   }
 }
 
@@ -99,14 +111,18 @@ Block* map_block(size_t size, c10::DeviceIndex device) {
   return block;
 }
 
-// A cached block fits if it wastes at most a quarter of itself.
-Block* take_cached(size_t size, c10::DeviceIndex device) {
+// A cached block fits if it wastes at most a quarter of itself and no queued work of another
+// stream than `stream` (the allocating one) still uses it.
+Block* take_cached(size_t size, c10::DeviceIndex device, const Stream* stream) {
   auto& cache = g_cache[device];
-  auto it = cache.lower_bound(size);
-  if (it == cache.end() || it->first > size + size / 4) return nullptr;
-  Block* block = it->second;
-  cache.erase(it);
-  return block;
+  for (auto it = cache.lower_bound(size); it != cache.end() && it->first <= size + size / 4;
+       ++it) {
+    Block* block = it->second;
+    if (block->uses > 0 && block->stream != stream) continue;
+    cache.erase(it);
+    return block;
+  }
+  return nullptr;
 }
 
 void count(Block* block, int sign) {
@@ -128,8 +144,9 @@ struct DeviceAllocator final : c10::Allocator {
     const auto device = current_device();
     if (n == 0) return {nullptr, nullptr, &free_nothing, c10::Device(kEmu, device)};
     const size_t size = round_to_pages(n);
+    const Stream* stream = &current_stream(device);
     std::lock_guard<std::mutex> lock(g_mutex);
-    Block* block = take_cached(size, device);
+    Block* block = take_cached(size, device, stream);
     if (block == nullptr) block = map_block(size, device);
     count(block, +1);
     return {block->ptr, block, &free_block, c10::Device(kEmu, device)};
@@ -186,10 +203,33 @@ char* Block::mapping() const { return ptr - page_size(); }
 
 size_t Block::mapped_size() const { return size + 2 * page_size(); }
 
+// A device storage is not kept alive: its block stays mapped while `uses` counts the task,
+// and freed memory is free at once (peak memory follows the host's frees, not the queue).
 void Task::touch(const c10::Storage& storage) {
   if (!storage) return;
-  keep.push_back(storage);
-  blocks.push_back(find_block(storage.data()));
+  Block* block = find_block(storage.data());
+  blocks.push_back(block);
+  if (block == nullptr) {
+    keep.push_back(storage);
+  } else {
+    uses.push_back(use_block(block));
+  }
+}
+
+BlockUse use_block(Block* block) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++block->uses;
+  return BlockUse(block, [](Block* used) {  // the task has run (or was never enqueued)
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (--used->uses == 0) used->stream = nullptr;
+  });
+}
+
+void claim_uses(const std::vector<BlockUse>& uses, const Stream* stream) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const auto& use : uses) {
+    use->stream = use->stream == nullptr || use->stream == stream ? stream : kSeveralStreams;
+  }
 }
 
 c10::Allocator* device_allocator() {

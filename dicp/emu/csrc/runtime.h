@@ -52,6 +52,10 @@ void set_isolation(bool on);  // before the first allocation
 bool isolation();
 void open_blocks(const std::vector<Block*>& blocks);   // worker side: make readable
 void close_blocks(const std::vector<Block*>& blocks);  // and unreadable again
+class Stream;
+using BlockUse = std::shared_ptr<Block>;  // a queued task's use of a block (see Task::touch)
+BlockUse use_block(Block* block);
+void claim_uses(const std::vector<BlockUse>& uses, const Stream* stream);  // at enqueue
 
 // ---- fork: stream threads do not survive it, so a forked child must not use the device ----
 void install_fork_guard();
@@ -61,8 +65,9 @@ bool in_forked_child();
 struct Task {
   std::function<void()> run;
   std::vector<Block*> blocks;        // device memory the task touches
-  std::vector<c10::Storage> keep;    // storages kept alive until the task has run
-  void touch(const c10::Storage& storage);  // open its block and keep it alive
+  std::vector<c10::Storage> keep;    // (host) storages kept alive until the task has run
+  std::vector<BlockUse> uses;        // device blocks in use until the task has run
+  void touch(const c10::Storage& storage);  // open its block; keep it mapped (or alive)
 };
 
 class Stream {

@@ -116,6 +116,7 @@ uint64_t Stream::enqueue(Task task) {
       state_->started = true;
       std::thread([this] { loop(); }).detach();
     }
+    claim_uses(task.uses, this);
     state_->queue.push_back(std::move(task));
     ticket = ++state_->enqueued;
   }

@@ -446,7 +446,8 @@ class _Planner:
         if not any(len(s.steps) > 1 for s in self.segments):
             raise NotNative("no two native steps in a row: one native call saves nothing")
         returned = self.body[-1].reads() if isinstance(self.body[-1], W.Return) else set()
-        statements = W.with_frees(self.body, keep=returned | self.inputs)
+        tensor_inputs = sorted(n for n in self.inputs if n in self.dtypes)  # ints have none
+        statements = W.with_frees(self.body, keep=returned, inputs=tensor_inputs)
         return NativeEntry(statements, self.segments, self.products, dict(self.external),
                            self.bounds_check)
 
