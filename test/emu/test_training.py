@@ -7,8 +7,10 @@ from dicp.emu import observe_ops
 
 def train(device, optimizer_class, steps=6):
     torch.manual_seed(0)
+    # No bias before the batch norm: its gradient is rounding noise around 0 (the norm removes
+    # the mean), which Adam scales up to +-lr, so its value after a few steps is noise too.
     model = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+        torch.nn.Conv2d(1, 4, 3, padding=1, bias=False), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
         torch.nn.Flatten(), torch.nn.Linear(4 * 8 * 8, 32), torch.nn.GELU(),
         torch.nn.Dropout(0.0), torch.nn.Linear(32, 5)).to(device)
     optimizer = optimizer_class(model.parameters(), lr=0.01)
