@@ -9,6 +9,7 @@ copies to the host and back, since it waits for its inputs. One training step of
     python bench/bench_emu.py
     DICP_EMU_ISOLATION=0 python bench/bench_emu.py      # device memory readable: no mprotect
 """
+
 import sys
 import time
 from pathlib import Path
@@ -50,16 +51,17 @@ def cases(device):
 
 def training_step(device):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
-                                torch.nn.Linear(256, 10)).to(device)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
+    ).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    data, target = torch.randn(128, 64, device=device), torch.randint(0, 10, (128,),
-                                                                       device=device)
+    data, target = torch.randn(128, 64, device=device), torch.randint(0, 10, (128,), device=device)
 
     def step():
         optimizer.zero_grad()
         torch.nn.functional.cross_entropy(model(data), target).backward()
         optimizer.step()
+
     return step
 
 

@@ -6,6 +6,7 @@ with the depth grows faster than linearly with the graph.
     python bench/bench_graph_size.py                    # 2 and 8 layers
     python bench/bench_graph_size.py --layers 2,12 --repeat 3
 """
+
 import argparse
 import os
 import statistics
@@ -28,8 +29,7 @@ SHOWN = ("dynamo", "aot_autograd", "conversion", "codegen", "build", "load")
 
 def cold_profile(model, threads):
     with tempfile.TemporaryDirectory(prefix="bench-graph-size-") as cache_dir:
-        return bench_compile.first_call("graph_size", model, "new_backendgraph", cache_dir,
-                                        threads)
+        return bench_compile.first_call("graph_size", model, "new_backendgraph", cache_dir, threads)
 
 
 def median_run(runs):
@@ -42,8 +42,10 @@ def print_row(layers, run):
     stages = run["stages"]
     per_kernel = ", ".join(f"{s} {1000 * stages[s] / max(kernels, 1):.1f}" for s in SHOWN)
     per_node = ", ".join(f"{s} {1000 * stages[s] / max(nodes, 1):.2f}" for s in SHOWN)
-    print(f"{layers:>3} layers: wall {run['seconds']:.2f} s, {kernels} kernels, {nodes} vendor "
-          f"nodes\n    ms per kernel: {per_kernel}\n    ms per node:   {per_node}")
+    print(
+        f"{layers:>3} layers: wall {run['seconds']:.2f} s, {kernels} kernels, {nodes} vendor "
+        f"nodes\n    ms per kernel: {per_kernel}\n    ms per node:   {per_node}"
+    )
 
 
 def main(argv=None):

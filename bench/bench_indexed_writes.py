@@ -7,6 +7,7 @@ inductor in one run.
 Kernels that store through a computed index run their colliding loops serially with no SIMD
 (codegen/loops.py); these numbers are what that rule costs next to inductor's choices.
 """
+
 import argparse
 import statistics
 import time
@@ -16,16 +17,21 @@ import torch.nn.functional as F
 
 WORKLOADS = {
     "max_pool2d(3, 2, 1) 32x64x56x56": (
-        lambda x: F.max_pool2d(x, 3, 2, 1), lambda: (torch.randn(32, 64, 56, 56),)),
+        lambda x: F.max_pool2d(x, 3, 2, 1),
+        lambda: (torch.randn(32, 64, 56, 56),),
+    ),
     "nearest upsample x2 16x64x32x32": (
         lambda x: F.interpolate(x, scale_factor=2, mode="nearest"),
-        lambda: (torch.randn(16, 64, 32, 32),)),
+        lambda: (torch.randn(16, 64, 32, 32),),
+    ),
     "embedding 32000x512, 8x512 tokens": (
-        lambda w, i: F.embedding(i, w), lambda: (torch.randn(32000, 512),
-                                                 torch.randint(32000, (8, 512)))),
+        lambda w, i: F.embedding(i, w),
+        lambda: (torch.randn(32000, 512), torch.randint(32000, (8, 512))),
+    ),
     "scatter_add 64x4096 -> 64x512": (
         lambda x, i: torch.zeros(64, 512).scatter_add(1, i, x),
-        lambda: (torch.randn(64, 4096), torch.randint(512, (64, 4096)))),
+        lambda: (torch.randn(64, 4096), torch.randint(512, (64, 4096))),
+    ),
 }
 ENGINES = ("eager", "inductor", "new_backendgraph")
 
@@ -53,17 +59,26 @@ def main():
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"{'workload':36s} " + " ".join(f"{e + ' ms':>20s}" for e in ENGINES) +
-          f" {'dicp vs inductor':>17s}")
+    print(
+        f"{'workload':36s} "
+        + " ".join(f"{e + ' ms':>20s}" for e in ENGINES)
+        + f" {'dicp vs inductor':>17s}"
+    )
     for name, (fn, make) in WORKLOADS.items():
         torch.manual_seed(0)
         inputs = make()
-        times = {engine: median_seconds(fn if engine == "eager" else
-                                        torch.compile(fn, backend=engine), inputs, args.repeat)
-                 for engine in ENGINES}
+        times = {
+            engine: median_seconds(
+                fn if engine == "eager" else torch.compile(fn, backend=engine), inputs, args.repeat
+            )
+            for engine in ENGINES
+        }
         ratio = times["new_backendgraph"] / times["inductor"]
-        print(f"{name:36s} " + " ".join(f"{times[e] * 1e3:20.2f}" for e in ENGINES) +
-              f" {ratio:16.2f}x")
+        print(
+            f"{name:36s} "
+            + " ".join(f"{times[e] * 1e3:20.2f}" for e in ENGINES)
+            + f" {ratio:16.2f}x"
+        )
 
 
 if __name__ == "__main__":

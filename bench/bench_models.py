@@ -9,6 +9,7 @@ which includes one run of the step. `eager` is plain PyTorch: the baseline of th
     python bench/bench_models.py --backends eager,aot_eager,inductor --models bert,llama
     python bench/bench_models.py --dynamic             # dynamic shapes (dynamic=True)
 """
+
 import argparse
 import os
 import statistics
@@ -38,6 +39,7 @@ CACHE_ENV_VARS = ("DICP_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
 @dataclass
 class Case:
     """A model and one step of work on fixed inputs; `step(fn)` runs it through `fn`."""
+
     model: torch.nn.Module
     step: Callable
     dynamic: bool = False  # compiled with dynamic=True (bench_compile.py)
@@ -47,6 +49,7 @@ def inference(model, *inputs):
     def step(fn):
         with torch.no_grad():
             return fn(*inputs)
+
     return Case(model, step)
 
 
@@ -56,6 +59,7 @@ def training(model, loss_of_output, *inputs):
         loss = loss_of_output(fn(*inputs))
         loss.backward()
         return loss
+
     return Case(model, step)
 
 
@@ -80,16 +84,25 @@ def resnet50_train():
 
 def unet():
     g = torch.Generator().manual_seed(0)
-    return inference(build_unet(), torch.randn(1, 4, 16, 16, generator=g), torch.tensor([999.0]),
-                     torch.randn(1, 8, 32, generator=g))
+    return inference(
+        build_unet(),
+        torch.randn(1, 4, 16, 16, generator=g),
+        torch.tensor([999.0]),
+        torch.randn(1, 8, 32, generator=g),
+    )
 
 
 def bert():
     return inference(build_bert(), *make_bert_inputs(2, 16))
 
 
-MODELS = {"llama": llama_prefill, "llama_lora_train": llama_lora_train,
-          "resnet50_train": resnet50_train, "unet": unet, "bert": bert}
+MODELS = {
+    "llama": llama_prefill,
+    "llama_lora_train": llama_lora_train,
+    "resnet50_train": resnet50_train,
+    "unet": unet,
+    "bert": bert,
+}
 
 
 def check_backends(backends):
@@ -102,8 +115,10 @@ def check_backends(backends):
         except Exception as err:
             available = ", ".join(dynamo.list_backends())
             hint = " (install dicp: pip install -e .)" if name == "new_backendgraph" else ""
-            sys.exit(f"bench_models: backend {name!r} is not available{hint}: {err}\n"
-                     f"available backends: {EAGER}, {available}")
+            sys.exit(
+                f"bench_models: backend {name!r} is not available{hint}: {err}\n"
+                f"available backends: {EAGER}, {available}"
+            )
 
 
 def reset_compilers():
@@ -111,6 +126,7 @@ def reset_compilers():
     dynamo.reset()
     try:
         from torch._inductor.utils import clear_inductor_caches
+
         clear_inductor_caches()
     except ImportError:
         pass
@@ -151,14 +167,17 @@ def fmt(value, spec):
 
 
 def print_table(rows):
-    header = (f"{'model':<18} {'backend':<18} {'step ms':>9} {'vs eager':>9} {'cold s':>8} "
-              f"{'warm s':>8}")
+    header = (
+        f"{'model':<18} {'backend':<18} {'step ms':>9} {'vs eager':>9} {'cold s':>8} {'warm s':>8}"
+    )
     print(header)
     print("-" * len(header))
     for model, backend, r, eager_ms in rows:
         speedup = eager_ms / r["step_ms"]
-        print(f"{model:<18} {backend:<18} {r['step_ms']:9.2f} {speedup:8.2f}x "
-              f"{fmt(r.get('cold_s'), '8.2f')} {fmt(r.get('warm_s'), '8.2f')}")
+        print(
+            f"{model:<18} {backend:<18} {r['step_ms']:9.2f} {speedup:8.2f}x "
+            f"{fmt(r.get('cold_s'), '8.2f')} {fmt(r.get('warm_s'), '8.2f')}"
+        )
     print("vs eager: eager step time / backend step time (higher is faster).")
     print("cold/warm: first call after compiling with an empty/filled cache dir (one step incl.).")
 
@@ -173,23 +192,41 @@ def parse_list(text, known=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=lambda s: parse_list(s, MODELS), default=list(MODELS),
-                        help=f"comma-separated subset of {', '.join(MODELS)} (default: all)")
-    parser.add_argument("--backends", type=parse_list, default=parse_list(DEFAULT_BACKENDS),
-                        help=f"comma-separated dynamo backends (default: {DEFAULT_BACKENDS}); "
-                             f"'{EAGER}' is uncompiled PyTorch")
+    parser.add_argument(
+        "--models",
+        type=lambda s: parse_list(s, MODELS),
+        default=list(MODELS),
+        help=f"comma-separated subset of {', '.join(MODELS)} (default: all)",
+    )
+    parser.add_argument(
+        "--backends",
+        type=parse_list,
+        default=parse_list(DEFAULT_BACKENDS),
+        help=f"comma-separated dynamo backends (default: {DEFAULT_BACKENDS}); "
+        f"'{EAGER}' is uncompiled PyTorch",
+    )
     parser.add_argument("--repeat", type=int, default=20, help="timed steps per median")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads(),
-                        help="intra-op threads (default: %(default)s); 1 gives steadier numbers "
-                             "on a busy machine, where OpenMP threads wait for each other")
-    parser.add_argument("--dynamic", action="store_true",
-                        help="compile with dynamic=True: every size symbolic, as the graphs "
-                             "dynamo recompiles after an input's size changes")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=torch.get_num_threads(),
+        help="intra-op threads (default: %(default)s); 1 gives steadier numbers "
+        "on a busy machine, where OpenMP threads wait for each other",
+    )
+    parser.add_argument(
+        "--dynamic",
+        action="store_true",
+        help="compile with dynamic=True: every size symbolic, as the graphs "
+        "dynamo recompiles after an input's size changes",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     load, cpus = os.getloadavg()[0], os.cpu_count()
-    print(f"# torch {torch.__version__}, {args.threads} thread(s), {cpus} CPUs, load {load:.1f}, "
-          f"median of {args.repeat}{', dynamic shapes' if args.dynamic else ''}", flush=True)
+    print(
+        f"# torch {torch.__version__}, {args.threads} thread(s), {cpus} CPUs, load {load:.1f}, "
+        f"median of {args.repeat}{', dynamic shapes' if args.dynamic else ''}",
+        flush=True,
+    )
     if load > cpus:
         print("# warning: the machine is busy; timings will be noisy", file=sys.stderr)
     backends = [EAGER] + [b for b in args.backends if b != EAGER]

@@ -7,6 +7,7 @@ Step times are medians; ratios are against eager measured in this run. Compile t
 first call (dynamo + AOTAutograd + backend build) with dicp's and OpenVINO's disk caches cold
 (a temporary DICP_CACHE_DIR; OpenVINO's own backend keeps no cache unless told).
 """
+
 import argparse
 import os
 import statistics
@@ -38,8 +39,9 @@ class Attention(torch.nn.Module):
         self.norm1, self.norm2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
         self.qkv = torch.nn.Linear(width, 3 * width)
         self.proj = torch.nn.Linear(width, width)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(),
-                                       torch.nn.Linear(4 * width, width))
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(width, 4 * width), torch.nn.GELU(), torch.nn.Linear(4 * width, width)
+        )
 
     def forward(self, x):
         b, t, c = x.shape
@@ -63,6 +65,7 @@ def compiled(engine, model):
         import openvino.torch  # noqa: F401  (registers the "openvino" backend)
     if engine == "ovgraph":
         import dicp.vendor.ovgraph as ovgraph
+
         return torch.compile(model, backend=ovgraph.ovgraph)
     return torch.compile(model, backend=engine)
 
@@ -91,8 +94,10 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     os.environ["DICP_CACHE_DIR"] = tempfile.mkdtemp(prefix="dicp-bench-")
-    print(f"{'model':36s} {'engine':10s} {'compile s':>10s} {'step ms':>9s} "
-          f"{'step vs eager':>14s} {'max |diff|':>11s}")
+    print(
+        f"{'model':36s} {'engine':10s} {'compile s':>10s} {'step ms':>9s} "
+        f"{'step vs eager':>14s} {'max |diff|':>11s}"
+    )
     for name, (make_model, make_input) in MODELS.items():
         torch.manual_seed(0)
         model, x = make_model().eval(), make_input()
@@ -101,13 +106,17 @@ def main():
             try:
                 results[engine] = measure(engine, model, x, args.repeat)
             except Exception as error:  # one engine failing must not hide the others' numbers
-                print(f"{name:36s} {engine:10s} failed: {type(error).__name__}: "
-                      f"{str(error).splitlines()[0][:80]}")
+                print(
+                    f"{name:36s} {engine:10s} failed: {type(error).__name__}: "
+                    f"{str(error).splitlines()[0][:80]}"
+                )
         eager_step, reference = results["eager"][1], results["eager"][2]
         for engine, (compile_s, step_s, out) in results.items():
             diff = (out - reference).abs().max().item()
-            print(f"{name:36s} {engine:10s} {compile_s:10.2f} {step_s * 1e3:9.3f} "
-                  f"{eager_step / step_s:13.2f}x {diff:11.2e}")
+            print(
+                f"{name:36s} {engine:10s} {compile_s:10.2f} {step_s * 1e3:9.3f} "
+                f"{eager_step / step_s:13.2f}x {diff:11.2e}"
+            )
 
 
 if __name__ == "__main__":

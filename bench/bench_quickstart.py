@@ -6,6 +6,7 @@ Cold compile: a fresh process with an empty DICP_CACHE_DIR (g++ builds everythin
 Warm compile: a fresh process reusing that cache (dynamo and codegen run, no g++).
 Step times are medians measured in one process, reported as ratios against eager.
 """
+
 import argparse
 import json
 import os
@@ -35,13 +36,19 @@ print(json.dumps({"seconds": time.perf_counter() - start, **cache_stats()}))
 def first_call(backend, cache_dir):
     env = dict(os.environ, DICP_CACHE_DIR=cache_dir)
     examples = str(Path(__file__).resolve().parents[1] / "examples")
-    out = subprocess.run([sys.executable, "-c", CHILD, examples, backend], env=env,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, examples, backend],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def median_step(fn, x, repeat):
     import torch
+
     times = []
     with torch.no_grad():
         for _ in range(3):
@@ -63,14 +70,18 @@ def main():
     with tempfile.TemporaryDirectory() as cache:
         cold = first_call("new_backendgraph", cache)
         warm = first_call("new_backendgraph", cache)
-    print(f"new_backendgraph first call: cold {cold['seconds']:.2f} s ({cold['builds']} g++ "
-          f"builds), warm {warm['seconds']:.2f} s ({warm['builds']} builds, "
-          f"{warm['disk_hits']} cache hits)")
+    print(
+        f"new_backendgraph first call: cold {cold['seconds']:.2f} s ({cold['builds']} g++ "
+        f"builds), warm {warm['seconds']:.2f} s ({warm['builds']} builds, "
+        f"{warm['disk_hits']} cache hits)"
+    )
     torch.manual_seed(0)
     model, x = TransformerBlock().eval(), torch.randn(4, 64, 128)
-    engines = {"eager": model,
-               "inductor": torch.compile(model, backend="inductor"),
-               "new_backendgraph": torch.compile(model, backend="new_backendgraph")}
+    engines = {
+        "eager": model,
+        "inductor": torch.compile(model, backend="inductor"),
+        "new_backendgraph": torch.compile(model, backend="new_backendgraph"),
+    }
     steps = {name: median_step(fn, x, args.repeat) for name, fn in engines.items()}
     print(f"{'engine':18s} {'step ms':>9s} {'speed vs eager':>15s}")
     for name, seconds in steps.items():

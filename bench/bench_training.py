@@ -23,6 +23,7 @@ costliest calls by name (`<graph>/<call> <ATen op that built it>`).
     python bench/bench_training.py --workloads cnn --profile
     python bench/bench_training.py --device emu          # peak memory and time on emu
 """
+
 import argparse
 import copy
 import os
@@ -35,10 +36,16 @@ import torch._dynamo as dynamo
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.bench_workloads import (BACKENDS, DICP, EAGER, interleaved_ms,
-                                   print_table, timing_arguments)
+from bench.bench_workloads import (
+    BACKENDS,
+    DICP,
+    EAGER,
+    interleaved_ms,
+    print_table,
+    timing_arguments,
+)
 
-DEVICE_BACKENDS = {"emu": "emugraph"}   # device -> the dicp backend compiling for it
+DEVICE_BACKENDS = {"emu": "emugraph"}  # device -> the dicp backend compiling for it
 
 
 def _gen(seed=0):
@@ -64,6 +71,7 @@ class TrainingStep:
             optimizer.step()
             optimizer.zero_grad()
             return loss.detach()
+
         fn = step if backend == EAGER else torch.compile(step, backend=backend)
         return fn if device == "cpu" else _synchronized(fn, device)
 
@@ -80,6 +88,7 @@ def _synchronized(fn, device):
         out = fn()
         runtime.synchronize()
         return out
+
     return step
 
 
@@ -90,31 +99,56 @@ def _seeded(build):
 
 def llama():
     from transformers import LlamaConfig, LlamaForCausalLM
-    config = LlamaConfig(vocab_size=512, hidden_size=128, intermediate_size=256,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=128)
+
+    config = LlamaConfig(
+        vocab_size=512,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
     ids = torch.randint(512, (4, 64), generator=_gen())
-    return TrainingStep(_seeded(lambda: LlamaForCausalLM(config)),
-                        lambda model, ids: model(input_ids=ids, labels=ids).loss, ids)
+    return TrainingStep(
+        _seeded(lambda: LlamaForCausalLM(config)),
+        lambda model, ids: model(input_ids=ids, labels=ids).loss,
+        ids,
+    )
 
 
 def bert():
     from transformers import BertConfig, BertForMaskedLM
-    config = BertConfig(vocab_size=512, hidden_size=128, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=256, max_position_embeddings=128,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+    config = BertConfig(
+        vocab_size=512,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=256,
+        max_position_embeddings=128,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     ids = torch.randint(512, (4, 64), generator=_gen())
-    return TrainingStep(_seeded(lambda: BertForMaskedLM(config)),
-                        lambda model, ids: model(input_ids=ids, labels=ids).loss, ids)
+    return TrainingStep(
+        _seeded(lambda: BertForMaskedLM(config)),
+        lambda model, ids: model(input_ids=ids, labels=ids).loss,
+        ids,
+    )
 
 
 def cnn():
     from bench.heldout import SmallResNet
+
     images = torch.randn(16, 3, 32, 32, generator=_gen())
     labels = torch.randint(10, (16,), generator=_gen())
-    return TrainingStep(_seeded(SmallResNet),
-                        lambda model, images, labels: F.cross_entropy(model(images), labels),
-                        images, labels)
+    return TrainingStep(
+        _seeded(SmallResNet),
+        lambda model, images, labels: F.cross_entropy(model(images), labels),
+        images,
+        labels,
+    )
 
 
 WORKLOADS = {"llama": llama, "bert": bert, "cnn": cnn}
@@ -123,6 +157,7 @@ WORKLOADS = {"llama": llama, "bert": bert, "cnn": cnn}
 def profile_breakdown(step, steps=10):
     """Per-step milliseconds by kind of call, and the costliest calls by name."""
     from torch.profiler import ProfilerActivity, profile
+
     for _ in range(3):
         step()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -181,23 +216,36 @@ def device_steps(workload, device):
 def print_device_table(results, device):
     """Peak memory and step time, compiled against eager, per workload on `device`."""
     compiled = DEVICE_BACKENDS[device]
-    print(f"{'workload':<10} {'eager MB':>9} {'compiled MB':>12} {'memory':>8} "
-          f"{'eager ms':>9} {'compiled ms':>12} {'time':>8}")
+    print(
+        f"{'workload':<10} {'eager MB':>9} {'compiled MB':>12} {'memory':>8} "
+        f"{'eager ms':>9} {'compiled ms':>12} {'time':>8}"
+    )
     for name, (ms, peaks) in results.items():
         mb = {backend: peak / 2**20 for backend, peak in peaks.items()}
-        print(f"{name:<10} {mb[EAGER]:9.2f} {mb[compiled]:12.2f} {mb[compiled] / mb[EAGER]:7.2f}x "
-              f"{ms[EAGER]:9.3f} {ms[compiled]:12.3f} {ms[compiled] / ms[EAGER]:7.2f}x")
-    print(f"memory: peak device memory of one step, model state included ({compiled} / eager); "
-          f"time: median step time ({compiled} / eager); both on {device}, lower is better.")
+        print(
+            f"{name:<10} {mb[EAGER]:9.2f} {mb[compiled]:12.2f} {mb[compiled] / mb[EAGER]:7.2f}x "
+            f"{ms[EAGER]:9.3f} {ms[compiled]:12.3f} {ms[compiled] / ms[EAGER]:7.2f}x"
+        )
+    print(
+        f"memory: peak device memory of one step, model state included ({compiled} / eager); "
+        f"time: median step time ({compiled} / eager); both on {device}, lower is better."
+    )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", action="store_true",
-                        help="print where dicp's step spends its time instead of timing")
-    parser.add_argument("--device", default="cpu", choices=["cpu", *DEVICE_BACKENDS],
-                        help="run the steps there: eager against the device's dicp backend, "
-                             "peak memory and step time")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where dicp's step spends its time instead of timing",
+    )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", *DEVICE_BACKENDS],
+        help="run the steps there: eager against the device's dicp backend, "
+        "peak memory and step time",
+    )
     args, names = timing_arguments(parser, WORKLOADS, argv)
     if args.device != "cpu":
         import dicp.emu  # noqa: F401  (the emulated device; a vendor's runtime imports its own)

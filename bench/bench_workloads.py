@@ -11,6 +11,7 @@ means over the workloads.
     python bench/bench_workloads.py                      # 2 threads, all workloads
     python bench/bench_workloads.py --workloads chain,norm_softmax --rounds 30
 """
+
 import argparse
 import math
 import os
@@ -73,8 +74,11 @@ class LlamaBlock(nn.Module):
 def conv_bn_relu_net():
     layers, channels = [], 3
     for out in (32, 64, 64):
-        layers += [nn.Conv2d(channels, out, 3, padding=1, bias=False), nn.BatchNorm2d(out),
-                   nn.ReLU()]
+        layers += [
+            nn.Conv2d(channels, out, 3, padding=1, bias=False),
+            nn.BatchNorm2d(out),
+            nn.ReLU(),
+        ]
         channels = out
     return nn.Sequential(*layers).eval()
 
@@ -119,14 +123,18 @@ def mlp_training_step():
 
 WORKLOADS = {
     "mlp_gelu": lambda: Workload(MLP().eval(), (torch.randn(256, 512, generator=_gen()),)),
-    "llama_block": lambda: Workload(LlamaBlock().eval(), (torch.randn(4, 128, 256,
-                                                                      generator=_gen()),)),
-    "conv_bn_relu": lambda: Workload(conv_bn_relu_net(), (torch.randn(4, 3, 64, 64,
-                                                                      generator=_gen()),)),
-    "pointwise_chain": lambda: Workload(PointwiseChain(), (torch.randn(4 * 1024 * 1024,
-                                                                       generator=_gen()),)),
-    "norm_softmax_gelu": lambda: Workload(NormSoftmaxGelu().eval(),
-                                          (torch.randn(512, 1024, generator=_gen()),)),
+    "llama_block": lambda: Workload(
+        LlamaBlock().eval(), (torch.randn(4, 128, 256, generator=_gen()),)
+    ),
+    "conv_bn_relu": lambda: Workload(
+        conv_bn_relu_net(), (torch.randn(4, 3, 64, 64, generator=_gen()),)
+    ),
+    "pointwise_chain": lambda: Workload(
+        PointwiseChain(), (torch.randn(4 * 1024 * 1024, generator=_gen()),)
+    ),
+    "norm_softmax_gelu": lambda: Workload(
+        NormSoftmaxGelu().eval(), (torch.randn(512, 1024, generator=_gen()),)
+    ),
     "mlp_train": mlp_training_step,
 }
 
@@ -135,8 +143,7 @@ def compiled_steps(workload, backends):
     """backend -> the callable its steps run through, each already compiled and warmed up."""
     fns = {}
     for backend in backends:
-        fn = workload.model if backend == EAGER else torch.compile(workload.model,
-                                                                   backend=backend)
+        fn = workload.model if backend == EAGER else torch.compile(workload.model, backend=backend)
         for _ in range(3):
             workload.step(fn)
         fns[backend] = fn
@@ -148,7 +155,7 @@ def interleaved_ms(workload, fns, rounds, steps):
     times = {backend: [] for backend in fns}
     order = list(fns)
     for r in range(rounds):
-        for backend in order[r % len(order):] + order[:r % len(order)]:
+        for backend in order[r % len(order) :] + order[: r % len(order)]:
             for _ in range(steps):
                 start = time.perf_counter()
                 workload.step(fns[backend])
@@ -161,24 +168,34 @@ def geomean(values):
 
 
 def print_table(results):
-    print(f"{'workload':<18} {'eager ms':>9} {'inductor':>9} {'dicp ms':>9} "
-          f"{'dicp/eager':>11} {'dicp/ind':>9} {'ind/eager':>10}")
+    print(
+        f"{'workload':<18} {'eager ms':>9} {'inductor':>9} {'dicp ms':>9} "
+        f"{'dicp/eager':>11} {'dicp/ind':>9} {'ind/eager':>10}"
+    )
     for name, ms in results.items():
-        print(f"{name:<18} {ms[EAGER]:9.3f} {ms[INDUCTOR]:9.3f} {ms[DICP]:9.3f} "
-              f"{ms[DICP] / ms[EAGER]:10.2f}x {ms[DICP] / ms[INDUCTOR]:8.2f}x "
-              f"{ms[INDUCTOR] / ms[EAGER]:9.2f}x")
+        print(
+            f"{name:<18} {ms[EAGER]:9.3f} {ms[INDUCTOR]:9.3f} {ms[DICP]:9.3f} "
+            f"{ms[DICP] / ms[EAGER]:10.2f}x {ms[DICP] / ms[INDUCTOR]:8.2f}x "
+            f"{ms[INDUCTOR] / ms[EAGER]:9.2f}x"
+        )
     ratios = lambda a, b: geomean([ms[a] / ms[b] for ms in results.values()])
-    print(f"{'geomean':<18} {'':>9} {'':>9} {'':>9} {ratios(DICP, EAGER):10.2f}x "
-          f"{ratios(DICP, INDUCTOR):8.2f}x {ratios(INDUCTOR, EAGER):9.2f}x")
-    print("ratios are step-time ratios: lower is faster (dicp/ind 0.9x = 10% faster than "
-          "inductor).")
+    print(
+        f"{'geomean':<18} {'':>9} {'':>9} {'':>9} {ratios(DICP, EAGER):10.2f}x "
+        f"{ratios(DICP, INDUCTOR):8.2f}x {ratios(INDUCTOR, EAGER):9.2f}x"
+    )
+    print(
+        "ratios are step-time ratios: lower is faster (dicp/ind 0.9x = 10% faster than inductor)."
+    )
 
 
 def timing_arguments(parser, workloads, argv=None):
     """The options every step-time bench takes, parsed: (arguments, workload names chosen).
     Sets torch's thread count and prints the run's header."""
-    parser.add_argument("--workloads", default=",".join(workloads),
-                        help=f"comma-separated subset of {', '.join(workloads)}")
+    parser.add_argument(
+        "--workloads",
+        default=",".join(workloads),
+        help=f"comma-separated subset of {', '.join(workloads)}",
+    )
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds")
     parser.add_argument("--steps", type=int, default=3, help="timed steps per backend per round")
     parser.add_argument("--threads", type=int, default=2)
@@ -188,8 +205,11 @@ def timing_arguments(parser, workloads, argv=None):
     if unknown:
         sys.exit(f"{parser.prog}: unknown workloads {unknown}; choose from {list(workloads)}")
     torch.set_num_threads(args.threads)
-    print(f"# torch {torch.__version__}, {args.threads} threads, load {os.getloadavg()[0]:.1f}, "
-          f"median of {args.rounds} rounds x {args.steps} steps", flush=True)
+    print(
+        f"# torch {torch.__version__}, {args.threads} threads, load {os.getloadavg()[0]:.1f}, "
+        f"median of {args.rounds} rounds x {args.steps} steps",
+        flush=True,
+    )
     return args, names
 
 

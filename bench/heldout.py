@@ -6,6 +6,7 @@ Each entry builds a `Case` (bench_models.Case: a model and one step through a co
 callable); `compile(case, backend)` is how the step's callable is compiled (dynamic or not).
 torchvision is never imported.
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -43,9 +44,11 @@ class Block(nn.Module):
         self.bn1 = nn.BatchNorm2d(cout)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(cout)
-        self.short = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                    nn.BatchNorm2d(cout)) if stride != 1 or cin != cout
-                      else nn.Identity())
+        self.short = (
+            nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            if stride != 1 or cin != cout
+            else nn.Identity()
+        )
 
     def forward(self, x):
         y = F.relu(self.bn1(self.conv1(x)))
@@ -55,8 +58,9 @@ class Block(nn.Module):
 class SmallResNet(nn.Module):
     def __init__(self, classes=10):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16),
-                                  nn.ReLU(), nn.MaxPool2d(2))
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2)
+        )
         self.blocks = nn.Sequential(Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2))
         self.head = nn.Linear(64, classes)
 
@@ -78,6 +82,7 @@ def cnn_train():
         loss = F.cross_entropy(fn(images), labels)
         loss.backward()
         return loss
+
     return Case(model, step)
 
 
@@ -94,32 +99,48 @@ def train_step_adamw():
         optimizer.step()
         optimizer.zero_grad()
         return loss.detach()
+
     return Case(train_step, lambda fn: fn(x, y))
 
 
 def _llama_config():
     from transformers import LlamaConfig
-    return LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128,
-                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                       max_position_embeddings=128)
+
+    return LlamaConfig(
+        vocab_size=256,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
 
 
 def hf_llama_infer():
     from transformers import LlamaForCausalLM
+
     model = _seeded(lambda: LlamaForCausalLM(_llama_config())).eval()
     ids = torch.randint(256, (2, 16), generator=_gen())
 
     def step(fn):
         with torch.no_grad():
             return fn(input_ids=ids, use_cache=False).logits
+
     return Case(model, step)
 
 
 def hf_bert_train():
     from transformers import BertConfig, BertForMaskedLM
-    config = BertConfig(vocab_size=256, hidden_size=64, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=128,
-                        max_position_embeddings=64)
+
+    config = BertConfig(
+        vocab_size=256,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=64,
+    )
     model = _seeded(lambda: BertForMaskedLM(config)).train()
     ids = torch.randint(256, (2, 16), generator=_gen())
 
@@ -128,13 +149,22 @@ def hf_bert_train():
         loss = fn(input_ids=ids, labels=ids).loss
         loss.backward()
         return loss
+
     return Case(model, step)
 
 
 def gpt2_model(layers=2, width=64):
     from transformers import GPT2Config, GPT2LMHeadModel
-    config = GPT2Config(vocab_size=256, n_positions=64, n_embd=width, n_layer=layers,
-                        n_head=4, bos_token_id=0, eos_token_id=0)
+
+    config = GPT2Config(
+        vocab_size=256,
+        n_positions=64,
+        n_embd=width,
+        n_layer=layers,
+        n_head=4,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     return _seeded(lambda: GPT2LMHeadModel(config)).eval()
 
 
@@ -147,8 +177,8 @@ def gpt2_decode_case(layers=2, width=64):
         with torch.no_grad():
             out = fn(input_ids=ids, use_cache=True)
             token = out.logits[:, -1:].argmax(-1)
-            return fn(input_ids=token, past_key_values=out.past_key_values,
-                      use_cache=True).logits
+            return fn(input_ids=token, past_key_values=out.past_key_values, use_cache=True).logits
+
     return Case(model, step)
 
 
@@ -164,6 +194,7 @@ def dynamic(case):
 
 def dyn_block_infer():
     from examples.quickstart import TransformerBlock
+
     case = inference(_seeded(TransformerBlock).eval(), torch.randn(2, 24, 128, generator=_gen()))
     return dynamic(case)
 
@@ -177,10 +208,17 @@ def dyn_mlp_train():
         loss = F.cross_entropy(fn(x), y)
         loss.backward()
         return loss
+
     return dynamic(Case(model, step))
 
 
-HELDOUT = {"mlp_infer": mlp_infer, "cnn_train": cnn_train, "train_step_adamw": train_step_adamw,
-           "hf_llama_infer": hf_llama_infer, "hf_bert_train": hf_bert_train,
-           "hf_gpt2_decode": hf_gpt2_decode, "dyn_block_infer": dyn_block_infer,
-           "dyn_mlp_train": dyn_mlp_train}
+HELDOUT = {
+    "mlp_infer": mlp_infer,
+    "cnn_train": cnn_train,
+    "train_step_adamw": train_step_adamw,
+    "hf_llama_infer": hf_llama_infer,
+    "hf_bert_train": hf_bert_train,
+    "hf_gpt2_decode": hf_gpt2_decode,
+    "dyn_block_infer": dyn_block_infer,
+    "dyn_mlp_train": dyn_mlp_train,
+}

@@ -21,6 +21,7 @@ the two differ.
 
 This module imports no torch: reading a knob is cheap.
 """
+
 import contextlib
 import difflib
 import os
@@ -40,6 +41,7 @@ class ConfigError(ValueError):
 
 
 # ---- kinds: each turns environment text or a code value into a checked value ----
+
 
 class Flag:
     accepts = "1/true/yes/on or 0/false/no/off"
@@ -94,8 +96,9 @@ class Integer:
             return self.parse(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"expected {self.accepts}")
-        if (self.low is not None and value < self.low) or \
-                (self.high is not None and value > self.high):
+        if (self.low is not None and value < self.low) or (
+            self.high is not None and value > self.high
+        ):
             raise ValueError(f"expected {self.accepts}")
         return value
 
@@ -128,6 +131,7 @@ class Location:
 
 class Patterns:
     """Comma-separated fnmatch patterns, e.g. `aten.mm.*,aten.gelu.default`."""
+
     accepts = "comma-separated patterns"
 
     def parse(self, text):
@@ -163,10 +167,12 @@ class FaultSpec:
 
 # ---- declarations ----
 
+
 class Knob:
     """A declared knob. `default` is a value or a function computing it when read;
     `default_doc` is how the knob table (docs/knobs.md) shows the default (required for
     computed ones)."""
+
     __slots__ = ("name", "kind", "default", "doc", "owner", "default_doc")
 
     def __init__(self, name, kind, default, doc, owner="dicp", default_doc=""):
@@ -190,9 +196,9 @@ class Knob:
 
 
 _KNOBS: dict = {}
-_CODE: dict = {}       # values set from code
-_PATCHES: list[dict] = []        # active patch blocks, innermost last
-_WARNED: set = set()             # unknown variables already warned about
+_CODE: dict = {}  # values set from code
+_PATCHES: list[dict] = []  # active patch blocks, innermost last
+_WARNED: set = set()  # unknown variables already warned about
 
 
 def declare(name: str, kind, default, doc: str, owner: str = "dicp", default_doc: str = ""):
@@ -202,8 +208,10 @@ def declare(name: str, kind, default, doc: str, owner: str = "dicp", default_doc
     different knob under a taken name is an error."""
     knob = Knob(name, kind, default, doc, owner, default_doc)
     if not name.isidentifier() or name.startswith("_") or name in _module_names():
-        raise ConfigError(f"cannot declare knob {name!r}: not an identifier, or it names "
-                          f"something dicp.config already has")
+        raise ConfigError(
+            f"cannot declare knob {name!r}: not an identifier, or it names "
+            f"something dicp.config already has"
+        )
     existing = _KNOBS.get(name)
     if existing is not None and (existing.owner, existing.doc) != (owner, doc):
         raise ConfigError(f"knob {name!r} ({knob.env}) is already declared by {existing.owner}")
@@ -285,6 +293,7 @@ def _checked(knob: Knob, value, where: str):
 
 # ---- the environment check, the table, the command line ----
 
+
 def check_environment(environ=None) -> list[str]:
     """Warn once about each DICP_* variable that names no declared knob; returns the
     messages issued now. A backend's knobs are known once the backend is loaded."""
@@ -294,8 +303,10 @@ def check_environment(environ=None) -> list[str]:
     for var in sorted(environ):
         if var.startswith(PREFIX) and var not in known and var not in _WARNED:
             _WARNED.add(var)
-            messages.append(f"{var} is not a dicp knob{_nearest(var, known)}; "
-                            f"`python -m dicp.config` lists the knobs")
+            messages.append(
+                f"{var} is not a dicp knob{_nearest(var, known)}; "
+                f"`python -m dicp.config` lists the knobs"
+            )
             warnings.warn(messages[-1], UserWarning, stacklevel=2)
     return messages
 
@@ -343,8 +354,10 @@ def format_effective() -> str:
     lines = [("knob", "value", "source", "owner")]
     lines += [(k.env, value, where, k.owner) for k, value, where in effective()]
     widths = [max(len(row[i]) for row in lines) for i in range(3)]
-    return "\n".join(f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}".rstrip()
-                     for a, b, c, d in lines)
+    return "\n".join(
+        f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}".rstrip()
+        for a, b, c, d in lines
+    )
 
 
 def markdown_table() -> str:
@@ -372,6 +385,7 @@ def load_backend_knobs() -> list[str]:
     """Import the dicp backends installed as `torch_dynamo_backends` entry points, so their
     knobs are declared; returns error messages for those that failed to import."""
     from importlib import metadata
+
     errors = []
     for entry in metadata.entry_points(group="torch_dynamo_backends"):
         if not _is_dicp_backend(entry):
@@ -421,8 +435,10 @@ class _ConfigModule(types.ModuleType):
         elif name.startswith("__") or name in self.__dict__:
             super().__setattr__(name, value)
         else:
-            raise AttributeError(f"dicp.config has no knob {name!r}{_nearest(name, _KNOBS)}; "
-                                 f"declare it with dicp.config.declare")
+            raise AttributeError(
+                f"dicp.config has no knob {name!r}{_nearest(name, _KNOBS)}; "
+                f"declare it with dicp.config.declare"
+            )
 
     def __delattr__(self, name):
         if name in _KNOBS:
@@ -438,6 +454,7 @@ if TYPE_CHECKING:
 
 # ---- dicp's own knobs ----
 
+
 def _default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "dicp"
@@ -445,76 +462,199 @@ def _default_cache_dir() -> Path:
 
 FAULT_KINDS = ("accuracy", "compile_error", "runtime_error")
 
-declare("strict", Flag(), False, "an op without a converter raises an error naming the op, "
-        "backend and conversion table instead of running as eager fallback; the fallbacks the "
-        "backend declares (`Backend.expected_fallbacks`) and those forced by `DICP_FALLBACK_OPS` "
-        "still run")
-declare("debug", Flag(), False, "dump each graph's ATen graph, vendor graph, wrapper, C++ and "
-        "effective config under `<cache>/debug/<graph>/` and log the path")
-declare("cache_dir", Location(), _default_cache_dir, "the compile cache (kernels under "
-        "`kernels/`)", default_doc="`$XDG_CACHE_HOME/dicp` or `~/.cache/dicp`")
-declare("graph_cache", Flag(), True, "reuse the conversion and codegen of an identical ATen "
-        "graph (same code, input layouts, knobs but the reporting ones, tables, dicp and torch "
-        "versions) from "
-        "`graphs/` in the cache; off under `DICP_DEBUG` and `DICP_RECORD_OPS`")
-declare("aot_cache", Flag(), True, "reuse AOTAutograd's whole result (forward, backward, "
-        "runtime wrappers) for an identical dynamo graph (static or dynamic shapes) from `aot/` "
-        "in the cache, so a warm start skips AOTAutograd's trace; a training graph then "
-        "compiles its backward with its forward. Off with the graph cache")
-declare("fallback_ops", Patterns(), (), "comma-separated patterns (`aten.mm.*,aten.gelu.default`)"
-        " of ATen ops forced to run as eager fallback")
-declare("keep_torch_default", Patterns(), (), "comma-separated patterns of ops removed from the "
-        "backend's decomposition table, so torch's default implementation is kept")
-declare("fallback_random", Flag(), False, "random ops (dropout, rand, bernoulli, ...: every op "
-        "torch tags `nondeterministic_seeded`) are neither decomposed nor converted but run as "
-        "eager ATen, so they draw exactly the numbers eager draws (Inductor's `fallback_random`);"
-        " allowed under `DICP_STRICT=1`")
-declare("autocompare", Choice("off", "log", "raise", aliases={
-            "0": "off", "false": "off", "no": "off", "1": "log", "true": "log", "yes": "log",
-            "on": "log"}), "off", "`1`: run every compiled graph's ATen graph eagerly too, "
-        "compare the outputs and log the first diverging op with its source line; `raise`: "
-        "raise `AutocompareError` instead")
-declare("repro_dir", Location(), None, "when autocompare finds a mismatch, write a standalone "
-        "repro of the graph (`python <dir>/<graph>/run.py`) here")
-declare("inject_bug_testing_only", FaultSpec(*FAULT_KINDS), None, "tests of the debugging "
-        "tools only: `<op pattern>:<accuracy|compile_error|runtime_error>` makes the generated "
-        "code of matching ATen ops wrong in that way")
-declare("dump_op_args", Integer(0, 3), 0, "as each compiled graph runs, dump its ops: `1` names,"
-        " `2` also shapes, dtypes and strides, `3` also value summaries (min, max, mean, NaN and "
-        "Inf counts)")
-declare("dump_op_args_file", Location(), None, "append the op-argument dumps to this file "
-        "instead of the log")
-declare("profile", Flag(), False, "print the compile profile (stage times, graphs, kernels, "
-        "cache, fallbacks, compiles per function) as a table at exit")
-declare("profile_kernels", Flag(), False, "name each kernel, library call (a matrix product, a "
-        "convolution), eager fallback and copy of a compiled graph in `torch.profiler` "
-        "(`record_function`, e.g. `new_backendgraph_backward_1/kernel_2 aten.mul.Tensor`, the "
-        "ATen op whose lowering built the kernel), so a profile shows where a step's time goes; "
-        "kernels then run one call each from Python (no native entries)")
-declare("recompile_warn_limit", Integer(0), 4, "warn once when one function has been "
-        "recompiled more than this many times because input shapes changed (`0`: never)")
-declare("record_ops", Location(), None, "append the ATen ops each graph runs natively to this "
-        "file, one per line (used by `python -m dicp.tools.bisect`)")
-declare("record_results", Location(), None, "at exit, write a digest of every compiled graph "
-        "call's outputs and updated inputs (bytes, dtype, shape, strides) to this file, one line"
-        " per call: two runs recording equal files computed bit-for-bit equal results (the "
-        "cold-against-warm test mode, `pytest --cold-warm`)")
-declare("emu_isolation", Flag(), True, "`import dicp.emu`: keep the emulated device's memory "
-        "unreadable from the host (`PROT_NONE`) except while device work on it runs, so host "
-        "code that reads device memory without a copy crashes; `0` maps it readable (faster, "
-        "no check). Read once, at the import", owner="emu")
+declare(
+    "strict",
+    Flag(),
+    False,
+    "an op without a converter raises an error naming the op, "
+    "backend and conversion table instead of running as eager fallback; the fallbacks the "
+    "backend declares (`Backend.expected_fallbacks`) and those forced by `DICP_FALLBACK_OPS` "
+    "still run",
+)
+declare(
+    "debug",
+    Flag(),
+    False,
+    "dump each graph's ATen graph, vendor graph, wrapper, C++ and "
+    "effective config under `<cache>/debug/<graph>/` and log the path",
+)
+declare(
+    "cache_dir",
+    Location(),
+    _default_cache_dir,
+    "the compile cache (kernels under `kernels/`)",
+    default_doc="`$XDG_CACHE_HOME/dicp` or `~/.cache/dicp`",
+)
+declare(
+    "graph_cache",
+    Flag(),
+    True,
+    "reuse the conversion and codegen of an identical ATen "
+    "graph (same code, input layouts, knobs but the reporting ones, tables, dicp and torch "
+    "versions) from "
+    "`graphs/` in the cache; off under `DICP_DEBUG` and `DICP_RECORD_OPS`",
+)
+declare(
+    "aot_cache",
+    Flag(),
+    True,
+    "reuse AOTAutograd's whole result (forward, backward, "
+    "runtime wrappers) for an identical dynamo graph (static or dynamic shapes) from `aot/` "
+    "in the cache, so a warm start skips AOTAutograd's trace; a training graph then "
+    "compiles its backward with its forward. Off with the graph cache",
+)
+declare(
+    "fallback_ops",
+    Patterns(),
+    (),
+    "comma-separated patterns (`aten.mm.*,aten.gelu.default`)"
+    " of ATen ops forced to run as eager fallback",
+)
+declare(
+    "keep_torch_default",
+    Patterns(),
+    (),
+    "comma-separated patterns of ops removed from the "
+    "backend's decomposition table, so torch's default implementation is kept",
+)
+declare(
+    "fallback_random",
+    Flag(),
+    False,
+    "random ops (dropout, rand, bernoulli, ...: every op "
+    "torch tags `nondeterministic_seeded`) are neither decomposed nor converted but run as "
+    "eager ATen, so they draw exactly the numbers eager draws (Inductor's `fallback_random`);"
+    " allowed under `DICP_STRICT=1`",
+)
+declare(
+    "autocompare",
+    Choice(
+        "off",
+        "log",
+        "raise",
+        aliases={
+            "0": "off",
+            "false": "off",
+            "no": "off",
+            "1": "log",
+            "true": "log",
+            "yes": "log",
+            "on": "log",
+        },
+    ),
+    "off",
+    "`1`: run every compiled graph's ATen graph eagerly too, "
+    "compare the outputs and log the first diverging op with its source line; `raise`: "
+    "raise `AutocompareError` instead",
+)
+declare(
+    "repro_dir",
+    Location(),
+    None,
+    "when autocompare finds a mismatch, write a standalone "
+    "repro of the graph (`python <dir>/<graph>/run.py`) here",
+)
+declare(
+    "inject_bug_testing_only",
+    FaultSpec(*FAULT_KINDS),
+    None,
+    "tests of the debugging "
+    "tools only: `<op pattern>:<accuracy|compile_error|runtime_error>` makes the generated "
+    "code of matching ATen ops wrong in that way",
+)
+declare(
+    "dump_op_args",
+    Integer(0, 3),
+    0,
+    "as each compiled graph runs, dump its ops: `1` names,"
+    " `2` also shapes, dtypes and strides, `3` also value summaries (min, max, mean, NaN and "
+    "Inf counts)",
+)
+declare(
+    "dump_op_args_file",
+    Location(),
+    None,
+    "append the op-argument dumps to this file instead of the log",
+)
+declare(
+    "profile",
+    Flag(),
+    False,
+    "print the compile profile (stage times, graphs, kernels, "
+    "cache, fallbacks, compiles per function) as a table at exit",
+)
+declare(
+    "profile_kernels",
+    Flag(),
+    False,
+    "name each kernel, library call (a matrix product, a "
+    "convolution), eager fallback and copy of a compiled graph in `torch.profiler` "
+    "(`record_function`, e.g. `new_backendgraph_backward_1/kernel_2 aten.mul.Tensor`, the "
+    "ATen op whose lowering built the kernel), so a profile shows where a step's time goes; "
+    "kernels then run one call each from Python (no native entries)",
+)
+declare(
+    "recompile_warn_limit",
+    Integer(0),
+    4,
+    "warn once when one function has been "
+    "recompiled more than this many times because input shapes changed (`0`: never)",
+)
+declare(
+    "record_ops",
+    Location(),
+    None,
+    "append the ATen ops each graph runs natively to this "
+    "file, one per line (used by `python -m dicp.tools.bisect`)",
+)
+declare(
+    "record_results",
+    Location(),
+    None,
+    "at exit, write a digest of every compiled graph "
+    "call's outputs and updated inputs (bytes, dtype, shape, strides) to this file, one line"
+    " per call: two runs recording equal files computed bit-for-bit equal results (the "
+    "cold-against-warm test mode, `pytest --cold-warm`)",
+)
+declare(
+    "emu_isolation",
+    Flag(),
+    True,
+    "`import dicp.emu`: keep the emulated device's memory "
+    "unreadable from the host (`PROT_NONE`) except while device work on it runs, so host "
+    "code that reads device memory without a copy crashes; `0` maps it readable (faster, "
+    "no check). Read once, at the import",
+    owner="emu",
+)
 # Read by the test harness (test/common/utils.py); its plugin (test/common/harness.py) sets them
 # for xdist workers.
-declare("test_backend", Text(), "new_backendgraph", "tests: the backend under test (pytest "
-        "`--backend`)", owner="tests")
-declare("test_dynamic", Text(), "all", "tests: `false` (static shapes), `true` (dynamic) or "
-        "`all` (both; pytest `--dynamic`)", owner="tests")
-declare("test_emu_opinfo", Choice("subset", "all"), "subset", "tests: the OpInfos "
-        "`test/emu/test_opinfo.py` runs on the emulated device: `subset` (a representative few, "
-        "in the default suite) or `all` (every OpInfo of torch's op_db)", owner="tests")
+declare(
+    "test_backend",
+    Text(),
+    "new_backendgraph",
+    "tests: the backend under test (pytest `--backend`)",
+    owner="tests",
+)
+declare(
+    "test_dynamic",
+    Text(),
+    "all",
+    "tests: `false` (static shapes), `true` (dynamic) or `all` (both; pytest `--dynamic`)",
+    owner="tests",
+)
+declare(
+    "test_emu_opinfo",
+    Choice("subset", "all"),
+    "subset",
+    "tests: the OpInfos "
+    "`test/emu/test_opinfo.py` runs on the emulated device: `subset` (a representative few, "
+    "in the default suite) or `all` (every OpInfo of torch's op_db)",
+    owner="tests",
+)
 
 if __name__ == "__main__":
     import dicp.config  # the real module (this file runs as __main__ under -m)
+
     sys.exit(dicp.config.main())
 
 sys.modules[__name__].__class__ = _ConfigModule

@@ -18,6 +18,7 @@ name, compiles per function.
 the `dicp.profile` logger, so `TORCH_LOGS=dicp.profile` shows them (torch's logging accepts
 any module's name; registering a named artifact needs its private API, which dicp avoids).
 """
+
 import atexit
 import contextlib
 import copy
@@ -33,17 +34,27 @@ from dicp import config
 log = logging.getLogger(__name__)
 
 _COUNTED = ("stages", "counters", "fallback_ops", "compiles", "recompiled")
-STAGES = ("import", "dynamo", "aot_autograd", "setup", "conversion", "shape_inference", "codegen",
-          "build", "load", "run")
+STAGES = (
+    "import",
+    "dynamo",
+    "aot_autograd",
+    "setup",
+    "conversion",
+    "shape_inference",
+    "codegen",
+    "build",
+    "load",
+    "run",
+)
 GRAPH_STAGES = ("conversion", "shape_inference", "codegen", "build", "load")  # per graph
 
 
 @dataclass
 class Stats:
-    stages: Counter = field(default_factory=Counter)        # stage -> seconds
-    counters: Counter = field(default_factory=Counter)      # name -> count
+    stages: Counter = field(default_factory=Counter)  # stage -> seconds
+    counters: Counter = field(default_factory=Counter)  # name -> count
     fallback_ops: Counter = field(default_factory=Counter)  # ATen op -> graphs it fell back in
-    compiles: Counter = field(default_factory=Counter)      # function -> compiles
+    compiles: Counter = field(default_factory=Counter)  # function -> compiles
     # function -> compiles after its first since dynamo's last reset (a trace after
     # torch._dynamo.reset() starts afresh, as test suites and notebooks do)
     recompiled: Counter = field(default_factory=Counter)
@@ -78,8 +89,7 @@ def _section(title, counter):
 
 
 def _minus(after, before):
-    return Counter({k: v - before.get(k, 0) for k, v in after.items()
-                    if v - before.get(k, 0)})
+    return Counter({k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)})
 
 
 _TOTAL = Stats()

@@ -9,6 +9,7 @@ branch): they are untested.
 This module imports neither torch nor dicp (importing dicp must not import torch): it reads the
 installed torch's version from its package metadata, as pip does.
 """
+
 import warnings
 from importlib import metadata
 
@@ -32,9 +33,11 @@ def untested_torch_message(version: str):
         return None
     if SpecifierSet(TORCH_SPECIFIER).contains(version, prereleases=True):
         return None
-    return (f"dicp is tested with torch {TESTED_RELEASES} ({TORCH_REQUIREMENT}); this is torch "
-            f"{version}. dicp may work, but it is untested here: if something fails, try a "
-            f"torch in that range.")
+    return (
+        f"dicp is tested with torch {TESTED_RELEASES} ({TORCH_REQUIREMENT}); this is torch "
+        f"{version}. dicp may work, but it is untested here: if something fails, try a "
+        f"torch in that range."
+    )
 
 
 def warn_if_untested() -> None:

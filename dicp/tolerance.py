@@ -4,6 +4,7 @@ Autocompare (dicp.bridge.debug.autocompare) and the test suites (test/common/tol
 both read these tables. Fused kernels keep intermediates in float registers and may reduce in
 another order than eager, so half types differ from eager by a few ulps of the storage type.
 """
+
 from dataclasses import dataclass
 
 import torch
@@ -55,21 +56,24 @@ def tolerance_for(dtype, table=TOLERANCES):
 @dataclass(frozen=True)
 class Difference:
     """How far `actual` is from `expected`, and whether that is within the tolerance."""
+
     max_diff: float
     mean_abs_error: float
     max_rel_error: float
     rtol: float
     atol: float
     close: bool
-    mismatched: int = 0     # elements outside the tolerance
-    reason: str = ""        # shape or dtype mismatch, if any
+    mismatched: int = 0  # elements outside the tolerance
+    reason: str = ""  # shape or dtype mismatch, if any
 
     def __str__(self):
         if self.reason:
             return self.reason
-        return (f"max_diff {self.max_diff:.3e}, MAE {self.mean_abs_error:.3e}, max relative "
-                f"error {self.max_rel_error:.3e} ({self.mismatched} elements outside rtol "
-                f"{self.rtol:g}, atol {self.atol:g})")
+        return (
+            f"max_diff {self.max_diff:.3e}, MAE {self.mean_abs_error:.3e}, max relative "
+            f"error {self.max_rel_error:.3e} ({self.mismatched} elements outside rtol "
+            f"{self.rtol:g}, atol {self.atol:g})"
+        )
 
 
 def compare(actual, expected, table=TOLERANCES) -> Difference:
@@ -78,7 +82,7 @@ def compare(actual, expected, table=TOLERANCES) -> Difference:
     actual, expected = torch.as_tensor(actual).detach().cpu(), torch.as_tensor(expected).cpu()
     rtol, atol = tolerance_for(expected.dtype, table)
     if actual.shape != expected.shape or actual.dtype != expected.dtype:
-        reason = (f"{_describe(actual)} where eager gives {_describe(expected)}")
+        reason = f"{_describe(actual)} where eager gives {_describe(expected)}"
         return Difference(float("inf"), float("inf"), float("inf"), rtol, atol, False, -1, reason)
     if actual.numel() == 0:
         return Difference(0.0, 0.0, 0.0, rtol, atol, True)
@@ -90,8 +94,9 @@ def compare(actual, expected, table=TOLERANCES) -> Difference:
     relative = diff / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
     relative = torch.where(diff == 0, torch.zeros_like(relative), relative)
     mean = diff[finite].mean().item() if finite.any() else float("inf")
-    return Difference(diff.max().item(), mean, relative.max().item(), rtol, atol,
-                      bool(ok.all()), int((~ok).sum()))
+    return Difference(
+        diff.max().item(), mean, relative.max().item(), rtol, atol, bool(ok.all()), int((~ok).sum())
+    )
 
 
 def _describe(t) -> str:

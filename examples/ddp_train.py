@@ -5,6 +5,7 @@
 Every rank compiles the same graphs into the shared dicp cache (DICP_CACHE_DIR, or the user's
 cache directory): concurrent builds are atomic, so ranks never see a half-written kernel.
 """
+
 import argparse
 
 import torch
@@ -16,8 +17,13 @@ from torch.nn.parallel import DistributedDataParallel
 def build_model():
     torch.manual_seed(0)  # identical initial weights on every rank
     return torch.nn.Sequential(
-        torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 10))
+        torch.nn.Conv2d(1, 8, 3, padding=1),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8 * 4 * 4, 10),
+    )
 
 
 def main():

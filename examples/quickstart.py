@@ -3,6 +3,7 @@ eager.
 
     python examples/quickstart.py [--dynamic] [--steps N]
 """
+
 import argparse
 import statistics
 import time
@@ -19,8 +20,9 @@ class TransformerBlock(torch.nn.Module):
         self.norm1, self.norm2 = torch.nn.LayerNorm(dim), torch.nn.LayerNorm(dim)
         self.qkv = torch.nn.Linear(dim, 3 * dim)
         self.proj = torch.nn.Linear(dim, dim)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(),
-                                       torch.nn.Linear(4 * dim, dim))
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(), torch.nn.Linear(4 * dim, dim)
+        )
 
     def forward(self, x):
         batch, seq, dim = x.shape
@@ -64,12 +66,15 @@ def main():
     diff = (actual - expected).abs()
     print(f"model: TransformerBlock(dim=128, heads=4), input {tuple(x.shape)}")
     print(f"first call (compile + run): {compile_seconds:.2f} s")
-    print(f"max abs diff vs eager: {diff.max().item():.3e}, mean abs error: "
-          f"{diff.mean().item():.3e}")
-    print(f"median step time over {args.steps} steps after a warm-up: eager "
-          f"{eager_seconds * 1e3:.2f} ms, new_backendgraph "
-          f"{compiled_seconds * 1e3:.2f} ms ({compiled_seconds / eager_seconds:.2f}x eager's "
-          f"time: lower is faster)")
+    print(
+        f"max abs diff vs eager: {diff.max().item():.3e}, mean abs error: {diff.mean().item():.3e}"
+    )
+    print(
+        f"median step time over {args.steps} steps after a warm-up: eager "
+        f"{eager_seconds * 1e3:.2f} ms, new_backendgraph "
+        f"{compiled_seconds * 1e3:.2f} ms ({compiled_seconds / eager_seconds:.2f}x eager's "
+        f"time: lower is faster)"
+    )
     ok = torch.allclose(actual, expected, rtol=1e-4, atol=1e-4)
     print("agreement with eager:", "OK" if ok else "MISMATCH")
     raise SystemExit(0 if ok else 1)

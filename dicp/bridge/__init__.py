@@ -10,6 +10,7 @@ Layers, each importing only those below it (import-linter checks this, see pypro
     pipeline/   one graph's stages: the backend spec and registry, conversion, decompositions,
                 shape inference, the codegen base and wrapper, and what they share
 """
+
 import time
 
 # The compile profile's import stage starts here: the first of dicp's modules a backend's

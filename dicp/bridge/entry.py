@@ -11,6 +11,7 @@ the pipeline's stages, with the caches around them and the debugging tools' hook
         -> the graph hooks (debugging tools), AOTAutograd's boxed convention, and torch's
            OutputCode, which precompile and the AOT cache save               cache/precompile.py
 """
+
 import contextlib
 
 import torch
@@ -29,8 +30,12 @@ from .pipeline.fallback import observe_fallbacks, record_fallback
 from .pipeline.recompiles import forget_compiles, note_compile, traced_inputs
 from .pipeline.stages import GraphTransformer, boxed
 from .pipeline.symbolic import may_overlap
-from .pipeline.torch_compat import (aot_autograd, guard_mark, min_cut_rematerialization_partition,
-                                   tangents_in_memory_format)
+from .pipeline.torch_compat import (
+    aot_autograd,
+    guard_mark,
+    min_cut_rematerialization_partition,
+    tangents_in_memory_format,
+)
 from .pipeline.utils import log
 
 
@@ -82,8 +87,10 @@ def _tangent_layouts(gm):
     may overlap itself (x.sin().unfold(0, 3, 1)), whose strides cannot hold a gradient: the
     runtime copy into them lost all but one of the windows' gradients per element."""
     outputs = [n.meta.get("example_value") for n in gm.graph.output_node().all_input_nodes]
-    if any(isinstance(v, torch.Tensor) and not _symbolic(v) and may_overlap(v.shape, v.stride())
-           for v in outputs):
+    if any(
+        isinstance(v, torch.Tensor) and not _symbolic(v) and may_overlap(v.shape, v.stride())
+        for v in outputs
+    ):
         return tangents_in_memory_format()
     return contextlib.nullcontext()
 
@@ -103,6 +110,7 @@ def _graph_compiler(backend, kind):
             stages.account(before)
             compiled = hooks.wrap_graph(compiled, gm, stages)
             return output_code(record, boxed(compiled, kind))
+
     compile_graph.__name__ = f"{backend.name}_{kind}_compiler"
     return compile_graph
 
@@ -138,8 +146,11 @@ def _record_guards(record, fake_mode, mark, aten_gm) -> bool:
     try:
         record.guards = graph_cache.recorded_guards(fake_mode, mark, aten_gm)
     except Exception as error:  # torch raises many kinds
-        log.info("dicp: graph cache does not store a graph whose compile added shape guards "
-                 "it cannot express: %s", error)
+        log.info(
+            "dicp: graph cache does not store a graph whose compile added shape guards "
+            "it cannot express: %s",
+            error,
+        )
         return False
     return True
 

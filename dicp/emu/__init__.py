@@ -14,6 +14,7 @@ another backend holds it raises PrivateUse1Taken.
 
 The native runtime (csrc/) builds for the installed torch on first import (_build.py).
 """
+
 import atexit
 
 from dicp import config
@@ -30,8 +31,10 @@ from .eager import observe_ops  # noqa: E402
 
 _C = _runtime.module()
 eager.native = eager.registered(
-    _C.register_device(eager.to_register(), eager.host_ops(), eager.hidden_writes(),
-                       config.emu_isolation))
+    _C.register_device(
+        eager.to_register(), eager.host_ops(), eager.hidden_writes(), config.emu_isolation
+    )
+)
 eager.fallback_registered = frozenset(_C.fallback_registrations())
 
 from . import device  # noqa: E402
@@ -40,5 +43,4 @@ torch_compat.claim(device)
 _C.set_policy(eager.policy, debug.dump, debug.compare)
 atexit.register(_C.set_policy, None, None, None)  # no Python calls from kernels at exit
 
-__all__ = ["EagerAutocompareError", "EmuBuildError", "PrivateUse1Taken", "device",
-           "observe_ops"]
+__all__ = ["EagerAutocompareError", "EmuBuildError", "PrivateUse1Taken", "device", "observe_ops"]

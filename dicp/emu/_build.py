@@ -6,6 +6,7 @@ A file lock serializes builders: of several processes starting together (pytest-
 workers), one builds and the others load its result. An existing build is imported directly,
 without ninja. `python -m dicp.emu._build` builds ahead of time (what `import dicp.emu` does).
 """
+
 import contextlib
 import fcntl
 import hashlib
@@ -20,7 +21,7 @@ from dicp import config
 from .torch_compat import TORCH_VERSION
 
 SOURCES = Path(__file__).parent / "csrc"
-UNIT = SOURCES / "all.cpp"   # includes every other source: one translation unit (see there)
+UNIT = SOURCES / "all.cpp"  # includes every other source: one translation unit (see there)
 MODULE = "dicp_emu_C"
 FLAGS = ("-O2",)
 
@@ -61,16 +62,24 @@ def load_runtime(directory: Path | None = None):
 def _build(directory: Path, paths=None) -> None:
     """Compile `paths` (the runtime's sources) into `directory`/dicp_emu_C.so."""
     from torch.utils import cpp_extension
+
     paths = sources() if paths is None else paths
     directory.mkdir(parents=True, exist_ok=True)
     with _ninja_on_path():
         try:
-            cpp_extension.load(MODULE, [str(p) for p in paths], extra_cflags=list(FLAGS),
-                               extra_include_paths=[str(SOURCES)],
-                               build_directory=str(directory), verbose=False)
+            cpp_extension.load(
+                MODULE,
+                [str(p) for p in paths],
+                extra_cflags=list(FLAGS),
+                extra_include_paths=[str(SOURCES)],
+                build_directory=str(directory),
+                verbose=False,
+            )
         except (RuntimeError, OSError) as error:
-            raise EmuBuildError(f"building dicp.emu's runtime for torch {TORCH_VERSION} "
-                                f"failed in {directory}:\n{error}") from None
+            raise EmuBuildError(
+                f"building dicp.emu's runtime for torch {TORCH_VERSION} "
+                f"failed in {directory}:\n{error}"
+            ) from None
 
 
 def _import(path: Path):

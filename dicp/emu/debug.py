@@ -11,6 +11,7 @@ its inputs, with the single-op tolerances of dicp.tolerance; a mismatch names th
 first disagreeing element. `1` logs the first mismatch of each op, `raise` raises
 EagerAutocompareError.
 """
+
 import logging
 import sys
 
@@ -31,6 +32,7 @@ class EagerAutocompareError(AssertionError):
 
 
 # ---- dumps ----
+
 
 def dump(op: str, stage: str, values: list, level: int) -> None:
     """The kernels call this before an op runs (stage "native" or "fallback": its arguments)
@@ -81,8 +83,11 @@ def _summary(t: torch.Tensor) -> str:
     values = t.detach().cpu()
     values = (values.abs() if values.is_complex() else values).double()
     finite = values[torch.isfinite(values)]
-    low, high, mean = ((finite.min().item(), finite.max().item(), finite.mean().item())
-                       if finite.numel() else (float("nan"),) * 3)
+    low, high, mean = (
+        (finite.min().item(), finite.max().item(), finite.mean().item())
+        if finite.numel()
+        else (float("nan"),) * 3
+    )
     nan, inf = int(torch.isnan(values).sum()), int(torch.isinf(values).sum())
     return f"{where} min {low:.6g} max {high:.6g} mean {mean:.6g} nan {nan} inf {inf}"
 
@@ -107,6 +112,7 @@ def _emit(lines) -> None:
 
 # ---- autocompare ----
 
+
 def compare(op: str, actual: list, expected: list) -> None:
     """The native kernel calls this with its results (copied to the host) and the op's results
     on host copies of its inputs."""
@@ -127,14 +133,18 @@ def compare(op: str, actual: list, expected: list) -> None:
 
 def _first_disagreement(actual: torch.Tensor, expected: torch.Tensor) -> str:
     if actual.shape != expected.shape or actual.dtype != expected.dtype:
-        return (f"emu gives {actual.dtype}{list(actual.shape)}, the CPU "
-                f"{expected.dtype}{list(expected.shape)}")
+        return (
+            f"emu gives {actual.dtype}{list(actual.shape)}, the CPU "
+            f"{expected.dtype}{list(expected.shape)}"
+        )
     rtol, atol = tolerance_for(expected.dtype, TOLERANCES)
     a, e = actual.detach().double(), expected.detach().double()
     if a.is_complex() or e.is_complex():
         a, e = torch.view_as_real(actual.detach()).double(), torch.view_as_real(expected).double()
     off = ~((a - e).abs() <= atol + rtol * e.abs()) & ~(a.isnan() & e.isnan()) & ~(a == e)
     index = [int(i) for i in off.nonzero()[0]] if off.any() else []
-    element = tuple(index[:actual.dim()])
-    return (f"first disagreeing element {list(element)}: emu {actual[element].item()!r}, "
-            f"CPU {expected[element].item()!r}")
+    element = tuple(index[: actual.dim()])
+    return (
+        f"first disagreeing element {list(element)}: emu {actual[element].item()!r}, "
+        f"CPU {expected[element].item()!r}"
+    )

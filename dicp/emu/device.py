@@ -4,6 +4,7 @@ Devices, the current device and its guard; streams, the current stream and the `
 context; events; random number generators per device; memory statistics of the caching
 allocator. `_stall` and `_sleep` enqueue device work of a known shape for tests and benchmarks.
 """
+
 import contextlib
 
 import torch
@@ -81,14 +82,14 @@ def synchronize(device=None) -> None:
 
 # ---- streams and events: torch's device-generic Stream and Event on the emu guard ----
 
+
 class Stream(torch.Stream):
     """A new stream of `device` (the current device by default), with its own worker."""
 
     def __new__(cls, device=None, priority: int = 0, **kwargs):
         if kwargs:  # torch rebuilds streams from (stream_id, device_index, device_type)
             return super().__new__(cls, priority=priority, **kwargs)
-        return super().__new__(cls, device=torch.device("emu", _index(device)),
-                               priority=priority)
+        return super().__new__(cls, device=torch.device("emu", _index(device)), priority=priority)
 
 
 class Event:
@@ -96,11 +97,19 @@ class Event:
     another stream wait for it, query or synchronize it; `enable_timing=True` for
     elapsed_time. It wraps torch.Event, whose elapsed_time accepts torch.Event only."""
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False,
-                 interprocess: bool = False, device=None):
-        self.event = torch.Event(device=torch.device("emu", _index(device)),
-                                 enable_timing=enable_timing, blocking=blocking,
-                                 interprocess=interprocess)
+    def __init__(
+        self,
+        enable_timing: bool = False,
+        blocking: bool = False,
+        interprocess: bool = False,
+        device=None,
+    ):
+        self.event = torch.Event(
+            device=torch.device("emu", _index(device)),
+            enable_timing=enable_timing,
+            blocking=blocking,
+            interprocess=interprocess,
+        )
 
     def record(self, stream=None) -> None:
         self.event.record(stream)
@@ -195,6 +204,7 @@ def set_rng_state_all(new_states) -> None:
 
 # ---- memory of the caching allocator ----
 
+
 def memory_stats(device=None) -> dict:
     """allocated_bytes, peak_allocated_bytes, reserved_bytes (allocated + cached), allocations."""
     return _C.memory_stats(_index(device))
@@ -223,6 +233,7 @@ def empty_cache() -> None:
 
 # ---- device work of a known shape, for tests and benchmarks ----
 
+
 def _stall(device=None, timeout: float = 120.0):
     """Hold the current stream of `device` until `.release()` (it fails after `timeout` s):
     work enqueued behind it provably has not run yet."""
@@ -235,6 +246,7 @@ def _sleep(ms: float, device=None) -> None:
 
 
 # ---- kernel launch: the driver call a compiler's generated code makes ----
+
 
 def launch(kernel: int, tensors, integers) -> None:
     """Enqueue compiled kernel `kernel` (the address of a C function

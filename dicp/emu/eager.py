@@ -16,6 +16,7 @@ The knobs are dicp's compiler knobs, with the same names and syntax, read at eve
 - DICP_INJECT_BUG_TESTING_ONLY: a native op computes a wrong value (accuracy) or raises;
 - DICP_DUMP_OP_ARGS (1-3), DICP_DUMP_OP_ARGS_FILE: every compute op, native or fallback.
 """
+
 import collections
 import contextlib
 import fnmatch
@@ -32,22 +33,52 @@ log = logging.getLogger("dicp.emu")
 
 NATIVE_OPS = (
     # fill and the factories (random ones draw from the device's generator)
-    "aten.fill_.Scalar", "aten.fill_.Tensor", "aten.zero_.default",
-    "aten.full.default", "aten.zeros.default", "aten.ones.default", "aten.arange.start_out",
-    "aten.normal_.default", "aten.uniform_.default", "aten.random_.default",
-    "aten.random_.from", "aten.random_.to", "aten.bernoulli_.float",
+    "aten.fill_.Scalar",
+    "aten.fill_.Tensor",
+    "aten.zero_.default",
+    "aten.full.default",
+    "aten.zeros.default",
+    "aten.ones.default",
+    "aten.arange.start_out",
+    "aten.normal_.default",
+    "aten.uniform_.default",
+    "aten.random_.default",
+    "aten.random_.from",
+    "aten.random_.to",
+    "aten.bernoulli_.float",
     # pointwise
-    "aten.add.Tensor", "aten.add_.Tensor", "aten.sub.Tensor", "aten.sub_.Tensor",
-    "aten.mul.Tensor", "aten.mul_.Tensor", "aten.div.Tensor", "aten.div_.Tensor",
-    "aten.neg.default", "aten.abs.default", "aten.exp.default", "aten.log.default",
-    "aten.sqrt.default", "aten.rsqrt.default", "aten.relu.default", "aten.sigmoid.default",
-    "aten.tanh.default", "aten.where.self", "aten.threshold_backward.default",
-    "aten.maximum.default", "aten.minimum.default",
+    "aten.add.Tensor",
+    "aten.add_.Tensor",
+    "aten.sub.Tensor",
+    "aten.sub_.Tensor",
+    "aten.mul.Tensor",
+    "aten.mul_.Tensor",
+    "aten.div.Tensor",
+    "aten.div_.Tensor",
+    "aten.neg.default",
+    "aten.abs.default",
+    "aten.exp.default",
+    "aten.log.default",
+    "aten.sqrt.default",
+    "aten.rsqrt.default",
+    "aten.relu.default",
+    "aten.sigmoid.default",
+    "aten.tanh.default",
+    "aten.where.self",
+    "aten.threshold_backward.default",
+    "aten.maximum.default",
+    "aten.minimum.default",
     # reductions
-    "aten.sum.dim_IntList", "aten.mean.dim", "aten.amax.default", "aten.amin.default",
-    "aten.max.dim", "aten.argmax.default",
+    "aten.sum.dim_IntList",
+    "aten.mean.dim",
+    "aten.amax.default",
+    "aten.amin.default",
+    "aten.max.dim",
+    "aten.argmax.default",
     # library kernels
-    "aten.mm.default", "aten.addmm.default", "aten.bmm.default",
+    "aten.mm.default",
+    "aten.addmm.default",
+    "aten.bmm.default",
 )
 
 # Ops torch implements for any backend by a composite that ends in a kernel this device lacks
@@ -69,7 +100,7 @@ HIDDEN_WRITES = {
 # Ops whose result cannot be compared with a second run: uninitialized memory.
 UNINITIALIZED = ("aten.empty.*", "aten.empty_strided.*", "aten.new_empty*", "aten.empty_like.*")
 
-native: frozenset = frozenset()   # what registration made native (set by dicp.emu)
+native: frozenset = frozenset()  # what registration made native (set by dicp.emu)
 # ops whose own kernel is the CPU fallback, as the dispatcher names them (set by dicp.emu)
 fallback_registered: frozenset = frozenset()
 _logged: set = set()
@@ -113,8 +144,11 @@ def path(op: str) -> str:
     qualified = f"{namespace}::{name}" + ("" if overload == "default" else f".{overload}")
     if torch_compat.has_kernel(qualified, "PrivateUse1"):
         return "native"
-    composite = ("CompositeImplicitAutograd", "CompositeExplicitAutograd",
-                 "CompositeExplicitAutogradNonFunctional")
+    composite = (
+        "CompositeImplicitAutograd",
+        "CompositeExplicitAutograd",
+        "CompositeExplicitAutogradNonFunctional",
+    )
     if any(torch_compat.has_kernel(qualified, key) for key in composite):
         return "composite"
     return "fallback"  # the backend fallback serves every op without a kernel
@@ -142,8 +176,12 @@ def _record(op: str, path: str, forced: bool) -> None:
         # set) at INFO, those the user forced at WARNING.
         _logged.add((op, forced))
         why = "forced by DICP_FALLBACK_OPS" if forced else "no emu kernel"
-        log.log(logging.WARNING if forced else logging.INFO, "dicp.emu: %s runs on the CPU "
-                "(%s): inputs copied to the host and results back", op, why)
+        log.log(
+            logging.WARNING if forced else logging.INFO,
+            "dicp.emu: %s runs on the CPU (%s): inputs copied to the host and results back",
+            op,
+            why,
+        )
 
 
 def _fault(op: str) -> int:

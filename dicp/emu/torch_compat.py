@@ -6,6 +6,7 @@ backend already has it. torch offers public calls to rename the key and generate
 methods, but none to read who holds it, and registers the device module (torch.emu) with
 `torch._register_device_module`, the call every PrivateUse1 runtime uses.
 """
+
 import torch
 
 # The release, for the runtime's build key.
@@ -23,7 +24,8 @@ class PrivateUse1Taken(RuntimeError):
             f"dicp.emu cannot register the emulated device: PrivateUse1 is already taken by the "
             f"'{holder}' backend (torch.utils.rename_privateuse1_backend('{holder}') ran in this "
             f"process). Only one backend can hold PrivateUse1: use '{holder}' here, or import "
-            f"dicp.emu in a process without it.")
+            f"dicp.emu in a process without it."
+        )
         self.holder = holder
 
 

@@ -13,6 +13,7 @@ It prints the culprit op(s) and leaves a standalone repro of a graph that disagr
 narrowed to the culprits (every other op on fallback): `python <repro>/run.py` exits 1 while the
 bug is there.
 """
+
 import argparse
 import os
 import shutil
@@ -42,11 +43,13 @@ class Bisector:
         full.update(env)
         self.runs += 1
         try:
-            return subprocess.run(self.command, env=full, capture_output=True, text=True,
-                                  timeout=self.timeout)
+            return subprocess.run(
+                self.command, env=full, capture_output=True, text=True, timeout=self.timeout
+            )
         except subprocess.TimeoutExpired as expired:
-            return subprocess.CompletedProcess(self.command, 124, expired.stdout or "",
-                                               f"timed out after {self.timeout} s")
+            return subprocess.CompletedProcess(
+                self.command, 124, expired.stdout or "", f"timed out after {self.timeout} s"
+            )
 
     def passes(self, fallback) -> bool:
         key = frozenset(fallback)
@@ -85,13 +88,17 @@ def bisect(command, oracle="autocompare", timeout=None, repro_dir=Path("dicp_rep
     if ops is None:
         return 0 if bisector.verdicts.get(frozenset()) else 1
     if not bisector.passes(ops):
-        print("the script still fails with every natively compiled op on eager fallback: the "
-              "failure is not in one op's generated code (look at the script's own error, the "
-              "wrapper, or the dynamo/AOTAutograd bridge)")
+        print(
+            "the script still fails with every natively compiled op on eager fallback: the "
+            "failure is not in one op's generated code (look at the script's own error, the "
+            "wrapper, or the dynamo/AOTAutograd bridge)"
+        )
         return 1
     culprits = bisector.minimize(ops)
-    print(f"culprit{'s' if len(culprits) > 1 else ''}: {', '.join(sorted(culprits))} "
-          f"({bisector.runs} runs)")
+    print(
+        f"culprit{'s' if len(culprits) > 1 else ''}: {', '.join(sorted(culprits))} "
+        f"({bisector.runs} runs)"
+    )
     _narrow_repros(repro_dir, ops - culprits, user_fallback)
     return 0
 
@@ -129,10 +136,13 @@ def _remove_old_repros(repro_dir):
 def _narrow_repros(repro_dir, others, user_fallback):
     """Point each repro at the culprits (every other op on fallback) if it still fails so."""
     from dicp.bridge.debug.repro import run_script_knobs, write_run_script
+
     folders = sorted(p.parent for p in Path(repro_dir).glob("*/run.py"))
     if not folders:
-        print("no repro: no compiled graph disagreed with eager (the failure is an error, "
-              "not a wrong value; the culprit above reproduces it)")
+        print(
+            "no repro: no compiled graph disagreed with eager (the failure is an error, "
+            "not a wrong value; the culprit above reproduces it)"
+        )
     for folder in folders:
         knobs = run_script_knobs(folder)
         narrowed = dict(knobs, DICP_FALLBACK_OPS=",".join([*user_fallback, *sorted(others)]))
@@ -147,8 +157,12 @@ def _narrow_repros(repro_dir, others, user_fallback):
 
 def _repro_fails(folder) -> bool:
     env = {k: v for k, v in os.environ.items() if k != "DICP_FALLBACK_OPS"}
-    return subprocess.run([sys.executable, str(folder / "run.py")], env=env,
-                          capture_output=True).returncode == 1
+    return (
+        subprocess.run(
+            [sys.executable, str(folder / "run.py")], env=env, capture_output=True
+        ).returncode
+        == 1
+    )
 
 
 def _tail(text, lines=12) -> str:
@@ -158,13 +172,22 @@ def _tail(text, lines=12) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m dicp.tools.bisect",
-        description="Find the ATen op(s) whose dicp-generated code makes SCRIPT fail.")
-    parser.add_argument("--oracle", choices=ORACLES, default="autocompare",
-                        help="autocompare: fail a run when a compiled graph disagrees with eager"
-                             " (DICP_AUTOCOMPARE=raise); exit: the script's exit status only")
+        description="Find the ATen op(s) whose dicp-generated code makes SCRIPT fail.",
+    )
+    parser.add_argument(
+        "--oracle",
+        choices=ORACLES,
+        default="autocompare",
+        help="autocompare: fail a run when a compiled graph disagrees with eager"
+        " (DICP_AUTOCOMPARE=raise); exit: the script's exit status only",
+    )
     parser.add_argument("--timeout", type=float, default=None, help="seconds per run")
-    parser.add_argument("--repro-dir", type=Path, default=Path("dicp_repro"),
-                        help="where the repro folders go (default: ./dicp_repro)")
+    parser.add_argument(
+        "--repro-dir",
+        type=Path,
+        default=Path("dicp_repro"),
+        help="where the repro folders go (default: ./dicp_repro)",
+    )
     parser.add_argument("script", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     options = parser.parse_args(argv)

@@ -12,6 +12,7 @@ accelerator) instead of the host: dicp/tools/backend_template_device/ adds a dev
 (device.py: allocation on the device, kernels launched on its stream, constants copied there;
 device_codegen.py: the host codegen with them) over the same files.
 """
+
 import argparse
 import keyword
 import shutil
@@ -32,8 +33,10 @@ class ScaffoldError(ValueError):
 
 def check_name(name: str) -> None:
     if not name.isidentifier() or keyword.iskeyword(name) or name != name.lower():
-        raise ScaffoldError(f"{name!r} is not a valid backend name: use a lower-case Python "
-                            f"identifier (letters, digits, underscores), e.g. my_chip")
+        raise ScaffoldError(
+            f"{name!r} is not a valid backend name: use a lower-case Python "
+            f"identifier (letters, digits, underscores), e.g. my_chip"
+        )
     taken = {entry.name for entry in metadata.entry_points(group="torch_dynamo_backends")}
     if name in taken:
         raise ScaffoldError(f"a torch.compile backend named {name!r} is already installed")
@@ -46,10 +49,13 @@ def create(name: str, directory: Path, device: str = "cpu") -> Path:
     root = Path(directory) / name
     if root.exists():
         raise ScaffoldError(f"{root} exists; choose another --dir or remove it")
-    names = {PLACEHOLDER: name, "BACKEND_DEVICE": device,
-             "BACKEND_RUNTIME": RUNTIMES.get(device, f"{device}_runtime"),
-             # the device template's codegen wraps the host's (device_codegen.py)
-             "BACKEND_CODEGEN": "codegen" if device == "cpu" else "device_codegen"}
+    names = {
+        PLACEHOLDER: name,
+        "BACKEND_DEVICE": device,
+        "BACKEND_RUNTIME": RUNTIMES.get(device, f"{device}_runtime"),
+        # the device template's codegen wraps the host's (device_codegen.py)
+        "BACKEND_CODEGEN": "codegen" if device == "cpu" else "device_codegen",
+    }
     _copy(TEMPLATE, root, names)
     if device != "cpu":
         _copy(DEVICE_TEMPLATE, root, names)
@@ -72,21 +78,27 @@ def _copy(template: Path, root: Path, names: dict) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dicp.tools.new_backend",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dicp.tools.new_backend", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("name", help="the backend's name, also its package's (e.g. my_chip)")
     parser.add_argument("--dir", default=".", help="where to create NAME/ (default: here)")
-    parser.add_argument("--device", default="cpu",
-                        help="the device it compiles for: cpu (the host, default) or a device "
-                             "type of its own, e.g. emu (dicp's emulated accelerator)")
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="the device it compiles for: cpu (the host, default) or a device "
+        "type of its own, e.g. emu (dicp's emulated accelerator)",
+    )
     args = parser.parse_args(argv)
     try:
         root = create(args.name, Path(args.dir), args.device)
     except ScaffoldError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(f"created {root}\nnext: pip install -e {root}   then   "
-          f"torch.compile(model, backend={args.name!r})")
+    print(
+        f"created {root}\nnext: pip install -e {root}   then   "
+        f"torch.compile(model, backend={args.name!r})"
+    )
     return 0
 
 

@@ -5,6 +5,7 @@ must return its outputs there; the check sees host tensors either way.
 
     compiled = on_device(torch.compile(fn, backend=name), backend_device(name))
 """
+
 import torch
 
 from dicp.api import get_backend
@@ -36,6 +37,7 @@ def on_device(compiled, device):
         with torch.device(device):
             outputs = compiled(*args, **kwargs)
         return to_host(outputs, device)
+
     return call
 
 
@@ -56,14 +58,18 @@ def to_device(value, device):
         if key not in storages:
             storages[key] = _storage_to(tensor, device)
         return _SameView.apply(tensor, storages[key])
+
     return _tree_map(one, value)
 
 
 def _is_whole_storage(tensor):
     if tensor.layout != torch.strided or tensor.is_conj() or tensor.is_neg():
         return True  # no storage to view, or a view bit a copy of the storage would lose
-    return (tensor.storage_offset() == 0 and tensor.is_contiguous()
-            and tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size())
+    return (
+        tensor.storage_offset() == 0
+        and tensor.is_contiguous()
+        and tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size()
+    )
 
 
 def _storage_to(tensor, device):
@@ -89,12 +95,15 @@ class _SameView(torch.autograd.Function):
 
 def to_host(value, device):
     """`value` with every tensor, each checked to be on `device`, copied to the host."""
+
     def one(tensor):
         if not isinstance(tensor, torch.Tensor):
             return tensor
         assert tensor.device.type == torch.device(device).type, (
-            f"a compiled output is on {tensor.device}, not on the backend's {device}")
+            f"a compiled output is on {tensor.device}, not on the backend's {device}"
+        )
         return tensor.to(HOST)
+
     return _tree_map(one, value)
 
 

@@ -15,6 +15,7 @@ or from a shell (`--help` for the rules):
     python -m dicp.tools.op_collector torch.nn.functional:gelu --shape 4,8
     python -m dicp.tools.op_collector --demo
 """
+
 import argparse
 import functools
 import importlib
@@ -41,9 +42,10 @@ _SIZE_VALUES = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
 @dataclass(frozen=True)
 class OpRecord:
     """One ATen op in one kind of graph."""
-    op: str          # e.g. "aten.add.Tensor"
-    graph: str       # "forward", "backward" or "inference"
-    count: int       # graph nodes calling it
+
+    op: str  # e.g. "aten.add.Tensor"
+    graph: str  # "forward", "backward" or "inference"
+    count: int  # graph nodes calling it
     converted: bool  # every one of them runs natively; otherwise some run as eager fallback
     reason: str = ""  # why they fall back (no converter, a dtype, a converter's own reason)
 
@@ -51,6 +53,7 @@ class OpRecord:
 @dataclass(frozen=True)
 class OpReport:
     """Every op the graphs call, for one backend; `format()` renders it as a table."""
+
     backend: str
     ops: tuple  # OpRecords, ordered by graph kind, then op name
 
@@ -73,28 +76,36 @@ class OpReport:
 
     def find(self, op: str, graph: str = None) -> list:
         """The records of `op` (e.g. "aten.mm.default"), optionally only in one graph kind."""
-        return [record for record in self.ops
-                if record.op == op and graph in (None, record.graph)]
+        return [record for record in self.ops if record.op == op and graph in (None, record.graph)]
 
     def summary(self) -> str:
         distinct = len({record.op for record in self.ops})
-        return (f"{distinct} ops, {self.node_count} nodes, {self.fallback_count} nodes "
-                f"({self.fallback_share:.1f}%) would fall back to eager")
+        return (
+            f"{distinct} ops, {self.node_count} nodes, {self.fallback_count} nodes "
+            f"({self.fallback_share:.1f}%) would fall back to eager"
+        )
 
     def format(self) -> str:
         header = ("op", "graph", "count", "converted", "why not")
-        rows = [header] + [(r.op, r.graph, str(r.count), "yes" if r.converted else "no",
-                            r.reason) for r in self.ops]
+        rows = [header] + [
+            (r.op, r.graph, str(r.count), "yes" if r.converted else "no", r.reason)
+            for r in self.ops
+        ]
         widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
         align = (str.ljust, str.ljust, str.rjust, str.ljust, str.ljust)
-        lines = [" | ".join(pad(cell, width) for pad, cell, width in zip(align, row, widths))
-                 .rstrip(" |") for row in rows]
+        lines = [
+            " | ".join(pad(cell, width) for pad, cell, width in zip(align, row, widths)).rstrip(
+                " |"
+            )
+            for row in rows
+        ]
         lines.insert(1, "-+-".join("-" * width for width in widths))
         return "\n".join(lines + [self.summary()])
 
 
-def collect_ops(fn_or_module, sample_inputs, backend="new_backendgraph", training=None,
-                dynamic=False) -> OpReport:
+def collect_ops(
+    fn_or_module, sample_inputs, backend="new_backendgraph", training=None, dynamic=False
+) -> OpReport:
     """Run `fn_or_module(*sample_inputs)` under torch.compile and report its ATen ops.
 
     training: also run a backward (of the sum of every floating output that requires grad) so
@@ -106,15 +117,18 @@ def collect_ops(fn_or_module, sample_inputs, backend="new_backendgraph", trainin
     if training is None:
         training = _requires_grad(fn_or_module, inputs)
     graphs = []
-    compiled = torch.compile(_fresh_entry(fn_or_module), backend=_recorder(spec, graphs),
-                             dynamic=dynamic)
+    compiled = torch.compile(
+        _fresh_entry(fn_or_module), backend=_recorder(spec, graphs), dynamic=dynamic
+    )
     with torch.set_grad_enabled(training):
         outputs = compiled(*inputs)
         if training:
             _backward(outputs)
     if not graphs:
-        raise RuntimeError("torch.compile captured no graph (dynamo skipped the function); "
-                           "run with TORCH_LOGS=graph_breaks,recompiles to see why")
+        raise RuntimeError(
+            "torch.compile captured no graph (dynamo skipped the function); "
+            "run with TORCH_LOGS=graph_breaks,recompiles to see why"
+        )
     return _report(spec, graphs)
 
 
@@ -124,6 +138,7 @@ def _fresh_entry(fn):
     # dynamo gives up on them; a new code object per collection starts with an empty cache.
     def entry(*args):
         return fn(*args)
+
     entry.__code__ = entry.__code__.replace()
     return entry
 
@@ -131,23 +146,31 @@ def _fresh_entry(fn):
 def _recorder(spec, graphs):
     """A dynamo backend appending (graph kind, [op targets], {op: fallback reasons}) to
     `graphs` for each ATen graph."""
+
     def compiler(kind):
         def record(gm, example_inputs):
             targets = [node.target for node in gm.graph.nodes if _is_op(node)]
             graphs.append((kind, targets, _fallbacks(spec, kind, gm, example_inputs)))
             return make_boxed_func(gm)  # the ATen graph itself runs: nothing is built
+
         return record
 
     table = spec.decompositions
-    return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                        inference_compiler=compiler("inference"),
-                        decompositions=table() if callable(table) else table)
+    return aot_autograd(
+        fw_compiler=compiler("forward"),
+        bw_compiler=compiler("backward"),
+        inference_compiler=compiler("inference"),
+        decompositions=table() if callable(table) else table,
+    )
 
 
 def _is_op(node) -> bool:
     # operator.getitem and higher-order ops are not OpOverloads, so is_aten skips them too.
-    return (node.op == "call_function" and is_aten(node.target)
-            and not isinstance(node.meta.get("val"), _SIZE_VALUES))
+    return (
+        node.op == "call_function"
+        and is_aten(node.target)
+        and not isinstance(node.meta.get("val"), _SIZE_VALUES)
+    )
 
 
 def _fallbacks(spec, kind, gm, example_inputs) -> dict:
@@ -168,9 +191,16 @@ def _report(spec, graphs) -> OpReport:
         counts.update((kind, op_name(target)) for target in targets)
         for op, why in fallbacks.items():
             reasons.setdefault((kind, op), []).extend(why)
-    records = [OpRecord(op, kind, count, not reasons.get((kind, op)),
-                        "; ".join(sorted(set(reasons.get((kind, op), [])))))
-               for (kind, op), count in counts.items()]
+    records = [
+        OpRecord(
+            op,
+            kind,
+            count,
+            not reasons.get((kind, op)),
+            "; ".join(sorted(set(reasons.get((kind, op), [])))),
+        )
+        for (kind, op), count in counts.items()
+    ]
     records.sort(key=lambda record: (GRAPH_KINDS.index(record.graph), record.op))
     return OpReport(spec.name, tuple(records))
 
@@ -183,23 +213,29 @@ def _requires_grad(fn, inputs) -> bool:
 
 
 def _backward(outputs) -> None:
-    differentiable = [out for out in pytree.tree_leaves(outputs)
-                      if isinstance(out, torch.Tensor) and out.is_floating_point()
-                      and out.requires_grad]
+    differentiable = [
+        out
+        for out in pytree.tree_leaves(outputs)
+        if isinstance(out, torch.Tensor) and out.is_floating_point() and out.requires_grad
+    ]
     if not differentiable:
-        raise ValueError("training: no floating-point output requires grad; pass inputs with "
-                         "requires_grad=True or a module with trainable parameters, "
-                         "or training=False")
+        raise ValueError(
+            "training: no floating-point output requires grad; pass inputs with "
+            "requires_grad=True or a module with trainable parameters, "
+            "or training=False"
+        )
     sum(out.sum() for out in differentiable).backward()
 
 
 # ---------------------------------------------------------------------------------------------
 # command line
 
+
 def demo_model():
     """The `--demo` workload: a small MLP (Linear, GELU, LayerNorm, Linear) and one batch."""
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(),
-                                torch.nn.LayerNorm(32), torch.nn.Linear(32, 4))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4)
+    )
     return model, (torch.randn(8, 16),)
 
 
@@ -236,25 +272,49 @@ def _dtype(text: str) -> torch.dtype:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m dicp.tools.op_collector", epilog=_EPILOG,
+        prog="python -m dicp.tools.op_collector",
+        epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="List the ATen ops a function or module produces for a dicp backend, with "
-                    "counts per graph, and which would fall back to eager and why (the "
-                    "backend's converters are asked, with the real arguments and dtypes).")
-    parser.add_argument("target", nargs="?", metavar="MODULE:CALLABLE",
-                        help="the function, module or factory to analyse (see below)")
+        "counts per graph, and which would fall back to eager and why (the "
+        "backend's converters are asked, with the real arguments and dtypes).",
+    )
+    parser.add_argument(
+        "target",
+        nargs="?",
+        metavar="MODULE:CALLABLE",
+        help="the function, module or factory to analyse (see below)",
+    )
     parser.add_argument("--demo", action="store_true", help=f"analyse {DEMO_TARGET}")
     parser.add_argument("--backend", default="new_backendgraph", help="a registered dicp backend")
-    parser.add_argument("--shape", type=_shape, action="append",
-                        help="one input's sizes, e.g. 2,3 (repeat for more inputs)")
-    parser.add_argument("--dtype", type=_dtype, default=torch.float32,
-                        help="dtype of the --shape inputs (default float32)")
+    parser.add_argument(
+        "--shape",
+        type=_shape,
+        action="append",
+        help="one input's sizes, e.g. 2,3 (repeat for more inputs)",
+    )
+    parser.add_argument(
+        "--dtype",
+        type=_dtype,
+        default=torch.float32,
+        help="dtype of the --shape inputs (default float32)",
+    )
     parser.add_argument("--dynamic", action="store_true", help="symbolic sizes")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--training", dest="training", action="store_const", const=True,
-                      help="record the backward graph too")
-    mode.add_argument("--inference", dest="training", action="store_const", const=False,
-                      help="record only the inference graph")
+    mode.add_argument(
+        "--training",
+        dest="training",
+        action="store_const",
+        const=True,
+        help="record the backward graph too",
+    )
+    mode.add_argument(
+        "--inference",
+        dest="training",
+        action="store_const",
+        const=False,
+        help="record only the inference graph",
+    )
     return parser
 
 
@@ -277,16 +337,21 @@ def _workload(args):
         return demo_model()
     target = _load(args.target)
     if args.shape:
-        return target, tuple(_random_tensor(shape, args.dtype, bool(args.training))
-                             for shape in args.shape)
+        return target, tuple(
+            _random_tensor(shape, args.dtype, bool(args.training)) for shape in args.shape
+        )
     try:
         made = target()
     except TypeError as error:  # most often a function that wants tensors: --shape was missing
-        raise ValueError(f"{args.target} was called as a factory with no arguments (no --shape) "
-                         f"and failed: {error}") from error
+        raise ValueError(
+            f"{args.target} was called as a factory with no arguments (no --shape) "
+            f"and failed: {error}"
+        ) from error
     if not (isinstance(made, tuple) and len(made) == 2 and callable(made[0])):
-        raise ValueError(f"{args.target} was called with no arguments (no --shape) and must "
-                         f"return (fn_or_module, inputs); it returned {type(made).__name__}")
+        raise ValueError(
+            f"{args.target} was called with no arguments (no --shape) and must "
+            f"return (fn_or_module, inputs); it returned {type(made).__name__}"
+        )
     return made[0], tuple(made[1])
 
 

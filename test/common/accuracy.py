@@ -10,14 +10,19 @@ eager `OpModule`. For an op test the harness (test/common/harness.py) calls that
 `EagerCalls`, which keeps a copy of each call's inputs, so `assert_close(dicp_res, res)` can ask
 for the float64 reference of an eager output `res` without any change to the test file.
 """
+
 import contextlib
 
 import torch
 
 # Dtypes whose reference is computed in the wider type.
-_WIDER = {torch.float16: torch.float64, torch.bfloat16: torch.float64,
-          torch.float32: torch.float64, torch.complex32: torch.complex128,
-          torch.complex64: torch.complex128}
+_WIDER = {
+    torch.float16: torch.float64,
+    torch.bfloat16: torch.float64,
+    torch.float32: torch.float64,
+    torch.complex32: torch.complex128,
+    torch.complex64: torch.complex128,
+}
 
 
 def tree_map(fn, value):
@@ -41,8 +46,9 @@ def _storage_copy(tensor, dtype):
     """A copy of `tensor` in `dtype` with its storage layout: same sizes, strides and offset
     into a copy of its whole storage (ops like as_strided read the storage, not the view)."""
     whole = torch.empty(0, dtype=tensor.dtype).set_(tensor.detach().untyped_storage())
-    copy = whole.to(dtype, copy=True).as_strided(tensor.shape, tensor.stride(),
-                                                tensor.storage_offset())
+    copy = whole.to(dtype, copy=True).as_strided(
+        tensor.shape, tensor.stride(), tensor.storage_offset()
+    )
     return copy.requires_grad_() if tensor.requires_grad else copy
 
 
@@ -72,8 +78,8 @@ class EagerCalls:
 
     def __init__(self, model):
         self.model = model
-        self._calls = []      # (args, kwargs) copied before each call, and its outputs
-        self._where = {}      # id(output tensor) -> (call index, leaf index)
+        self._calls = []  # (args, kwargs) copied before each call, and its outputs
+        self._where = {}  # id(output tensor) -> (call index, leaf index)
         self._references = {}  # call index -> float64 outputs
 
     def __call__(self, *args, **kwargs):

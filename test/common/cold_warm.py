@@ -11,6 +11,7 @@ equal. The warm run must also build nothing and miss no entry the cold run store
 Registered with the harness plugin (test/common/conftest.py). COLD_WARM_WARM_ENV (JSON) adds
 variables to the warm run only: the mode's own test uses it to show a difference is caught.
 """
+
 import json
 import os
 import subprocess
@@ -20,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-CHILD = "COLD_WARM_RUN"               # set in the runs: they run their test, not this mode
-STATS = "COLD_WARM_STATS"             # where a run writes its cache statistics
+CHILD = "COLD_WARM_RUN"  # set in the runs: they run their test, not this mode
+STATS = "COLD_WARM_STATS"  # where a run writes its cache statistics
 WARM_ENV = "COLD_WARM_WARM_ENV"
-TIMEOUT = 900                         # seconds per run
+TIMEOUT = 900  # seconds per run
 
 
 def enabled(config) -> bool:
@@ -47,48 +48,88 @@ def pytest_sessionfinish(session):
         from dicp.bridge.cache.aot import aot_cache_stats
         from dicp.bridge.cache.build import cache_stats
         from dicp.bridge.cache.graph import graph_cache_stats
-        Path(path).write_text(json.dumps({"aot": aot_cache_stats(), "graphs": graph_cache_stats(),
-                                          "builds": cache_stats()["builds"]}))
+
+        Path(path).write_text(
+            json.dumps(
+                {
+                    "aot": aot_cache_stats(),
+                    "graphs": graph_cache_stats(),
+                    "builds": cache_stats()["builds"],
+                }
+            )
+        )
 
 
 def _run(item, folder: Path, name: str) -> dict:
     from .shared_builds import share_runtime_builds
+
     record, stats = folder / f"{name}.jsonl", folder / f"{name}-stats.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != WARM_ENV}
-    env.update({CHILD: "1", STATS: str(stats), "DICP_RECORD_RESULTS": str(record),
-                "DICP_CACHE_DIR": str(share_runtime_builds(folder / "cache")),
-                "TORCHINDUCTOR_CACHE_DIR": str(folder / "cache" / "torch")})
+    env.update(
+        {
+            CHILD: "1",
+            STATS: str(stats),
+            "DICP_RECORD_RESULTS": str(record),
+            "DICP_CACHE_DIR": str(share_runtime_builds(folder / "cache")),
+            "TORCHINDUCTOR_CACHE_DIR": str(folder / "cache" / "torch"),
+        }
+    )
     if name == "warm":
         env.update(json.loads(os.environ.get(WARM_ENV, "{}")))
-    result = subprocess.run([sys.executable, "-m", "pytest", item.nodeid, *_options(item.config)],
-                            cwd=item.config.rootpath, env=env, capture_output=True, text=True,
-                            timeout=TIMEOUT)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", item.nodeid, *_options(item.config)],
+        cwd=item.config.rootpath,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     if result.returncode != 0:
-        pytest.fail(f"the {name} run failed (exit {result.returncode}):\n"
-                    f"{(result.stdout + result.stderr)[-6000:]}", pytrace=False)
+        pytest.fail(
+            f"the {name} run failed (exit {result.returncode}):\n"
+            f"{(result.stdout + result.stderr)[-6000:]}",
+            pytrace=False,
+        )
     from dicp.bridge.debug.result_record import read
-    return {"name": name, "record": read(record) if record.exists() else [],
-            "stats": json.loads(stats.read_text())}
+
+    return {
+        "name": name,
+        "record": read(record) if record.exists() else [],
+        "stats": json.loads(stats.read_text()),
+    }
 
 
 def _options(config) -> list:
-    return ["-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-            "--backend", config.getoption("--backend"),
-            "--dynamic", str(config.getoption("--dynamic")),
-            "--seed-base", str(config.getoption("--seed-base")),
-            *(["--allow-fallback"] if config.getoption("--allow-fallback") else [])]
+    return [
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "--backend",
+        config.getoption("--backend"),
+        "--dynamic",
+        str(config.getoption("--dynamic")),
+        "--seed-base",
+        str(config.getoption("--seed-base")),
+        *(["--allow-fallback"] if config.getoption("--allow-fallback") else []),
+    ]
 
 
 def _check(cold: dict, warm: dict) -> None:
     from dicp.bridge.debug.result_record import compare
+
     difference = compare(cold["record"], warm["record"])
     if difference:
-        pytest.fail(f"the warm run computed something else than the cold run: {difference}",
-                    pytrace=False)
+        pytest.fail(
+            f"the warm run computed something else than the cold run: {difference}", pytrace=False
+        )
     problems = _warm_cache_problems(cold["stats"], warm["stats"])
     if problems:
-        pytest.fail(f"the warm run {'; '.join(problems)} (cold {cold['stats']}, warm "
-                    f"{warm['stats']})", pytrace=False)
+        pytest.fail(
+            f"the warm run {'; '.join(problems)} (cold {cold['stats']}, warm {warm['stats']})",
+            pytrace=False,
+        )
 
 
 def _warm_cache_problems(cold: dict, warm: dict) -> list:

@@ -6,6 +6,7 @@ first call registers the options and the harness plugin (test/common/harness.py)
 find the plugin registered and add nothing, since pytest refuses an option added twice. So a
 DICP folder runs next to ours (test/conftest.py imports the same function) or on its own.
 """
+
 import pytest
 
 from . import cold_warm, harness
@@ -19,21 +20,39 @@ def pytest_addoption(parser, pluginmanager):
         return
     pluginmanager.register(harness, HARNESS_PLUGIN)
     pluginmanager.register(cold_warm, "dicp-cold-warm")
-    parser.addoption("--backend", type=str, default=DEFAULT_BACKEND,
-                     help="dynamo backend to test (default: %(default)s)")
-    parser.addoption("--dynamic", type=str, default="all",
-                     help="false: static shapes, true: dynamic shapes, all: both (default)")
-    parser.addoption("--allow-fallback", action="store_true",
-                     help="op tests run with DICP_STRICT=0 and pass with eager fallback on any "
-                          "op (measuring a backend's coverage); by default they fail on a "
-                          "fallback the backend does not declare")
-    parser.addoption("--cold-warm", action="store_true",
-                     help="run each test twice in a fresh interpreter, cold (empty cache) then "
-                          "warm, and require the warm run's compiled results to equal the cold "
-                          "run's bit for bit (test/common/cold_warm.py)")
-    parser.addoption("--seed-base", type=int, default=0,
-                     help="every test seeds its inputs from this and its own id; another value "
-                          "draws other inputs in every test (default: %(default)s)")
+    parser.addoption(
+        "--backend",
+        type=str,
+        default=DEFAULT_BACKEND,
+        help="dynamo backend to test (default: %(default)s)",
+    )
+    parser.addoption(
+        "--dynamic",
+        type=str,
+        default="all",
+        help="false: static shapes, true: dynamic shapes, all: both (default)",
+    )
+    parser.addoption(
+        "--allow-fallback",
+        action="store_true",
+        help="op tests run with DICP_STRICT=0 and pass with eager fallback on any "
+        "op (measuring a backend's coverage); by default they fail on a "
+        "fallback the backend does not declare",
+    )
+    parser.addoption(
+        "--cold-warm",
+        action="store_true",
+        help="run each test twice in a fresh interpreter, cold (empty cache) then "
+        "warm, and require the warm run's compiled results to equal the cold "
+        "run's bit for bit (test/common/cold_warm.py)",
+    )
+    parser.addoption(
+        "--seed-base",
+        type=int,
+        default=0,
+        help="every test seeds its inputs from this and its own id; another value "
+        "draws other inputs in every test (default: %(default)s)",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ on its own.
   `--allow-fallback` measures a backend with fallback instead: DICP_STRICT=0, no such failure.
   Either way each fallback is a report property of the test (`eager_fallback`).
 """
+
 import contextlib
 import hashlib
 import os
@@ -47,6 +48,7 @@ def pytest_make_parametrize_id(config, val, argname):
 
 # ---- seeds ------------------------------------------------------------------------------------
 
+
 def seed_key(item):
     """The test's identity, independent of the folder pytest was started from."""
     module = getattr(getattr(item, "module", None), "__name__", None)
@@ -74,6 +76,7 @@ def _seeded_generators(request):
     random.seed(value)
     with contextlib.suppress(ImportError):
         import numpy
+
         numpy.random.seed(value)
 
 
@@ -105,12 +108,18 @@ def pytest_runtest_makereport(item, call):
     report = yield
     if report.failed and call.when == "call":
         base = item.config.getoption("--seed-base")
-        report.sections.append(("dicp harness", f"inputs drawn with seed {seed_of(item)} "
-                                f"(--seed-base {base}, key {seed_key(item)})"))
+        report.sections.append(
+            (
+                "dicp harness",
+                f"inputs drawn with seed {seed_of(item)} "
+                f"(--seed-base {base}, key {seed_key(item)})",
+            )
+        )
     return report
 
 
 # ---- op tests ---------------------------------------------------------------------------------
+
 
 def is_op_test(item):
     return isinstance(getattr(item, "funcargs", {}).get("compiled_model"), CompiledModel)
@@ -127,8 +136,9 @@ def pytest_pyfunc_call(pyfuncitem):
         patch.setenv("DICP_STRICT", "0" if allow_fallback else "1")
         model = getattr(pyfuncitem.module, "model", None)
         if isinstance(model, torch.nn.Module):
-            patch.setattr(pyfuncitem.module, "model",
-                          stack.enter_context(recording_eager_calls(model)))
+            patch.setattr(
+                pyfuncitem.module, "model", stack.enter_context(recording_eager_calls(model))
+            )
         fallbacks = stack.enter_context(observe_fallbacks())
         try:
             result = yield
@@ -145,15 +155,24 @@ def record_fallbacks(item, backend, fallbacks):
     for op, reason, dtype in sorted({(f.op, f.reason, f.dtype) for f in fallbacks}):
         declared = backend is not None and declared_reason(backend, op, dtype) is not None
         item.user_properties.append(
-            ("eager_fallback", f"{op} ({reason}{'; declared' if declared else ''})"))
+            ("eager_fallback", f"{op} ({reason}{'; declared' if declared else ''})")
+        )
 
 
 def assert_only_declared(backend, fallbacks):
     """An op test passes only if its op ran natively: no fallback the backend did not declare."""
-    undeclared = sorted({f"{f.op} ({f.reason})" for f in fallbacks
-                         if declared_reason(backend, f.op, f.dtype) is None})
+    undeclared = sorted(
+        {
+            f"{f.op} ({f.reason})"
+            for f in fallbacks
+            if declared_reason(backend, f.op, f.dtype) is None
+        }
+    )
     if undeclared:
-        pytest.fail(f"{backend.name} ran {', '.join(undeclared)} as eager fallback, and does "
-                    f"not declare it in Backend.expected_fallbacks: an op test passes only when "
-                    f"its graph runs natively (convert the op, or declare the fallback with its "
-                    f"reason)", pytrace=False)
+        pytest.fail(
+            f"{backend.name} ran {', '.join(undeclared)} as eager fallback, and does "
+            f"not declare it in Backend.expected_fallbacks: an op test passes only when "
+            f"its graph runs natively (convert the op, or declare the fallback with its "
+            f"reason)",
+            pytrace=False,
+        )

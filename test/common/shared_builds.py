@@ -8,6 +8,7 @@ disk with 20 GB), the emu runtime half a minute of g++. Both depend only on the 
 flags, the sources and torch, never on a test, so each test cache links these folders to the
 ones of the cache directory the session started with, where the op and model suites build
 too. Tests that count what a cache holds walk it without following links."""
+
 from pathlib import Path
 
 from dicp import config

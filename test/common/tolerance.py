@@ -6,10 +6,16 @@ judge by the same bounds. No tolerance there is widened to make a test pass: whe
 result legitimately differs from eager by more (normalizations, long reductions), it passes by
 being as accurate as eager against the same computation in float64.
 """
+
 import torch
 
-from dicp.tolerance import (FP64_ERROR_MULTIPLIER, MODEL_TOLERANCES, TOLERANCES,
-                            fp64_multiplier, tolerance_for)
+from dicp.tolerance import (
+    FP64_ERROR_MULTIPLIER,
+    MODEL_TOLERANCES,
+    TOLERANCES,
+    fp64_multiplier,
+    tolerance_for,
+)
 
 from .accuracy import recorded_reference
 
@@ -52,9 +58,11 @@ def assert_close(actual, expected, table=TOLERANCES, dtype=None, reference=None)
     assert reference is not None, message
     reference = torch.as_tensor(reference).cpu()
     assert reference.shape == expected.shape, (
-        f"{message}; the float64 reference has shape {tuple(reference.shape)}")
-    near_exact = torch.isclose(widest(actual), widest(reference), rtol=rtol, atol=atol,
-                               equal_nan=True)
+        f"{message}; the float64 reference has shape {tuple(reference.shape)}"
+    )
+    near_exact = torch.isclose(
+        widest(actual), widest(reference), rtol=rtol, atol=atol, equal_nan=True
+    )
     if (close | near_exact).all():
         return
     verdict = as_accurate_as_eager(actual, expected, reference, slack=atol / 10)
@@ -74,9 +82,11 @@ def as_accurate_as_eager(actual, expected, reference, slack):
         if not mine <= multiplier * theirs + slack:  # also fails on NaN
             worst = torch.nan_to_num(ours, nan=float("inf")).flatten().argmax()
             at = tuple(int(i) for i in torch.unravel_index(worst, ours.shape))
-            return (f"{name} {mine:.3e} exceeds {multiplier} x eager's {theirs:.3e} "
-                    f"(+{slack:.1e}); worst at {at}: compiled {actual[at].item():.6g}, eager "
-                    f"{expected[at].item():.6g}, float64 {reference[at].item():.6g}")
+            return (
+                f"{name} {mine:.3e} exceeds {multiplier} x eager's {theirs:.3e} "
+                f"(+{slack:.1e}); worst at {at}: compiled {actual[at].item():.6g}, eager "
+                f"{expected[at].item():.6g}, float64 {reference[at].item():.6g}"
+            )
     return None
 
 
@@ -99,4 +109,5 @@ def assert_close_or_as_accurate(actual, expected, reference, table=MODEL_TOLERAN
         ours, eagers = rmse(actual, reference), rmse(expected, reference)
         assert ours <= FP64_ERROR_MULTIPLIER * eagers, (
             f"{not_close}; against float64, rmse {ours:.3e} exceeds {FP64_ERROR_MULTIPLIER} x "
-            f"eager's {eagers:.3e}")
+            f"eager's {eagers:.3e}"
+        )

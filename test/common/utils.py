@@ -4,6 +4,7 @@ Tests import `torch`, `dynamo`, `parse_args`, `compile_model`, `get_device`, `Si
 `update_dynamo_config` and `parse_bool_arg` from here. `--backend` and `--dynamic` are read
 from argv so the same file runs under pytest and as a script.
 """
+
 import argparse
 import random
 
@@ -66,8 +67,9 @@ def parse_args():
     values pytest parsed are also read from the environment (set by test/common/harness.py)."""
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--backend", type=str, default=dicp_config.test_backend)
-    parser.add_argument("--dynamic", type=parse_dynamic_arg,
-                        default=parse_dynamic_arg(dicp_config.test_dynamic))
+    parser.add_argument(
+        "--dynamic", type=parse_dynamic_arg, default=parse_dynamic_arg(dicp_config.test_dynamic)
+    )
     args, _ = parser.parse_known_args()
     return args
 
@@ -103,9 +105,12 @@ class OnDevice:
         state = {name: tensor.to(self.device) for name, tensor in host.items()}
         args, kwargs = to_device((args, kwargs), self.device)
         prefix = "_orig_mod." if hasattr(self.compiled, "_orig_mod") else ""  # torch.compile's
-        outputs = torch.func.functional_call(self.compiled, {f"{prefix}{name}": tensor
-                                                             for name, tensor in state.items()},
-                                             args, kwargs)
+        outputs = torch.func.functional_call(
+            self.compiled,
+            {f"{prefix}{name}": tensor for name, tensor in state.items()},
+            args,
+            kwargs,
+        )
         with torch.no_grad():
             for name, buffer in module.named_buffers():
                 buffer.copy_(state[name])
@@ -116,8 +121,9 @@ class OnDevice:
 
 
 def _has_state(model):
-    return isinstance(model, torch.nn.Module) and \
-        any(True for _ in (*model.parameters(), *model.buffers()))
+    return isinstance(model, torch.nn.Module) and any(
+        True for _ in (*model.parameters(), *model.buffers())
+    )
 
 
 def device_of(backend):
@@ -131,6 +137,7 @@ def dicp_backend(name):
     """The registered dicp Backend called `name`, or None for other dynamo backends (inductor,
     aot_eager), which tests may also run against."""
     from dicp.api import get_backend
+
     try:
         return get_backend(name)
     except KeyError:
@@ -148,8 +155,12 @@ def update_dynamo_config(dynamic=False):
 
 
 from .accuracy import float64_run  # noqa: F401
-from .tolerance import (MODEL_TOLERANCES, TOLERANCES, assert_close,  # noqa: F401
-                        assert_close_or_as_accurate)
+from .tolerance import (  # noqa: F401  (re-exported)
+    MODEL_TOLERANCES,
+    TOLERANCES,
+    assert_close,
+    assert_close_or_as_accurate,
+)
 
 
 def assert_grads_close(outputs, dicp_outputs, inputs):
@@ -159,6 +170,7 @@ def assert_grads_close(outputs, dicp_outputs, inputs):
     grads = torch.autograd.grad(sum((o * w).sum() for o, w in zip(outputs, weights)), inputs)
     # the compiled outputs may live on the backend's device: the same weights, copied there
     dicp_grads = torch.autograd.grad(
-        sum((o * w.to(o.device)).sum() for o, w in zip(dicp_outputs, weights)), inputs)
+        sum((o * w.to(o.device)).sum() for o, w in zip(dicp_outputs, weights)), inputs
+    )
     for dicp_grad, grad in zip(dicp_grads, grads, strict=True):
         assert_close(dicp_grad, grad)

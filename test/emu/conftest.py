@@ -5,6 +5,7 @@ building the device's runtime into the cache directory the session started with 
 has no build there yet; other processes load that build. Tests that need a process of their
 own (a crash, a PrivateUse1 nobody claimed) run code with `run_python`.
 """
+
 import os
 import subprocess
 import sys
@@ -27,6 +28,7 @@ RUNTIME_CACHE = Path(config.cache_dir)
 @pytest.fixture(scope="session", autouse=True)
 def emu():
     import dicp.emu
+
     return dicp.emu
 
 
@@ -63,5 +65,11 @@ def run_python(code: str, timeout=900, **env) -> subprocess.CompletedProcess:
     knobs are taken from `env` only. Overrunning `timeout` seconds (a hang) raises."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
     full.update(DICP_CACHE_DIR=str(RUNTIME_CACHE), **env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, env=full,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=REPO,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

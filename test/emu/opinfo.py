@@ -9,6 +9,7 @@ no sample compared is skipped, never passed. Which ATen ops ran natively and whi
 counted per OpInfo; `python -m test.emu.opinfo` runs the whole pass and prints the report
 (`python -m test.emu.opinfo --subset`: the representative subset of the default suite).
 """
+
 import collections
 import functools
 import itertools
@@ -23,12 +24,25 @@ from dicp.emu.eager import is_random, observe_ops
 from dicp.tolerance import TOLERANCES, tolerance_for
 
 SAMPLES = 3
-DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.bool, torch.uint8,
-          torch.complex64)
+DTYPES = (
+    torch.float32,
+    torch.float64,
+    torch.int64,
+    torch.int32,
+    torch.bool,
+    torch.uint8,
+    torch.complex64,
+)
 
 # OpInfos whose results are uninitialized memory: held to shape, dtype and device.
-UNINITIALIZED = {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty",
-                 "new_empty_strided"}
+UNINITIALIZED = {
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "empty_permuted",
+    "new_empty",
+    "new_empty_strided",
+}
 
 # OpInfos the pass does not run, and why.
 SKIPS = {
@@ -44,14 +58,62 @@ SKIPS = {
 # bool and complex dtypes) and gradients through both. DICP_TEST_EMU_OPINFO=all runs every
 # OpInfo instead.
 SUBSET = (
-    "add", "mul", "div.no_rounding_mode", "exp", "sigmoid", "where", "abs", "maximum",
-    "nn.functional.relu", "sum", "mean", "amax", "max.reduction_with_dim", "argmax", "mm", "addmm",
-    "bmm", "full", "zeros", "arange", "normal", "bernoulli", "randn", "nn.functional.dropout",
-    "empty", "cumsum", "softmax", "nn.functional.conv2d", "nn.functional.layer_norm",
-    "nn.functional.group_norm", "index_put", "scatter_add", "gather", "sort", "topk", "nonzero",
-    "masked_select", "tensor_split", "nn.functional.embedding", "nn.functional.cross_entropy",
-    "atan2", "clamp", "addcmul", "transpose", "diagonal", "unfold", "as_strided", "view_as_real",
-    "expand", "narrow", "index_add", "bitwise_and", "logical_and", "to", "complex", "conj",
+    "add",
+    "mul",
+    "div.no_rounding_mode",
+    "exp",
+    "sigmoid",
+    "where",
+    "abs",
+    "maximum",
+    "nn.functional.relu",
+    "sum",
+    "mean",
+    "amax",
+    "max.reduction_with_dim",
+    "argmax",
+    "mm",
+    "addmm",
+    "bmm",
+    "full",
+    "zeros",
+    "arange",
+    "normal",
+    "bernoulli",
+    "randn",
+    "nn.functional.dropout",
+    "empty",
+    "cumsum",
+    "softmax",
+    "nn.functional.conv2d",
+    "nn.functional.layer_norm",
+    "nn.functional.group_norm",
+    "index_put",
+    "scatter_add",
+    "gather",
+    "sort",
+    "topk",
+    "nonzero",
+    "masked_select",
+    "tensor_split",
+    "nn.functional.embedding",
+    "nn.functional.cross_entropy",
+    "atan2",
+    "clamp",
+    "addcmul",
+    "transpose",
+    "diagonal",
+    "unfold",
+    "as_strided",
+    "view_as_real",
+    "expand",
+    "narrow",
+    "index_add",
+    "bitwise_and",
+    "logical_and",
+    "to",
+    "complex",
+    "conj",
     "linalg.inv",
 )
 
@@ -59,9 +121,9 @@ SUBSET = (
 @dataclass
 class Outcome:
     name: str
-    status: str                 # pass, fail, skip
+    status: str  # pass, fail, skip
     detail: str = ""
-    samples: int = 0            # compared with the CPU
+    samples: int = 0  # compared with the CPU
     ops: collections.Counter = field(default_factory=collections.Counter)  # (op, path) -> calls
 
 
@@ -99,8 +161,13 @@ def check(name: str) -> Outcome:
                 continue
             outcome.samples += 1
             if problem:
-                return Outcome(name, "fail", f"{problem}\n    sample: {_describe(sample)}",
-                               outcome.samples, outcome.ops)
+                return Outcome(
+                    name,
+                    "fail",
+                    f"{problem}\n    sample: {_describe(sample)}",
+                    outcome.samples,
+                    outcome.ops,
+                )
     if not outcome.samples:
         return Outcome(name, "skip", "no sample the CPU runs", 0, outcome.ops)
     return outcome
@@ -113,7 +180,7 @@ def _samples(op, dtype, grad):
     return itertools.islice(op.sample_inputs("emu", dtype, requires_grad=grad), SAMPLES)
 
 
-CPU_REFUSES = "the CPU refuses the sample"     # nothing to compare with
+CPU_REFUSES = "the CPU refuses the sample"  # nothing to compare with
 
 
 def _check_sample(op, sample, grad):
@@ -154,6 +221,7 @@ def _to_cpu(value):
                 made[id(leaf)] = _host_copy(leaf)
             return made[id(leaf)]
         return "cpu" if _is_emu_device(leaf) else leaf
+
     return pytree.tree_map(move, value)
 
 
@@ -168,7 +236,8 @@ def _host_copy(t):
         copy = t.detach().clone()
     else:
         whole = torch.empty(0, dtype=t.dtype, device="emu").set_(
-            t.untyped_storage(), 0, (t.untyped_storage().nbytes() // t.element_size(),), (1,))
+            t.untyped_storage(), 0, (t.untyped_storage().nbytes() // t.element_size(),), (1,)
+        )
         copy = whole.cpu().as_strided(t.shape, t.stride(), t.storage_offset())
     return copy.requires_grad_() if t.requires_grad else copy
 
@@ -196,8 +265,11 @@ def _close(a, e) -> bool:
     rtol, atol = tolerance_for(e.dtype, TOLERANCES)
     if a.layout != torch.strided or e.layout != torch.strided:
         a, e = a.to_dense(), e.to_dense()
-    return torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True) if (
-        a.is_floating_point() or a.is_complex()) else torch.equal(a, e)
+    return (
+        torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        if (a.is_floating_point() or a.is_complex())
+        else torch.equal(a, e)
+    )
 
 
 def _max_diff(a, e):
@@ -214,10 +286,12 @@ def _same_scalar(a, e) -> bool:
 
 
 def _compare_grads(sample, cpu_args, emu_args, expected, actual):
-    cpu_inputs = [t for t in pytree.tree_leaves(cpu_args)
-                  if isinstance(t, torch.Tensor) and t.requires_grad]
-    emu_inputs = [t for t in pytree.tree_leaves(emu_args)
-                  if isinstance(t, torch.Tensor) and t.requires_grad]
+    cpu_inputs = [
+        t for t in pytree.tree_leaves(cpu_args) if isinstance(t, torch.Tensor) and t.requires_grad
+    ]
+    emu_inputs = [
+        t for t in pytree.tree_leaves(emu_args) if isinstance(t, torch.Tensor) and t.requires_grad
+    ]
     process = sample.output_process_fn_grad or (lambda x: x)
     cpu_outs, emu_outs = _differentiable(process(expected)), _differentiable(process(actual))
     if not cpu_inputs or not cpu_outs or len(cpu_outs) != len(emu_outs):
@@ -227,10 +301,11 @@ def _compare_grads(sample, cpu_args, emu_args, expected, actual):
     try:
         want = torch.autograd.grad(cpu_outs, cpu_inputs, cotangents, allow_unused=True)
     except Exception:
-        return None                              # no CPU backward for this sample
+        return None  # no CPU backward for this sample
     try:
-        got = torch.autograd.grad(emu_outs, emu_inputs, [c.to("emu") for c in cotangents],
-                                  allow_unused=True)
+        got = torch.autograd.grad(
+            emu_outs, emu_inputs, [c.to("emu") for c in cotangents], allow_unused=True
+        )
     except Exception as error:
         return f"emu backward raised {type(error).__name__}: {_first_line(error)}"
     pairs = [(g, w) for g, w in zip(got, want) if w is not None]
@@ -240,8 +315,13 @@ def _compare_grads(sample, cpu_args, emu_args, expected, actual):
 
 
 def _differentiable(outputs):
-    return [t for t in pytree.tree_leaves(outputs) if isinstance(t, torch.Tensor)
-            and t.requires_grad and (t.is_floating_point() or t.is_complex())]
+    return [
+        t
+        for t in pytree.tree_leaves(outputs)
+        if isinstance(t, torch.Tensor)
+        and t.requires_grad
+        and (t.is_floating_point() or t.is_complex())
+    ]
 
 
 def _first_line(error) -> str:
@@ -254,6 +334,7 @@ def _describe(sample) -> str:
         if isinstance(value, torch.Tensor):
             return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
         return repr(value)[:40]
+
     args = [brief(sample.input)] + [brief(a) for a in sample.args]
     args += [f"{k}={brief(v)}" for k, v in sample.kwargs.items()]
     return ", ".join(args)
@@ -270,13 +351,15 @@ def report(outcomes) -> str:
             calls[path] += count
             ops[path].add(op)
     all_native = sum(1 for o in outcomes if o.ops and all(p == "native" for _, p in o.ops))
-    lines = [f"OpInfo pass on emu: {len(outcomes)} OpInfos, {status['pass']} pass, "
-             f"{status['fail']} fail, {status['skip']} skipped; "
-             f"{sum(o.samples for o in outcomes)} samples",
-             f"ATen op calls: {calls['native']} native, {calls['fallback']} fell back to the CPU",
-             f"distinct ATen ops: {len(ops['native'])} native, {len(ops['fallback'])} fell back",
-             f"OpInfos that ran natively only: {all_native}; with a fallback: "
-             f"{sum(1 for o in outcomes if any(p == 'fallback' for _, p in o.ops))}"]
+    lines = [
+        f"OpInfo pass on emu: {len(outcomes)} OpInfos, {status['pass']} pass, "
+        f"{status['fail']} fail, {status['skip']} skipped; "
+        f"{sum(o.samples for o in outcomes)} samples",
+        f"ATen op calls: {calls['native']} native, {calls['fallback']} fell back to the CPU",
+        f"distinct ATen ops: {len(ops['native'])} native, {len(ops['fallback'])} fell back",
+        f"OpInfos that ran natively only: {all_native}; with a fallback: "
+        f"{sum(1 for o in outcomes if any(p == 'fallback' for _, p in o.ops))}",
+    ]
     lines += [f"SKIP {o.name}: {o.detail}" for o in outcomes if o.status == "skip"]
     lines += [f"FAIL {o.name}: {o.detail}" for o in outcomes if o.status == "fail"]
     return "\n".join(lines)

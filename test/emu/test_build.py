@@ -1,4 +1,5 @@
 """The native runtime builds for the installed torch, once, and a failure shows why."""
+
 import re
 import sys
 
@@ -30,7 +31,7 @@ def test_the_build_is_keyed_by_torch_and_the_sources(monkeypatch):
 
 def test_a_built_runtime_is_loaded_not_rebuilt():
     built = _build.build_dir() / f"{_build.MODULE}.so"
-    assert built.exists()                      # the import built it (or an earlier process)
+    assert built.exists()  # the import built it (or an earlier process)
     before = built.stat().st_mtime_ns
     assert _build.load_runtime() is sys.modules[_build.MODULE]
     assert built.stat().st_mtime_ns == before

@@ -1,4 +1,5 @@
 """Two devices, the device guard, streams and events."""
+
 import pytest
 import torch
 
@@ -13,7 +14,7 @@ def test_the_device_module_is_torch_emu():
 def test_a_tensor_on_emu_1_and_the_guard():
     x = torch.ones(3, device="emu:1")
     assert x.device == torch.device("emu", 1)
-    assert (x * 2).device == torch.device("emu", 1)        # results stay on its device
+    assert (x * 2).device == torch.device("emu", 1)  # results stay on its device
     assert torch.emu.current_device() == 0
     with torch.emu.device(1):
         assert torch.emu.current_device() == 1
@@ -38,8 +39,8 @@ def test_a_copy_between_devices():
 def test_a_copy_between_devices_waits_for_the_source_stream():
     x = torch.arange(4.0, device="emu:0")
     stall = torch.emu._stall(0)
-    doubled = x * 2                     # held behind the stall on emu:0
-    moved = doubled.to("emu:1")         # emu:1's stream waits for emu:0's work first
+    doubled = x * 2  # held behind the stall on emu:0
+    moved = doubled.to("emu:1")  # emu:1's stream waits for emu:0's work first
     stall.release()
     assert torch.equal(moved.cpu(), torch.arange(4.0) * 2)
 
@@ -78,7 +79,7 @@ def test_an_event_orders_two_streams():
         done.record()
     second.wait_event(done.event)
     with torch.emu.stream(second):
-        y = x * 2                       # after the add on `first`, whatever the threads do
+        y = x * 2  # after the add on `first`, whatever the threads do
         finished = torch.emu.Event()
         finished.record()
     assert not finished.query()
@@ -93,7 +94,7 @@ def test_event_wait_and_timing():
     start.record()
     torch.emu._sleep(5)
     end.record()
-    end.wait(torch.emu.Stream())       # another stream waits for it
+    end.wait(torch.emu.Stream())  # another stream waits for it
     end.synchronize()
     assert start.elapsed_time(end) >= 5
     with pytest.raises((RuntimeError, ValueError), match="enable_timing"):

@@ -3,6 +3,7 @@ on the current stream and return without waiting. Every result is compared with 
 CPU. As in test_asynchrony.py, no clock decides a verdict: `torch.emu._stall()` holds the
 stream, so what is queued behind it provably has not run when the host looks.
 """
+
 import copy
 import threading
 
@@ -37,8 +38,9 @@ def test_inference_matches_cpu_eager_on_every_size(dynamic):
 
 def mlp():
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.LayerNorm(8), torch.nn.GELU(),
-                               torch.nn.Linear(8, 3))
+    return torch.nn.Sequential(
+        torch.nn.Linear(6, 8), torch.nn.LayerNorm(8), torch.nn.GELU(), torch.nn.Linear(8, 3)
+    )
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
@@ -62,14 +64,16 @@ aten = torch.ops.aten
 # Ops whose torch decomposition depends on the device type (the saved statistics' shape and
 # dtype): on emu, whose eager ops are the CPU's, a compiled graph must give the CPU's.
 DEVICE_DEPENDENT_DECOMPOSITIONS = {
-    "batch_norm_eval": lambda x, w, b, m, v: aten.native_batch_norm(x, w, b, m, v, False, 0.1,
-                                                                     1e-5),
-    "batch_norm_train": lambda x, w, b, m, v: aten.native_batch_norm(x, w, b, m.clone(),
-                                                                      v.clone(), True, 0.1, 1e-5),
+    "batch_norm_eval": lambda x, w, b, m, v: aten.native_batch_norm(
+        x, w, b, m, v, False, 0.1, 1e-5
+    ),
+    "batch_norm_train": lambda x, w, b, m, v: aten.native_batch_norm(
+        x, w, b, m.clone(), v.clone(), True, 0.1, 1e-5
+    ),
     "legit_no_training": lambda x, w, b, m, v: aten._native_batch_norm_legit_no_training(
-        x, w, b, m, v, 0.1, 1e-5),
-    "legit_no_stats": lambda x, w, b, m, v: aten._native_batch_norm_legit(x, w, b, True, 0.1,
-                                                                           1e-5),
+        x, w, b, m, v, 0.1, 1e-5
+    ),
+    "legit_no_stats": lambda x, w, b, m, v: aten._native_batch_norm_legit(x, w, b, True, 0.1, 1e-5),
     "layer_norm": lambda x, w, b, m, v: aten.native_layer_norm(x, [3], w, b, 1e-5),
 }
 
@@ -159,7 +163,7 @@ def test_kernels_read_inputs_after_their_producers_on_the_stream():
     fn(x.to("emu"))
     device_x = x.to("emu")
     stall = torch.emu._stall()
-    produced = device_x * 3         # queued behind the stall
+    produced = device_x * 3  # queued behind the stall
     y = fn(produced)
     stall.release()
     torch.testing.assert_close(y.cpu(), torch.exp(x * 3) + (x * 3).sum())
@@ -194,23 +198,23 @@ def test_two_streams_without_the_event_can_be_shown_to_race(wait):
     torch.emu.synchronize()
     main, side = torch.emu.current_stream(), torch.emu.Stream()
     stall = torch.emu._stall()
-    x.fill_(3.0)                        # held behind the stall
+    x.fill_(3.0)  # held behind the stall
     filled = torch.emu.Event()
     filled.record()
     with torch.emu.stream(side):
         raced = fn(x)
         read = torch.emu.Event()
         read.record()
-        read.synchronize()              # it has run, while the fill is still held
+        read.synchronize()  # it has run, while the fill is still held
         if wait == "wait_event":
             side.wait_event(filled.event)
         else:
             side.wait_stream(main)
         ordered = fn(x)
-    assert not side.query()             # the ordered call waits for the fill
+    assert not side.query()  # the ordered call waits for the fill
     stall.release()
     torch.emu.synchronize()
-    assert torch.equal(raced.cpu(), torch.ones(5))          # x read before the fill
+    assert torch.equal(raced.cpu(), torch.ones(5))  # x read before the fill
     assert torch.equal(ordered.cpu(), torch.full((5,), 7.0))
 
 
@@ -234,6 +238,7 @@ def test_input_mutation_writes_the_emu_input():
     def fn(x, y):
         x.add_(y)
         return x * 2
+
     x, y = torch.randn(6), torch.randn(6)
     device_x = x.to("emu")
     out = compiled(fn)(device_x, y.to("emu"))
@@ -245,6 +250,7 @@ def test_input_mutation_writes_the_emu_input():
 def test_data_dependent_sizes_and_item_wait_for_the_device():
     def fn(x):
         return x[x > 0].sum() * x.max().item()
+
     x = torch.randn(9)
     out = compiled(fn)(x.to("emu"))
     torch.testing.assert_close(out.cpu(), fn(x))
@@ -266,6 +272,7 @@ def test_a_cpu_constant_is_moved_to_emu():
 
     def fn(x):
         return x + table.to(x.device) * 2
+
     x = torch.randn(5)
     torch.testing.assert_close(compiled(fn)(x.to("emu")).cpu(), fn(x))
 
@@ -277,6 +284,7 @@ def test_strict_device_mode_names_the_node_making_a_host_tensor(monkeypatch):
     def fn(x):
         host = torch.ones(3, device="emu").cpu() + 1  # a host intermediate no argument asks for
         return x + host.to("emu")
+
     with pytest.raises(Exception, match="node .* would make a host tensor"):
         compiled(fn)(torch.randn(3, device="emu"))
 
@@ -288,6 +296,7 @@ def test_strict_device_mode_takes_a_host_scalar_as_eager_does(monkeypatch):
 
     def fn(x):
         return torch.where(x > 0, x, torch.tensor(0.5)) * torch.tensor(2.0)
+
     x = torch.randn(7)
     torch.testing.assert_close(compiled(fn)(x.to("emu")).cpu(), fn(x))
 
@@ -308,9 +317,12 @@ def test_an_eager_fallback_shows_its_copies_in_the_dump_and_the_profile(monkeypa
     The debug dump's wrapper says so before the call, and under DICP_PROFILE_KERNELS the call's
     range holds the fallback's copies by name; the product, a native op, has no copies."""
     cache = share_runtime_builds(tmp_path / "cache")
-    for knob, value in {"DICP_CACHE_DIR": str(cache), "DICP_DEBUG": "1",
-                        "DICP_PROFILE_KERNELS": "1",
-                        "DICP_FALLBACK_OPS": "aten.cumsum.default"}.items():
+    for knob, value in {
+        "DICP_CACHE_DIR": str(cache),
+        "DICP_DEBUG": "1",
+        "DICP_PROFILE_KERNELS": "1",
+        "DICP_FALLBACK_OPS": "aten.cumsum.default",
+    }.items():
         monkeypatch.setenv(knob, value)
     x, w = torch.randn(6, 4), torch.randn(4, 3)
     fn = compiled(cumsum_then_product)
@@ -321,13 +333,18 @@ def test_an_eager_fallback_shows_its_copies_in_the_dump_and_the_profile(monkeypa
     torch.testing.assert_close(y.cpu(), cumsum_then_product(x, w))
 
     (wrapper,) = cache.glob("debug/*/wrapper.py")
-    assert "# aten.cumsum.default runs on the CPU through emu:0's fallback: inputs copied " \
-           "emu:0 -> cpu, the op run on the CPU, results copied cpu -> emu:0\n" \
-           "    with record_function(" in wrapper.read_text()
+    assert (
+        "# aten.cumsum.default runs on the CPU through emu:0's fallback: inputs copied "
+        "emu:0 -> cpu, the op run on the CPU, results copied cpu -> emu:0\n"
+        "    with record_function(" in wrapper.read_text()
+    )
     assert "# aten.mm.default runs on emu:0: the device's kernel" in wrapper.read_text()
     events = {event.name: event for event in profile.events()}
-    (call,) = [name for name in events if name.endswith(" eager torch.ops.aten.cumsum.default "
-                                                        "aten.cumsum.default")]
+    (call,) = [
+        name
+        for name in events
+        if name.endswith(" eager torch.ops.aten.cumsum.default aten.cumsum.default")
+    ]
     for stage in ("copy emu:0 -> cpu", "on the CPU", "copy cpu -> emu:0"):
         assert call in ancestors(events[f"dicp.emu fallback aten::cumsum: {stage}"])
     assert not [name for name in events if name.startswith("dicp.emu fallback aten::mm")]
@@ -343,6 +360,7 @@ def test_training_steps_hold_device_memory_flat():
         optimizer.zero_grad(set_to_none=True)
         step(x).square().sum().backward()
         optimizer.step()
+
     for _ in range(2):
         train()
     torch.emu.synchronize()

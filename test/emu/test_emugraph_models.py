@@ -9,6 +9,7 @@ buffers after an SGD step. Every result the compiled model returns must be on em
 The training step is what a user writes: the model compiled (forward and backward are compiled
 graphs), the loss, `backward()` and the optimizer's step in eager mode on the device.
 """
+
 import copy
 import dataclasses
 import math
@@ -54,10 +55,15 @@ class CausalAttention(nn.Module):
 
     def forward(self, x):
         batch, length, dim = x.shape
-        q, k, v = (w(x).view(batch, length, self.heads, -1).transpose(1, 2)
-                   for w in (self.q, self.k, self.v))
-        mixed = self.masked_softmax(q, k, v) if self.explicit_softmax else \
-            F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        q, k, v = (
+            w(x).view(batch, length, self.heads, -1).transpose(1, 2)
+            for w in (self.q, self.k, self.v)
+        )
+        mixed = (
+            self.masked_softmax(q, k, v)
+            if self.explicit_softmax
+            else F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        )
         return self.o(mixed.transpose(1, 2).reshape(batch, length, dim))
 
     @staticmethod
@@ -83,22 +89,30 @@ class LlamaBlock(nn.Module):
 
 
 def small_cnn():
-    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
-                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(8 * 4 * 4, 10),
+    )
 
 
 @dataclasses.dataclass
 class Case:
     model: Callable[[], nn.Module]
-    input: Callable[[int], torch.Tensor]   # a batch of `n`
+    input: Callable[[int], torch.Tensor]  # a batch of `n`
 
 
 CASES = {
     # the sequence grows with the batch: a dynamic graph also varies the causal mask's size
-    "llama_block_sdpa": Case(lambda: LlamaBlock(explicit_softmax=False),
-                             lambda n: torch.randn(n, n + 3, DIM)),
-    "llama_block_softmax": Case(lambda: LlamaBlock(explicit_softmax=True),
-                                lambda n: torch.randn(n, n + 3, DIM)),
+    "llama_block_sdpa": Case(
+        lambda: LlamaBlock(explicit_softmax=False), lambda n: torch.randn(n, n + 3, DIM)
+    ),
+    "llama_block_softmax": Case(
+        lambda: LlamaBlock(explicit_softmax=True), lambda n: torch.randn(n, n + 3, DIM)
+    ),
     "cnn": Case(small_cnn, lambda n: torch.randn(n, 3, 8, 8)),
 }
 DYNAMIC = pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
@@ -182,9 +196,16 @@ def tiny_llama():
     """Hugging Face's LlamaForCausalLM from a tiny random config (nothing downloaded): two
     layers, grouped-query attention (4 heads over 2 key-value heads), rotary embeddings."""
     from transformers import LlamaConfig, LlamaForCausalLM
-    config = LlamaConfig(hidden_size=DIM, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=HEADS, num_key_value_heads=2, vocab_size=64,
-                         max_position_embeddings=64)
+
+    config = LlamaConfig(
+        hidden_size=DIM,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=HEADS,
+        num_key_value_heads=2,
+        vocab_size=64,
+        max_position_embeddings=64,
+    )
     return LlamaForCausalLM(config)
 
 
@@ -216,6 +237,7 @@ def peak_of_steps(model, x):
         model(x).square().mean().backward()
         optimizer.step()
         optimizer.zero_grad()
+
     for _ in range(2):
         step()
     torch.emu.synchronize()

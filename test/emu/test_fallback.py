@@ -1,4 +1,5 @@
 """The CPU fallback: ops without a device kernel run on the host, aliasing kept, logged once."""
+
 import logging
 
 import pytest
@@ -26,8 +27,9 @@ def test_an_op_without_a_kernel_falls_back_and_matches_the_cpu():
 def test_an_in_place_fallback_through_a_view_writes_its_base():
     def run(device):
         base = torch.arange(12.0, device=device).reshape(3, 4)
-        base[1:, ::2].cumsum_(0)                  # cumsum_ has no emu kernel
+        base[1:, ::2].cumsum_(0)  # cumsum_ has no emu kernel
         return base
+
     cpu, emu = on_both(run)
     assert torch.equal(cpu, emu)
 
@@ -51,7 +53,7 @@ def test_an_out_argument_is_resized_and_written():
 
 def test_a_fallen_back_view_op_returns_a_view_of_device_memory(view_op):
     base = torch.arange(6.0, device="emu")
-    every_other = view_op(base)                 # the op ran on the host, on a host copy
+    every_other = view_op(base)  # the op ran on the host, on a host copy
     assert every_other.device.type == "emu"
     assert every_other.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
     base.mul_(10)
@@ -112,7 +114,8 @@ PATHS = {
     "aten.special_erfcx.default": lambda x: torch.ops.aten.special_erfcx.default(x),
     "aten.nonzero.default": lambda x: torch.ops.aten.nonzero.default(x),
     "aten.convolution.default": lambda x: torch.ops.aten.convolution.default(
-        x.view(1, 1, -1), x.view(1, 1, -1)[..., :2], None, [1], [0], [1], False, [0], 1),
+        x.view(1, 1, -1), x.view(1, 1, -1)[..., :2], None, [1], [0], [1], False, [0], 1
+    ),
 }
 
 
@@ -128,7 +131,7 @@ def test_path_says_which_kernel_an_op_will_run(op, forced, monkeypatch):
 
 
 def test_path_of_structural_and_composite_ops():
-    assert eager.path("aten.view.default") == "native"      # the device's memory model
+    assert eager.path("aten.view.default") == "native"  # the device's memory model
     assert eager.path("aten.linear.default") == "composite"  # addmm, native, inside
 
 
@@ -141,22 +144,27 @@ def test_a_profile_shows_the_fallbacks_copies():
     assert [n for n in names if n.startswith("dicp.emu fallback")] == [
         "dicp.emu fallback aten::cumsum: copy emu:0 -> cpu",
         "dicp.emu fallback aten::cumsum: on the CPU",
-        "dicp.emu fallback aten::cumsum: copy cpu -> emu:0"]
+        "dicp.emu fallback aten::cumsum: copy cpu -> emu:0",
+    ]
 
 
 # ---- arguments an op writes without its schema saying so (eager.HIDDEN_WRITES) ----
+
 
 @pytest.mark.parametrize("momentum", [0.1, None], ids=["momentum", "cumulative"])
 @pytest.mark.parametrize("shape", [(8, 3), (4, 3, 5, 5)], ids=["BatchNorm1d", "BatchNorm2d"])
 def test_batch_norm_training_updates_the_running_statistics(shape, momentum):
     """native_batch_norm writes its running statistics; its schema does not say so."""
+
     def run(device):
         torch.manual_seed(0)
         norm = (torch.nn.BatchNorm1d if len(shape) == 2 else torch.nn.BatchNorm2d)(
-            shape[1], momentum=momentum).to(device)
+            shape[1], momentum=momentum
+        ).to(device)
         for step in range(3):
             norm(torch.randn(shape).add(step).to(device))
         return {name: value.cpu() for name, value in norm.state_dict().items()}
+
     cpu, emu = run("cpu"), run("emu")
     assert cpu["num_batches_tracked"] == emu["num_batches_tracked"] == 3
     for name in ("running_mean", "running_var"):
@@ -169,6 +177,7 @@ def test_batch_norm_update_stats_updates_the_running_statistics():
         stats = torch.zeros(3, device=device), torch.ones(3, device=device)
         torch.ops.aten.batch_norm_update_stats(x, *stats, 0.5)
         return torch.stack(stats)
+
     cpu, emu = on_both(run)
     assert torch.allclose(emu, cpu)
 
@@ -177,10 +186,12 @@ def test_every_hidden_write_torch_knows_of_is_copied_back():
     """torch's SchemaInfo knows which arguments ops write beyond their schemas; those of ops
     with a CPU kernel (the fallback's) must be in eager.HIDDEN_WRITES."""
     from torch._C import _SchemaArgType, _SchemaArgument, _SchemaInfo
+
     missing = []
     for qualified in torch._C._dispatch_get_all_op_names():
-        if not qualified.startswith("aten::") or \
-                not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CPU"):
+        if not qualified.startswith("aten::") or not torch._C._dispatch_has_kernel_for_dispatch_key(
+            qualified, "CPU"
+        ):
             continue
         name, _, overload = qualified.removeprefix("aten::").partition(".")
         op = f"aten.{name}.{overload or 'default'}"
@@ -188,7 +199,10 @@ def test_every_hidden_write_torch_knows_of_is_copied_back():
         info = _SchemaInfo(schema)
         for i, argument in enumerate(schema.arguments):
             written = argument.alias_info is not None and argument.alias_info.is_write
-            if not written and info.is_mutable(_SchemaArgument(_SchemaArgType.input, i)) and \
-                    argument.name not in eager.HIDDEN_WRITES.get(op, ()):
+            if (
+                not written
+                and info.is_mutable(_SchemaArgument(_SchemaArgType.input, i))
+                and argument.name not in eager.HIDDEN_WRITES.get(op, ())
+            ):
                 missing.append(f"{op}: {argument.name}")
     assert not missing

@@ -1,4 +1,5 @@
 """Device memory is separate: host code reading it without a copy dies at once."""
+
 import signal
 
 import pytest

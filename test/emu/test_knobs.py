@@ -1,4 +1,5 @@
 """DIPU's knobs on eager device ops, under the names and syntax of dicp's compiler knobs."""
+
 import logging
 import re
 
@@ -27,8 +28,11 @@ def test_forced_fallback_moves_a_native_op_to_the_cpu(operands, monkeypatch, cap
     assert native["aten.mul.Tensor", "native"] == 1 and not native["aten.mul.Tensor", "fallback"]
     assert forced["aten.mul.Tensor", "fallback"] == 1 and not forced["aten.mul.Tensor", "native"]
     assert torch.equal(on_device.cpu(), on_host.cpu()) and on_host.device.type == "emu"
-    assert any("aten.mul.Tensor runs on the CPU (forced by DICP_FALLBACK_OPS)" in r.getMessage()
-               and r.levelno == logging.WARNING for r in caplog.records)
+    assert any(
+        "aten.mul.Tensor runs on the CPU (forced by DICP_FALLBACK_OPS)" in r.getMessage()
+        and r.levelno == logging.WARNING
+        for r in caplog.records
+    )
 
 
 def test_keep_torch_default_drops_the_device_kernel_of_an_op():
@@ -37,12 +41,15 @@ def test_keep_torch_default_drops_the_device_kernel_of_an_op():
     with observe_ops() as seen:
         x = torch.full((2, 3), 7.0, device="emu")
     assert sorted(op for op, _ in seen) == ["aten.full.default"] and x.cpu().sum() == 42.0
-    kept = run_python("""
+    kept = run_python(
+        """
         import torch, dicp.emu
         with dicp.emu.observe_ops() as seen:
             x = torch.full((2, 3), 7.0, device="emu")
         print(sorted(op for op, path in seen), x.cpu().sum().item())
-    """, DICP_KEEP_TORCH_DEFAULT="aten.full.default")
+    """,
+        DICP_KEEP_TORCH_DEFAULT="aten.full.default",
+    )
     assert kept.returncode == 0, kept.stderr[-2000:]
     assert "['aten.fill_.Scalar'] 42.0" in kept.stdout
 
@@ -51,7 +58,7 @@ def test_an_injected_fault_goes_unnoticed_without_autocompare(operands, monkeypa
     x, a, b = operands
     monkeypatch.setenv("DICP_INJECT_BUG_TESTING_ONLY", "aten.mul.Tensor:accuracy")
     got = (a * b).cpu()
-    assert got[0, 0] == x[0, 0] * x[0, 0] * 0.5 + 1     # wrong, and nothing said so
+    assert got[0, 0] == x[0, 0] * x[0, 0] * 0.5 + 1  # wrong, and nothing said so
     assert torch.equal(got.flatten()[1:], (x * x * 0.5).flatten()[1:])
 
 
@@ -113,9 +120,12 @@ def test_dump_level_1_names_each_op_its_path_and_device(monkeypatch, tmp_path):
 
 def test_dump_level_2_adds_shapes_dtypes_and_devices(monkeypatch, tmp_path):
     text = dump_of(monkeypatch, tmp_path, 2)
-    assert re.search(r"aten\.mul\.Tensor \[native\] emu:0\n  in: float32\[2, 3\] strides "
-                     r"\[3, 1\] emu:0, int64\[\] strides \[\] cpu\n  out: float32\[2, 3\] "
-                     r"strides \[3, 1\] emu:0", text)   # x * 2: the 2 is a host scalar tensor
+    assert re.search(
+        r"aten\.mul\.Tensor \[native\] emu:0\n  in: float32\[2, 3\] strides "
+        r"\[3, 1\] emu:0, int64\[\] strides \[\] cpu\n  out: float32\[2, 3\] "
+        r"strides \[3, 1\] emu:0",
+        text,
+    )  # x * 2: the 2 is a host scalar tensor
     assert "min" not in text
 
 

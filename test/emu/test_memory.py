@@ -1,4 +1,5 @@
 """The caching allocator's statistics show leaks and peak use."""
+
 import gc
 
 import torch
@@ -7,8 +8,9 @@ MB = 1 << 20
 
 
 def training_step():
-    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
-                                torch.nn.Linear(128, 10)).to("emu")
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
+    ).to("emu")
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     data, target = torch.randn(32, 64, device="emu"), torch.randint(0, 10, (32,), device="emu")
     loss = torch.nn.functional.cross_entropy(model(data), target)
@@ -29,15 +31,15 @@ def test_a_training_step_gives_back_all_its_memory():
     torch.emu.reset_peak_memory_stats()
     state = training_step()
     torch.emu.synchronize()
-    assert torch.emu.memory_allocated() > baseline       # parameters, Adam's moments
+    assert torch.emu.memory_allocated() > baseline  # parameters, Adam's moments
     assert torch.emu.max_memory_allocated() > torch.emu.memory_allocated()  # activations
     del state
-    assert settled_allocated() == baseline               # tasks release what they hold
+    assert settled_allocated() == baseline  # tasks release what they hold
 
 
 def test_a_leak_shows():
     baseline = settled_allocated()
-    leaked = training_step()[0]                          # the model is kept
+    leaked = training_step()[0]  # the model is kept
     assert settled_allocated() > baseline
     del leaked
 
@@ -59,9 +61,9 @@ def test_freed_blocks_are_cached_and_reused_then_released():
     first = torch.empty(MB, dtype=torch.uint8, device="emu")
     address = first.data_ptr()
     del first
-    assert torch.emu.memory_reserved() >= MB                 # cached, not unmapped
+    assert torch.emu.memory_reserved() >= MB  # cached, not unmapped
     second = torch.empty(MB, dtype=torch.uint8, device="emu")
-    assert second.data_ptr() == address                      # the cached block again
+    assert second.data_ptr() == address  # the cached block again
     del second
     torch.emu.empty_cache()
     assert torch.emu.memory_reserved() == torch.emu.memory_allocated()
@@ -95,6 +97,7 @@ STRADDLING_LOAD = """
 
 def test_a_vector_load_straddling_a_blocks_first_byte_does_not_fault():
     from .conftest import run_python
+
     result = run_python(STRADDLING_LOAD)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
 
@@ -108,14 +111,14 @@ def test_memory_queued_work_still_reads_is_free_at_once_for_its_stream():
     x, ones = torch.ones(MB // 4, device="emu"), torch.ones(MB // 4, device="emu")
     address = x.data_ptr()
     stall = torch.emu._stall()
-    y = x * 2                                            # queued behind the stall, reads x
+    y = x * 2  # queued behind the stall, reads x
     before = torch.emu.memory_allocated()
     del x
     assert torch.emu.memory_allocated() == before - MB
     with torch.emu.stream(torch.emu.Stream()):
         elsewhere = torch.empty(MB, dtype=torch.uint8, device="emu")
     assert elsewhere.data_ptr() != address
-    zeros = ones * 0                                     # written after y's kernel read x
+    zeros = ones * 0  # written after y's kernel read x
     assert zeros.data_ptr() == address
     stall.release()
     assert torch.equal(y.cpu(), torch.full((MB // 4,), 2.0))

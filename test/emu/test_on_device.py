@@ -1,6 +1,7 @@
 """dicp.tools.on_device: a compiled function of host tensors run on emu, compared with eager on
 the host (the fuzzer, the OpInfo check, torch's module samples). Inputs must arrive as eager
 would see them on the device: a view of a larger storage as the same view of that storage."""
+
 import pytest
 import torch
 
@@ -25,7 +26,7 @@ def test_a_view_arrives_as_the_same_view_of_a_copy_of_its_storage():
         assert copy.untyped_storage().nbytes() == base.untyped_storage().nbytes()
         assert torch.equal(copy.cpu(), view)
     first, second = to_device((base[:6], base[4:]), "emu")
-    first.add_(1)                         # one copy of the storage: views see each other's writes
+    first.add_(1)  # one copy of the storage: views see each other's writes
     assert torch.equal(second.cpu()[:2], base[4:6] + 1)
 
 

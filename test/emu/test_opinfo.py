@@ -2,6 +2,7 @@
 dtype, device and gradients. The default suite runs the representative SUBSET;
 DICP_TEST_EMU_OPINFO=all runs every OpInfo. Each test's ATen ops, native and fallen back, are a
 report property (`emu_ops`)."""
+
 import pytest
 
 from dicp import config

@@ -1,4 +1,5 @@
 """Hands off PrivateUse1: dicp claims it only on `import dicp.emu`, and never from another."""
+
 import pytest
 import torch
 

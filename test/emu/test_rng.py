@@ -1,4 +1,5 @@
 """Random numbers on the device: a generator per device, reproducible from its seed."""
+
 import pytest
 import torch
 
@@ -29,7 +30,7 @@ def test_the_device_stream_of_numbers_ignores_the_host_generator():
     torch.emu.manual_seed(7)
     first = torch.randn(16, device="emu").cpu()
     torch.emu.manual_seed(7)
-    torch.rand(1000)                         # draws from the CPU generator in between
+    torch.rand(1000)  # draws from the CPU generator in between
     assert torch.equal(torch.randn(16, device="emu").cpu(), first)
 
 
@@ -37,7 +38,7 @@ def test_two_devices_have_separate_generators():
     torch.emu.manual_seed_all(99)
     on_1 = torch.randn(16, device="emu:1").cpu()
     torch.emu.manual_seed_all(99)
-    torch.randn(1000, device="emu:0")        # device 0 draws; device 1's sequence is its own
+    torch.randn(1000, device="emu:0")  # device 0 draws; device 1's sequence is its own
     assert not torch.equal(torch.emu.get_rng_state(0), torch.emu.get_rng_state(1))
     assert torch.equal(torch.randn(16, device="emu:1").cpu(), on_1)
 

@@ -1,4 +1,5 @@
 """Autograd, no_grad, in-place ops, views, serialization and .to() behave as on CUDA."""
+
 import io
 
 import pytest
@@ -35,10 +36,10 @@ def test_no_grad():
 def test_in_place_ops_bump_the_version_and_autograd_sees_it():
     w = torch.randn(3, device="emu", requires_grad=True)
     h = w * 1
-    y = torch.sigmoid(h)              # saves its result for the backward
+    y = torch.sigmoid(h)  # saves its result for the backward
     version = y._version
-    y.add_(1)                         # native in-place
-    y.atan_()                         # in-place fallback
+    y.add_(1)  # native in-place
+    y.atan_()  # in-place fallback
     assert y._version == version + 2
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
@@ -63,7 +64,7 @@ def test_views_share_device_memory(name):
     assert view.device.type == "emu"
     expected = VIEWS[name](torch.arange(12.0).reshape(3, 4))
     assert torch.equal(view.cpu(), expected)
-    if name != "real":   # a complex copy has storage of its own
+    if name != "real":  # a complex copy has storage of its own
         assert view.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
         base.add_(100)
         assert torch.equal(view.cpu(), expected + 100)
@@ -82,8 +83,11 @@ def test_save_and_load():
     state = {"x": torch.randn(3, 4, device="emu"), "y": torch.arange(5, device="emu:1")}
     buffer = io.BytesIO()
     torch.save(state, buffer)
-    for location, devices in [(None, ("emu:0", "emu:1")), ("cpu", ("cpu", "cpu")),
-                              ({"emu:1": "emu:0"}, ("emu:0", "emu:0"))]:
+    for location, devices in [
+        (None, ("emu:0", "emu:1")),
+        ("cpu", ("cpu", "cpu")),
+        ({"emu:1": "emu:0"}, ("emu:0", "emu:0")),
+    ]:
         buffer.seek(0)
         loaded = torch.load(buffer, map_location=location)
         assert (str(loaded["x"].device), str(loaded["y"].device)) == devices

@@ -1,4 +1,5 @@
 """A small model trains on emu in eager mode with the CPU's losses, to float32 tolerance."""
+
 import pytest
 import torch
 
@@ -10,9 +11,15 @@ def train(device, optimizer_class, steps=6):
     # No bias before the batch norm: its gradient is rounding noise around 0 (the norm removes
     # the mean), which Adam scales up to +-lr, so its value after a few steps is noise too.
     model = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 4, 3, padding=1, bias=False), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
-        torch.nn.Flatten(), torch.nn.Linear(4 * 8 * 8, 32), torch.nn.GELU(),
-        torch.nn.Dropout(0.0), torch.nn.Linear(32, 5)).to(device)
+        torch.nn.Conv2d(1, 4, 3, padding=1, bias=False),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4 * 8 * 8, 32),
+        torch.nn.GELU(),
+        torch.nn.Dropout(0.0),
+        torch.nn.Linear(32, 5),
+    ).to(device)
     optimizer = optimizer_class(model.parameters(), lr=0.01)
     images, labels = torch.randn(16, 1, 8, 8), torch.randint(0, 5, (16,))
     images, labels = images.to(device), labels.to(device)
@@ -34,8 +41,8 @@ def test_losses_and_weights_match_the_cpu(optimizer):
     torch.testing.assert_close(emu_losses, cpu_losses, rtol=1.3e-5, atol=1e-5)
     for got, want in zip(emu_weights, cpu_weights):
         torch.testing.assert_close(got, want, rtol=1.3e-5, atol=1e-5)
-    assert cpu_losses[-1] < cpu_losses[0]                   # it did learn
-    assert any(path == "native" for _, path in seen)     # both kinds of kernel ran
+    assert cpu_losses[-1] < cpu_losses[0]  # it did learn
+    assert any(path == "native" for _, path in seen)  # both kinds of kernel ran
     assert any(path == "fallback" for _, path in seen)
 
 
@@ -57,7 +64,7 @@ def run_rnn(name, bias, device, state_only):
         state = module(x[:, 0])
         state = module(x[:, 1], state)
         outputs = state if isinstance(state, tuple) else (state,)
-        if state_only:                      # the LSTM cell's cell state gets no gradient
+        if state_only:  # the LSTM cell's cell state gets no gradient
             outputs = outputs[:1]
     else:
         output, _ = module(x)
@@ -68,8 +75,11 @@ def run_rnn(name, bias, device, state_only):
 
 
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
-@pytest.mark.parametrize("name, state_only", [(name, False) for name in RNNS] + [
-    ("LSTMCell", True)], ids=[*RNNS, "LSTMCell_hidden_only"])
+@pytest.mark.parametrize(
+    "name, state_only",
+    [(name, False) for name in RNNS] + [("LSTMCell", True)],
+    ids=[*RNNS, "LSTMCell_hidden_only"],
+)
 def test_recurrent_modules_match_the_cpu(name, bias, state_only):
     emu = run_rnn(name, bias, "emu", state_only)
     cpu = run_rnn(name, bias, "cpu", state_only)

@@ -1,12 +1,18 @@
 """Helpers shared by the model suites: modes, compile counting and result comparison."""
+
 import copy
 
 import pytest
 import torch
 from torch._dynamo.utils import counters
 
-from ..common.utils import (MODEL_TOLERANCES, assert_close, assert_close_or_as_accurate,
-                            compile_model, dicp_backend)
+from ..common.utils import (
+    MODEL_TOLERANCES,
+    assert_close,
+    assert_close_or_as_accurate,
+    compile_model,
+    dicp_backend,
+)
 from ..common.tolerance import tolerance_for
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -45,13 +51,15 @@ def dicp_builds(backend):
     if not is_dicp_backend(backend):
         return None
     from dicp.bridge.cache.build import cache_stats
+
     return cache_stats()["builds"]
 
 
 def assert_reused(backend, graphs_before, builds_before):
     """After the first compile of a dynamic model, new sizes must reuse what was compiled."""
     assert graphs_compiled() == graphs_before, (
-        f"dynamo recompiled for a new size: {graphs_compiled() - graphs_before} new graph(s)")
+        f"dynamo recompiled for a new size: {graphs_compiled() - graphs_before} new graph(s)"
+    )
     if is_dicp_backend(backend):
         # A dynamic-shape graph is built once and serves every size, so a new size must not
         # build again. This is a property of dicp backends, checked only there.
@@ -96,7 +104,8 @@ def assert_same_generation(tokens, logits, eager_tokens, eager_logits, reference
         assert best - chosen <= atol + rtol * best.abs(), (
             f"token {step} of row {row}: compiled chose {tokens[row, step].item()}, eager "
             f"{eager_tokens[row, step].item()}; eager logit gap {(best - chosen).item():.3e} "
-            f"is not a near-tie")
+            f"is not a near-tie"
+        )
 
 
 def mode_dtype_params(args, static_dtypes, dynamic_dtypes):
@@ -107,5 +116,8 @@ def mode_dtype_params(args, static_dtypes, dynamic_dtypes):
     """
     dtypes = {False: static_dtypes, True: dynamic_dtypes}
     modes = [False, True] if args.dynamic is None else [args.dynamic]
-    return [pytest.param(m, d, id=f"{'dynamic' if m else 'static'}-{str(d).split('.')[-1]}")
-            for m in modes for d in dtypes[m]]
+    return [
+        pytest.param(m, d, id=f"{'dynamic' if m else 'static'}-{str(d).split('.')[-1]}")
+        for m in modes
+        for d in dtypes[m]
+    ]

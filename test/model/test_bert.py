@@ -4,12 +4,19 @@ Covers float32 and bfloat16, static and dynamic (the model is small enough for b
 sequence output and the pooled output are compared. Dynamic runs change batch size and sequence
 length after the first compile.
 """
+
 import pytest
 
-from ..common.utils import (MODEL_TOLERANCES, Size, assert_close, dynamo, parse_args, torch,
-                            update_dynamo_config)
-from .helpers import (assert_reused, compile_one, dicp_builds, graphs_compiled,
-                      mode_dtype_params)
+from ..common.utils import (
+    MODEL_TOLERANCES,
+    Size,
+    assert_close,
+    dynamo,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
+from .helpers import assert_reused, compile_one, dicp_builds, graphs_compiled, mode_dtype_params
 from .models.bert import build_bert, make_bert_inputs
 
 args = parse_args()

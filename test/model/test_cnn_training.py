@@ -4,12 +4,19 @@ compiled vs eager at input sizes 7, 8, 15 and 16: every parameter's gradient mus
 The pool's and the upsample's backward store through computed indices (issue 18); at these
 sizes overlapping windows make several outputs send gradient to one input element.
 """
+
 import copy
 
 import pytest
 
-from ..common.utils import MODEL_TOLERANCES, assert_close, dynamo, parse_args, torch, \
-    update_dynamo_config
+from ..common.utils import (
+    MODEL_TOLERANCES,
+    assert_close,
+    dynamo,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 from .helpers import compile_modes, compile_one
 from .models import seeded
 
@@ -21,8 +28,11 @@ class StemNet(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.stem = torch.nn.Sequential(
-            torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-            torch.nn.MaxPool2d(3, 2, 1))
+            torch.nn.Conv2d(3, 8, 3, padding=1),
+            torch.nn.BatchNorm2d(8),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(3, 2, 1),
+        )
         self.body = torch.nn.Conv2d(8, 8, 3, padding=1)
         self.head = torch.nn.Conv2d(8, 4, 1)
 
@@ -51,8 +61,9 @@ class TestCnnTraining:
             compiled_model.zero_grad()
             model(images).backward()
             loss_fn(images).backward()
-            for (name, actual), expected in zip(compiled_model.named_parameters(),
-                                                model.parameters()):
+            for (name, actual), expected in zip(
+                compiled_model.named_parameters(), model.parameters()
+            ):
                 try:
                     assert_close(actual.grad, expected.grad, table=MODEL_TOLERANCES)
                 except AssertionError as err:

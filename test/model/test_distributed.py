@@ -6,6 +6,7 @@ The ranks share one compile cache directory (DICP_CACHE_DIR) and start compiling
 run is repeated with the same directory to show it is repeatable from a warm cache. Static runs
 keep the batch size; dynamic runs change it at every step.
 """
+
 import os
 import socket
 import subprocess
@@ -42,14 +43,30 @@ def child_env(cache_dir):
 
 
 def launch(rank, port, dynamic, rank_batches, workdir, env):
-    cmd = [sys.executable, "-m", "test.model.distributed_worker", "--rank", str(rank),
-           "--world-size", str(WORLD_SIZE), "--port", str(port), "--backend", args.backend,
-           "--dynamic", str(dynamic), "--rank-batches", ",".join(map(str, rank_batches)),
-           "--out", str(workdir / f"rank{rank}.pt"), "--watchdog-s", str(TIMEOUT_S - 30)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "test.model.distributed_worker",
+        "--rank",
+        str(rank),
+        "--world-size",
+        str(WORLD_SIZE),
+        "--port",
+        str(port),
+        "--backend",
+        args.backend,
+        "--dynamic",
+        str(dynamic),
+        "--rank-batches",
+        ",".join(map(str, rank_batches)),
+        "--out",
+        str(workdir / f"rank{rank}.pt"),
+        "--watchdog-s",
+        str(TIMEOUT_S - 30),
+    ]
     # Output goes to files: a full pipe would block a child while we wait on the other.
     with open(workdir / f"rank{rank}.log", "w") as log:
-        return subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log,
-                                stderr=subprocess.STDOUT)
+        return subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
 def wait_all(procs, workdir):
@@ -70,8 +87,11 @@ def wait_all(procs, workdir):
     failed = [rank for rank, p in enumerate(procs) if p in timed_out or p.returncode != 0]
     if not failed:
         return None
-    logs = "\n".join(f"--- rank {r} (exit {procs[r].returncode}) ---\n"
-                     + (workdir / f"rank{r}.log").read_text()[-6000:] for r in failed)
+    logs = "\n".join(
+        f"--- rank {r} (exit {procs[r].returncode}) ---\n"
+        + (workdir / f"rank{r}.log").read_text()[-6000:]
+        for r in failed
+    )
     reason = f"timed out after {TIMEOUT_S} s" if timed_out else "failed"
     return f"DDP rank(s) {failed} {reason}:\n{logs}"
 
@@ -83,8 +103,10 @@ def run_ranks(dynamic, rank_batches, cache_dir, workdir):
         attempt_dir = workdir / f"attempt{attempt}"
         attempt_dir.mkdir(parents=True)
         port = free_port()
-        procs = [launch(rank, port, dynamic, rank_batches, attempt_dir, env)
-                 for rank in range(WORLD_SIZE)]
+        procs = [
+            launch(rank, port, dynamic, rank_batches, attempt_dir, env)
+            for rank in range(WORLD_SIZE)
+        ]
         failure = wait_all(procs, attempt_dir)
         # The free port can be taken by another process before rank 0 binds it: retry once.
         if failure is None or "address already in use" not in failure.lower():

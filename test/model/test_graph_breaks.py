@@ -4,10 +4,19 @@ around the break, the result agrees with eager on both branches, and recompiles 
 float32. Graphs are counted with a wrapper backend around `--backend`. Static runs keep one
 input shape; dynamic runs change the batch size at every call.
 """
+
 import pytest
 
-from ..common.utils import (MODEL_TOLERANCES, Size, assert_close, compile_model, dynamo,
-                            parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    MODEL_TOLERANCES,
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 from .helpers import compile_modes
 from .models.mlp import build_branchy_mlp
 

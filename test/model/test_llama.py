@@ -4,11 +4,20 @@ Covers float32 (static and dynamic) and bfloat16 (static). The prefill step and 
 step are both compiled (two graphs of the same forward). Dynamic runs generate at a second
 (batch, prompt length) after the first compile and must reuse it.
 """
+
 import pytest
 
 from ..common.utils import Size, dynamo, parse_args, torch, update_dynamo_config
-from .helpers import (HALF_DTYPES, assert_reused, assert_same_generation, compile_one,
-                      dicp_builds, float64_twin, graphs_compiled, mode_dtype_params)
+from .helpers import (
+    HALF_DTYPES,
+    assert_reused,
+    assert_same_generation,
+    compile_one,
+    dicp_builds,
+    float64_twin,
+    graphs_compiled,
+    mode_dtype_params,
+)
 from .models.llama import LlamaConfig, build_llama, greedy_generate
 
 args = parse_args()
@@ -32,7 +41,7 @@ def teacher_forced_logits(model, prompt, tokens):
     sequence = torch.cat([prompt, tokens[:, :-1]], dim=1)
     with torch.no_grad():
         logits, _, _ = float64_twin(model)(sequence, torch.arange(sequence.shape[1]))
-    return logits[:, prompt.shape[1] - 1:].transpose(0, 1)
+    return logits[:, prompt.shape[1] - 1 :].transpose(0, 1)
 
 
 class TestLlama:
@@ -48,8 +57,9 @@ class TestLlama:
             with torch.no_grad():
                 expected = greedy_generate(model, model, prompt, NEW_TOKENS)
                 actual = greedy_generate(compiled, model, prompt, NEW_TOKENS)
-            reference = (teacher_forced_logits(model, prompt, expected[0])
-                         if dtype in HALF_DTYPES else None)
+            reference = (
+                teacher_forced_logits(model, prompt, expected[0]) if dtype in HALF_DTYPES else None
+            )
             assert_same_generation(*actual, *expected, reference)
             if i == 0:
                 graphs, builds = graphs_compiled(), dicp_builds(args.backend)

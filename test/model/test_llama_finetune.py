@@ -4,14 +4,28 @@ float32 only (training comparisons through an optimizer need the tight float32 b
 adapters on the attention projections are trainable. The loss module (model + cross entropy) is
 compiled; the optimizer step runs eagerly. Dynamic runs change (batch, seq) at every step.
 """
+
 import copy
 
 import pytest
 
-from ..common.utils import (MODEL_TOLERANCES, Size, assert_close, dynamo, parse_args, torch,
-                            update_dynamo_config)
-from .helpers import (assert_reused, assert_state_close, compile_modes, compile_one,
-                      dicp_builds, graphs_compiled)
+from ..common.utils import (
+    MODEL_TOLERANCES,
+    Size,
+    assert_close,
+    dynamo,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
+from .helpers import (
+    assert_reused,
+    assert_state_close,
+    compile_modes,
+    compile_one,
+    dicp_builds,
+    graphs_compiled,
+)
 from .models.llama import CausalLMLoss, LlamaConfig, add_lora, build_llama
 
 args = parse_args()

@@ -4,14 +4,28 @@ float32 only. Train mode, so BatchNorm uses batch statistics and updates its run
 losses, parameters and running stats must all agree. Dynamic runs change the batch size and
 the image size between steps.
 """
+
 import copy
 
 import pytest
 
-from ..common.utils import (MODEL_TOLERANCES, Size, assert_close, dynamo, parse_args, torch,
-                            update_dynamo_config)
-from .helpers import (assert_reused, assert_state_close, compile_modes, compile_one,
-                      dicp_builds, graphs_compiled)
+from ..common.utils import (
+    MODEL_TOLERANCES,
+    Size,
+    assert_close,
+    dynamo,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
+from .helpers import (
+    assert_reused,
+    assert_state_close,
+    compile_modes,
+    compile_one,
+    dicp_builds,
+    graphs_compiled,
+)
 from .models.resnet import build_resnet50
 
 args = parse_args()
@@ -25,8 +39,13 @@ SHAPES = Size([(4, 48)] * 3, [(4, 48), (5, 48), (6, 64)])
 
 def make_batches(shapes, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return [(torch.randn(batch, 3, side, side, generator=g),
-             torch.randint(NUM_CLASSES, (batch,), generator=g)) for batch, side in shapes]
+    return [
+        (
+            torch.randn(batch, 3, side, side, generator=g),
+            torch.randint(NUM_CLASSES, (batch,), generator=g),
+        )
+        for batch, side in shapes
+    ]
 
 
 def train(model_fn, model, batches, after_first_step=lambda: None):

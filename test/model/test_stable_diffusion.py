@@ -7,12 +7,28 @@ Static runs use latents
 1x4x16x16 and a 1x8x32 context; dynamic runs use two batch/latent/context sizes (batch >= 2,
 since dynamo specializes size-1 dimensions).
 """
+
 import pytest
 
-from ..common.utils import (MODEL_TOLERANCES, Size, assert_close, assert_close_or_as_accurate,
-                            dynamo, parse_args, torch, update_dynamo_config)
-from .helpers import (HALF_DTYPES, assert_reused, compile_one, dicp_builds, float64_twin,
-                      graphs_compiled, mode_dtype_params)
+from ..common.utils import (
+    MODEL_TOLERANCES,
+    Size,
+    assert_close,
+    assert_close_or_as_accurate,
+    dynamo,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
+from .helpers import (
+    HALF_DTYPES,
+    assert_reused,
+    compile_one,
+    dicp_builds,
+    float64_twin,
+    graphs_compiled,
+    mode_dtype_params,
+)
 from .models.unet import DDIMScheduler, UNetConfig, build_unet, denoise
 
 args = parse_args()
@@ -47,8 +63,9 @@ class TestStableDiffusion:
                 actual = denoise(compiled, scheduler, latents, context, dtype)
             if dtype in HALF_DTYPES:
                 # the same UNet weights in float64 say how accurate eager itself is
-                reference = denoise(float64_twin(unet), scheduler, latents.double(),
-                                    context.double(), torch.float64)
+                reference = denoise(
+                    float64_twin(unet), scheduler, latents.double(), context.double(), torch.float64
+                )
                 assert_close_or_as_accurate(actual, expected, reference, dtype=dtype)
             else:
                 assert_close(actual, expected, table=MODEL_TOLERANCES, dtype=dtype)

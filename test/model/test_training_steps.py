@@ -8,13 +8,20 @@ the warm run, served by the caches, must compute bit for bit what the cold run d
 optimizer's graph holds the parameters and its state as attributes, which AOTAutograd lifts
 to inputs: a warm AOT-cache hit once called it without them and crashed.
 """
+
 import copy
 from dataclasses import dataclass, field
 
 import pytest
 
-from ..common.utils import MODEL_TOLERANCES, assert_close, dynamo, parse_args, torch, \
-    update_dynamo_config
+from ..common.utils import (
+    MODEL_TOLERANCES,
+    assert_close,
+    dynamo,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 from .helpers import compile_modes
 from .models import seeded
 
@@ -29,12 +36,16 @@ class Net(torch.nn.Module):
     def __init__(self, width=12):
         super().__init__()
         self.inner = torch.nn.Sequential(
-            torch.nn.Linear(10, width), torch.nn.LayerNorm(width), torch.nn.GELU(),
+            torch.nn.Linear(10, width),
+            torch.nn.LayerNorm(width),
+            torch.nn.GELU(),
             # no bias before the batch norm: its gradient is 0 but for rounding, which Adam's
             # update divides by its own size, to a step of +-lr either way
-            torch.nn.Linear(width, width, bias=False), torch.nn.BatchNorm1d(width),
+            torch.nn.Linear(width, width, bias=False),
+            torch.nn.BatchNorm1d(width),
             torch.nn.ReLU(),
-            torch.nn.Linear(width, 3))
+            torch.nn.Linear(width, 3),
+        )
 
     def forward(self, x):
         return self.inner(x)
@@ -74,10 +85,14 @@ def build(pattern, index):
         model = Net(12 + 4 * index).train()
     # A tensor learning rate: a scheduler changes its value, not a constant dynamo guards on
     lr = torch.tensor(0.01) if pattern.scheduler else 0.01
-    optimizer = getattr(torch.optim, pattern.optimizer)(model.parameters(), lr=lr,
-                                                        **pattern.options)
-    scheduler = (torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
-                 if pattern.scheduler else None)
+    optimizer = getattr(torch.optim, pattern.optimizer)(
+        model.parameters(), lr=lr, **pattern.options
+    )
+    scheduler = (
+        torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+        if pattern.scheduler
+        else None
+    )
     return model, optimizer, scheduler
 
 
@@ -91,13 +106,15 @@ def step_function(pattern, model, optimizer):
         if pattern.zero_grad_inside:
             optimizer.zero_grad()
         return loss.detach()
+
     return step
 
 
 def compiled_step(pattern, model, optimizer, dynamic):
     if not pattern.compile_optimizer_only:
-        return torch.compile(step_function(pattern, model, optimizer), backend=args.backend,
-                             dynamic=dynamic)
+        return torch.compile(
+            step_function(pattern, model, optimizer), backend=args.backend, dynamic=dynamic
+        )
     update = torch.compile(optimizer.step, backend=args.backend, dynamic=dynamic)
 
     def step(x, y):
@@ -106,13 +123,16 @@ def compiled_step(pattern, model, optimizer, dynamic):
         update()
         optimizer.zero_grad()
         return loss.detach()
+
     return step
 
 
 def batches(dynamic):
     g = torch.Generator().manual_seed(0)
-    return [(torch.randn(n, 10, generator=g), torch.randint(0, 3, (n,), generator=g))
-            for n in BATCHES[dynamic]]
+    return [
+        (torch.randn(n, 10, generator=g), torch.randint(0, 3, (n,), generator=g))
+        for n in BATCHES[dynamic]
+    ]
 
 
 def train(pattern, runs, data):
@@ -134,8 +154,9 @@ def eager_and_compiled(pattern, dynamic):
         model, optimizer, scheduler = build(pattern, index)
         eager.append((model, optimizer, scheduler, step_function(pattern, model, optimizer)))
         model, optimizer, scheduler = build(pattern, index)
-        compiled.append((model, optimizer, scheduler,
-                         compiled_step(pattern, model, optimizer, dynamic)))
+        compiled.append(
+            (model, optimizer, scheduler, compiled_step(pattern, model, optimizer, dynamic))
+        )
     return eager, compiled
 
 
@@ -152,8 +173,9 @@ def test_training_steps_match_eager(name, dynamic, monkeypatch):
     actual = train(pattern, compiled, batches(dynamic))
     assert_close(actual, expected, table=MODEL_TOLERANCES)
     for (want, *_), (got, *_) in zip(eager, compiled):
-        for (name_, value), expected_value in zip(got.state_dict().items(),
-                                                  want.state_dict().values()):
+        for (name_, value), expected_value in zip(
+            got.state_dict().items(), want.state_dict().values()
+        ):
             try:
                 assert_close(value, expected_value, table=MODEL_TOLERANCES)
             except AssertionError as error:

@@ -4,6 +4,7 @@ Every parameter's gradient is compared with eager's, for causal and grouped-quer
 static and dynamic (the batch and sequence length change between steps). With dropout, the run
 matches eager step for step under DICP_FALLBACK_RANDOM, where random ops draw eager's numbers.
 """
+
 import copy
 import dataclasses
 
@@ -11,8 +12,17 @@ import pytest
 
 from dicp import config as dicp_config
 
-from ..common.utils import (MODEL_TOLERANCES, OnDevice, Size, assert_close, device_of, dynamo,
-                            parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    MODEL_TOLERANCES,
+    OnDevice,
+    Size,
+    assert_close,
+    device_of,
+    dynamo,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 from .helpers import compile_modes, compile_one, is_dicp_backend
 from .models.gpt import GptConfig, build_gpt, make_batch
 
@@ -70,7 +80,7 @@ class TestTransformerTraining:
             inputs = make_batch(batch, length, cfg.vocab_size, seed=step)
             losses = []
             for fn, optimizer in zip((eager, loss_fn), optimizers):
-                torch.manual_seed(100 + step)   # the same random state for both runs
+                torch.manual_seed(100 + step)  # the same random state for both runs
                 optimizer.zero_grad()
                 loss = fn(*inputs)
                 loss.backward()

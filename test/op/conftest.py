@@ -5,6 +5,7 @@ Every dynamic case runs twice: once at its `Size.dynamic`, then again (after the
 eager like the first and must load no library the first did not: the generated C++ of a dynamic
 graph may not depend on the sizes it was traced at.
 """
+
 import inspect
 
 import pytest
@@ -42,7 +43,9 @@ def pytest_pyfunc_call(pyfuncitem):
     before = loaded_libraries()
     pyfuncitem.obj(**rerun_args)
     new = loaded_libraries() - before
-    assert not new, (f"dynamic graph loaded {len(new)} new C++ library(ies) at second size "
-                     f"{second} (first size {sizes.dynamic}): generated code depends on the "
-                     f"traced sizes")
+    assert not new, (
+        f"dynamic graph loaded {len(new)} new C++ library(ies) at second size "
+        f"{second} (first size {sizes.dynamic}): generated code depends on the "
+        f"traced sizes"
+    )
     return result

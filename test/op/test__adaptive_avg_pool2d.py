@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -21,8 +29,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestAdaptiveAvgPool2d:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
     # Size((N, C, H, W) or (C, H, W), ...)
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 8, 8), (3, 2, 9, 7)),
-                                       Size((1, 7, 6), (1, 6, 9))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((2, 3, 8, 8), (3, 2, 9, 7)), Size((1, 7, 6), (1, 6, 9))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch__adaptive_avg_pool2d(self, sizes, dtype, compiled_model):
         device = get_device()

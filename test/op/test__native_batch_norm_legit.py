@@ -1,14 +1,24 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, assert_grads_close, compile_model, dynamo,
-                            get_device, parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    assert_grads_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
     def forward(self, x, weight, bias):
         # no running statistics: instance norm, and batch norm with track_running_stats=False
-        no_stats = torch.ops.aten._native_batch_norm_legit.no_stats(x, weight, bias, True, 0.1,
-                                                                     1e-5)
+        no_stats = torch.ops.aten._native_batch_norm_legit.no_stats(
+            x, weight, bias, True, 0.1, 1e-5
+        )
         instance = torch.nn.functional.instance_norm(x, weight=weight, bias=bias)
         return (*no_stats, instance)
 
@@ -22,8 +32,10 @@ class TestNativeBatchNormLegit:
     @pytest.mark.parametrize("dtype", [torch.float32])
     # Size((N, C, ...), ...): sizes 1, odd and even; 4-d and 3-d inputs (instance norm needs
     # two elements per instance when training)
-    @pytest.mark.parametrize("sizes", [Size((4, 3, 5, 6), (2, 5, 3, 4)),
-                                       Size((1, 2, 7), (1, 3, 5)), Size((2, 1, 2), (3, 1, 4))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [Size((4, 3, 5, 6), (2, 5, 3, 4)), Size((1, 2, 7), (1, 3, 5)), Size((2, 1, 2), (3, 1, 4))],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch__native_batch_norm_legit(self, sizes, dtype, compiled_model):
         device = get_device()

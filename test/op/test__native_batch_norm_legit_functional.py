@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -23,8 +31,9 @@ class TestNativeBatchNormLegitFunctional:
     # float64: its statistics were computed in float32 (1e-6 off)
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
     # Size((N, C, ...), ...): 4-d and 3-d inputs
-    @pytest.mark.parametrize("sizes", [Size((4, 3, 5, 5), (2, 5, 3, 4)),
-                                       Size((1, 2, 7), (1, 3, 5))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((4, 3, 5, 5), (2, 5, 3, 4)), Size((1, 2, 7), (1, 3, 5))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch__native_batch_norm_legit_functional(self, sizes, dtype, compiled_model):
         device = get_device()

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -19,9 +27,14 @@ class TestAdaptiveMaxPool2dBackward:
     # Size((N, C, H, W) or (C, H, W), ...): sizes 1, odd and even. Dynamic dims differ from
     # each other and from the gradient's 4 x 3 at both sizes: dynamo gives equal sizes one
     # symbol, and a coincidence at one size only would change the generated code.
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 7, 5), (2, 5, 11, 9), resized=(2, 6, 13, 10)),
-                                       Size((1, 8, 6), (1, 11, 7)),
-                                       Size((1, 1, 4, 3), (1, 1, 6, 5))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 3, 7, 5), (2, 5, 11, 9), resized=(2, 6, 13, 10)),
+            Size((1, 8, 6), (1, 11, 7)),
+            Size((1, 1, 4, 3), (1, 1, 6, 5)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_adaptive_max_pool2d_backward(self, sizes, dtype, compiled_model):
         device = get_device()

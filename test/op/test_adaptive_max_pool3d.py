@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -19,9 +27,14 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestAdaptiveMaxPool3d:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
     # Size((N, C, D, H, W) or (C, D, H, W), ...): sizes 1, odd and even
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 7, 5, 6), (2, 3, 9, 7, 11)),
-                                       Size((3, 5, 8, 6), (5, 9, 7, 11)),
-                                       Size((1, 1, 4, 3, 5), (1, 1, 6, 5, 7))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 3, 7, 5, 6), (2, 3, 9, 7, 11)),
+            Size((3, 5, 8, 6), (5, 9, 7, 11)),
+            Size((1, 1, 4, 3, 5), (1, 1, 6, 5, 7)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_adaptive_max_pool3d(self, sizes, dtype, compiled_model):
         device = get_device()

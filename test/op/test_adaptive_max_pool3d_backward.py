@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -19,10 +27,14 @@ class TestAdaptiveMaxPool3dBackward:
     # Size((N, C, D, H, W) or (C, D, H, W), ...): sizes 1, odd and even. Dynamic dims differ
     # from each other and from the gradient's 4 x 3 x 2 at both sizes: dynamo gives equal
     # sizes one symbol, and a coincidence at one size only would change the generated code.
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 7, 5, 6), (2, 5, 9, 7, 11),
-                                            resized=(2, 5, 10, 8, 13)),
-                                       Size((3, 5, 8, 6), (5, 9, 7, 11)),
-                                       Size((1, 1, 4, 3, 5), (1, 1, 6, 5, 7))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 3, 7, 5, 6), (2, 5, 9, 7, 11), resized=(2, 5, 10, 8, 13)),
+            Size((3, 5, 8, 6), (5, 9, 7, 11)),
+            Size((1, 1, 4, 3, 5), (1, 1, 6, 5, 7)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_adaptive_max_pool3d_backward(self, sizes, dtype, compiled_model):
         device = get_device()

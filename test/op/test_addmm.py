@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -33,8 +41,9 @@ class TestAddmm:
         output = model(bias, c, a, b)
         dynamo.reset()
         update_dynamo_config(compiled_model.dynamic)
-        dicp_output = compiled_model.model(bias.to(device), c.to(device), a.to(device),
-                                           b.to(device))
+        dicp_output = compiled_model.model(
+            bias.to(device), c.to(device), a.to(device), b.to(device)
+        )
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -24,8 +32,13 @@ class TestAvgPool2dBackward:
     # Size((N, C, H, W) or (C, H, W), ...)
     # dynamic dims chosen so no two unrelated input dims are equal (dynamo would share one
     # symbol between them), at the dynamic size and at the resized one
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 8, 8), (3, 4, 15, 11), resized=(3, 4, 21, 17)),
-                                       Size((1, 7, 6), (1, 15, 11), resized=(1, 21, 17))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 3, 8, 8), (3, 4, 15, 11), resized=(3, 4, 21, 17)),
+            Size((1, 7, 6), (1, 15, 11), resized=(1, 21, 17)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_avg_pool2d_backward(self, sizes, dtype, compiled_model):
         device = get_device()
@@ -40,8 +53,9 @@ class TestAvgPool2dBackward:
         output = model(grad, grad_padded, input1)
         dynamo.reset()
         update_dynamo_config(compiled_model.dynamic)
-        dicp_output = compiled_model.model(grad.to(device), grad_padded.to(device),
-                                           input1.to(device))
+        dicp_output = compiled_model.model(
+            grad.to(device), grad_padded.to(device), input1.to(device)
+        )
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)

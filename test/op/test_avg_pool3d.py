@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -25,11 +33,14 @@ class TestAvgPool3d:
     # Size((N, C, D, H, W) or (C, D, H, W), ...): sizes 1, odd and even. Resized, the
     # pooled dims grow by 6, keeping their remainders by the strides: ceil_mode's output size
     # depends on them, so other remainders would trace another graph.
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 6, 7, 5), (2, 3, 9, 7, 11),
-                                            resized=(2, 3, 15, 13, 17)),
-                                       Size((3, 5, 8, 6), (5, 9, 7, 11), resized=(5, 15, 13, 17)),
-                                       Size((1, 1, 4, 5, 6), (1, 1, 6, 5, 7),
-                                            resized=(1, 1, 12, 11, 13))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 3, 6, 7, 5), (2, 3, 9, 7, 11), resized=(2, 3, 15, 13, 17)),
+            Size((3, 5, 8, 6), (5, 9, 7, 11), resized=(5, 15, 13, 17)),
+            Size((1, 1, 4, 5, 6), (1, 1, 6, 5, 7), resized=(1, 1, 12, 11, 13)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_avg_pool3d(self, sizes, dtype, compiled_model):
         device = get_device()

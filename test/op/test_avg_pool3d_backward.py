@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -9,10 +17,10 @@ class OpModule(torch.nn.Module):
         pool_backward = torch.ops.aten.avg_pool3d_backward.default
         res_default = pool_backward(grad, x, [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None)
         # overlapping windows, padding excluded from the divisor
-        res_padded = pool_backward(grad_padded, x, [3, 3, 2], [2, 2, 1], [1, 1, 1], True, False,
-                                   None)
-        res_divisor = pool_backward(grad_padded, x, [3, 3, 2], [2, 2, 1], [1, 1, 1], True, True,
-                                    5)
+        res_padded = pool_backward(
+            grad_padded, x, [3, 3, 2], [2, 2, 1], [1, 1, 1], True, False, None
+        )
+        res_divisor = pool_backward(grad_padded, x, [3, 3, 2], [2, 2, 1], [1, 1, 1], True, True, 5)
         return res_default, res_padded, res_divisor
 
 
@@ -29,11 +37,14 @@ class TestAvgPool3dBackward:
     # depends on them. Dynamic dims differ from each other and from the gradients' pooled
     # dims at both sizes: dynamo gives equal sizes one symbol, so a coincidence at one size
     # only would trace another graph.
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 6, 7, 5), (2, 3, 8, 13, 18),
-                                            resized=(2, 3, 14, 19, 24)),
-                                       Size((3, 5, 8, 6), (5, 6, 14, 20), resized=(5, 12, 20, 26)),
-                                       Size((1, 1, 4, 5, 6), (1, 1, 5, 8, 12),
-                                            resized=(1, 1, 11, 14, 18))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 3, 6, 7, 5), (2, 3, 8, 13, 18), resized=(2, 3, 14, 19, 24)),
+            Size((3, 5, 8, 6), (5, 6, 14, 20), resized=(5, 12, 20, 26)),
+            Size((1, 1, 4, 5, 6), (1, 1, 5, 8, 12), resized=(1, 1, 11, 14, 18)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_avg_pool3d_backward(self, sizes, dtype, compiled_model):
         device = get_device()
@@ -49,8 +60,9 @@ class TestAvgPool3dBackward:
         output = model(grad, grad_padded, input1)
         dynamo.reset()
         update_dynamo_config(compiled_model.dynamic)
-        dicp_output = compiled_model.model(grad.to(device), grad_padded.to(device),
-                                           input1.to(device))
+        dicp_output = compiled_model.model(
+            grad.to(device), grad_padded.to(device), input1.to(device)
+        )
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)

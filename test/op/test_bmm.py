@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -17,8 +25,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestBmm:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
     # Size((B, M, K, N), ...)
-    @pytest.mark.parametrize("sizes", [Size((2, 4, 8, 5), (3, 6, 3, 7)),
-                                       Size((1, 1, 6, 3), (1, 1, 5, 9))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((2, 4, 8, 5), (3, 6, 3, 7)), Size((1, 1, 6, 3), (1, 1, 5, 9))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_bmm(self, sizes, dtype, compiled_model):
         device = get_device()

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -11,9 +19,16 @@ class OpModule(torch.nn.Module):
         # (fused into one kernel, it stays in a float register): found by the fuzzer
         through_half = convert(convert(a, torch.float16), torch.float64)
         through_bf16 = convert(convert(a, torch.bfloat16), torch.float32)
-        return (convert(a, torch.float32), convert(a, torch.float16), convert(a, torch.bfloat16),
-                convert(a, torch.int32), convert(a, torch.int64), convert(a, torch.bool),
-                through_half, through_bf16)
+        return (
+            convert(a, torch.float32),
+            convert(a, torch.float16),
+            convert(a, torch.bfloat16),
+            convert(a, torch.int32),
+            convert(a, torch.int64),
+            convert(a, torch.bool),
+            through_half,
+            through_bf16,
+        )
 
 
 model = OpModule()
@@ -22,8 +37,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 
 
 class TestConvertElementType:
-    @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64,
-                                       torch.bool])
+    @pytest.mark.parametrize(
+        "dtype", [torch.float32, torch.float64, torch.float16, torch.int64, torch.bool]
+    )
     @pytest.mark.parametrize("sizes", [Size((5,), (7,)), Size((3, 1, 4), (5, 1, 2))])
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_convert_element_type(self, sizes, dtype, compiled_model):

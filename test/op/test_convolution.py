@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -26,8 +34,13 @@ class TestConvolution:
     # Size((N, C, H, W), ...) with C even for the grouped convolution
     # dynamic dims chosen so no two unrelated input dims are equal (dynamo would share one
     # symbol between them), at the dynamic size and at the resized one
-    @pytest.mark.parametrize("sizes", [Size((2, 4, 7, 8), (5, 4, 7, 9), resized=(5, 8, 9, 10)),
-                                       Size((1, 2, 5, 6), (1, 4, 7, 5), resized=(1, 8, 9, 10))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 4, 7, 8), (5, 4, 7, 9), resized=(5, 8, 9, 10)),
+            Size((1, 2, 5, 6), (1, 4, 7, 5), resized=(1, 8, 9, 10)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_convolution(self, sizes, dtype, compiled_model):
         device = get_device()

@@ -1,14 +1,26 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, assert_grads_close, compile_model, dynamo,
-                            get_device, parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    assert_grads_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
     def forward(self, a, b):
         # a tensor, a broadcast one and a number
-        return (torch.ops.aten.copysign.Tensor(a, b), torch.copysign(a, b[0]),
-                torch.ops.aten.copysign.Scalar(a, -2.0))
+        return (
+            torch.ops.aten.copysign.Tensor(a, b),
+            torch.copysign(a, b[0]),
+            torch.ops.aten.copysign.Scalar(a, -2.0),
+        )
 
 
 model = OpModule()
@@ -19,8 +31,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestCopysign:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
     # sizes 1, odd and even
-    @pytest.mark.parametrize("sizes", [Size((6,), (8,)), Size((3, 1, 5), (5, 1, 7)),
-                                       Size((1,), (1,))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((6,), (8,)), Size((3, 1, 5), (5, 1, 7)), Size((1,), (1,))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_copysign(self, sizes, dtype, compiled_model):
         device = get_device()

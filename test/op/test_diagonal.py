@@ -1,7 +1,16 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, assert_grads_close, compile_model, dynamo,
-                            get_device, parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    assert_grads_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -12,8 +21,15 @@ class OpModule(torch.nn.Module):
 
     def forward(self, a):
         diagonal = torch.ops.aten.diagonal.default
-        return (diagonal(a), diagonal(a, 1), diagonal(a, -2), diagonal(a, 9),
-                diagonal(a, 1, -1, 0) * 2, diagonal(a.sin(), 1), diagonal(a.sin(), -12, 1, 0))
+        return (
+            diagonal(a),
+            diagonal(a, 1),
+            diagonal(a, -2),
+            diagonal(a, 9),
+            diagonal(a, 1, -1, 0) * 2,
+            diagonal(a.sin(), 1),
+            diagonal(a.sin(), -12, 1, 0),
+        )
 
 
 model = OpModule()
@@ -24,9 +40,16 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestDiagonal:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
     # sizes 1, odd and even; square and not; empty
-    @pytest.mark.parametrize("sizes", [Size((4, 6), (6, 9)), Size((3, 5, 4), (7, 5, 8)),
-                                       Size((1, 1), (1, 1)), Size((0, 2, 2), (0, 3, 2)),
-                                       Size((2, 2, 0), (3, 2, 0))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((4, 6), (6, 9)),
+            Size((3, 5, 4), (7, 5, 8)),
+            Size((1, 1), (1, 1)),
+            Size((0, 2, 2), (0, 3, 2)),
+            Size((2, 2, 0), (3, 2, 0)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_diagonal(self, sizes, dtype, compiled_model):
         device = get_device()

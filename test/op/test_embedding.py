@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -19,8 +27,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestEmbedding:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
     # Size((weight size, indices size), ...)
-    @pytest.mark.parametrize("sizes", [Size(((10, 8), (2, 3)), ((16, 4), (3, 5))),
-                                       Size(((6, 4), (1,)), ((9, 6), (7,)))])
+    @pytest.mark.parametrize(
+        "sizes", [Size(((10, 8), (2, 3)), ((16, 4), (3, 5))), Size(((6, 4), (1,)), ((9, 6), (7,)))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_embedding(self, sizes, dtype, compiled_model):
         device = get_device()
@@ -34,8 +43,9 @@ class TestEmbedding:
         output = model(weight, indices, indices_int32)
         dynamo.reset()
         update_dynamo_config(compiled_model.dynamic)
-        dicp_output = compiled_model.model(weight.to(device), indices.to(device),
-                                           indices_int32.to(device))
+        dicp_output = compiled_model.model(
+            weight.to(device), indices.to(device), indices_int32.to(device)
+        )
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -21,8 +29,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestEmbeddingDenseBackward:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
     # Size((weight size, indices size), ...)
-    @pytest.mark.parametrize("sizes", [Size(((10, 8), (2, 3)), ((16, 4), (3, 5))),
-                                       Size(((6, 4), (1,)), ((9, 6), (7,)))])
+    @pytest.mark.parametrize(
+        "sizes", [Size(((10, 8), (2, 3)), ((16, 4), (3, 5))), Size(((6, 4), (1,)), ((9, 6), (7,)))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_embedding_dense_backward(self, sizes, dtype, compiled_model):
         device = get_device()

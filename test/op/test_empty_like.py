@@ -1,14 +1,22 @@
 import pytest
 
-from ..common.utils import (Size, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
     def forward(self, a):
         res_same = torch.ops.aten.empty_like.default(a)
-        res_other = torch.ops.aten.empty_like.default(a, dtype=torch.float16,
-                                                      memory_format=torch.contiguous_format)
+        res_other = torch.ops.aten.empty_like.default(
+            a, dtype=torch.float16, memory_format=torch.contiguous_format
+        )
         return res_same, res_other
 
 

@@ -1,7 +1,16 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, assert_grads_close, compile_model, dynamo,
-                            get_device, parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    assert_grads_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -23,8 +32,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestFlip:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
     # sizes 1, odd and even
-    @pytest.mark.parametrize("sizes", [Size((5,), (7,)), Size((4, 1, 6), (6, 1, 8)),
-                                       Size((1,), (1,)), Size((), ())])
+    @pytest.mark.parametrize(
+        "sizes", [Size((5,), (7,)), Size((4, 1, 6), (6, 1, 8)), Size((1,), (1,)), Size((), ())]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_flip(self, sizes, dtype, compiled_model):
         device = get_device()

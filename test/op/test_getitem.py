@@ -2,8 +2,16 @@ import operator
 
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -24,8 +32,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestGetitem:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
     # split into chunks of 2 fixes the chunk count, so the resized case keeps the split dim
-    @pytest.mark.parametrize("sizes", [Size((5,), (7,)),
-                                       Size((3, 1, 4), (5, 1, 2), resized=(5, 1, 3))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((5,), (7,)), Size((3, 1, 4), (5, 1, 2), resized=(5, 1, 3))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_getitem(self, sizes, dtype, compiled_model):
         device = get_device()

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -27,8 +35,13 @@ class TestGroupNorm:
     # Size((N, C, ...), ...) with C divisible by 2
     # native_group_norm specializes the channel count (torch guards on it), so the second
     # dynamic size keeps C
-    @pytest.mark.parametrize("sizes", [Size((2, 4, 3, 3), (3, 6, 2, 4), resized=(4, 6, 3, 5)),
-                                       Size((1, 6, 5), (1, 4, 7), resized=(1, 4, 8))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 4, 3, 3), (3, 6, 2, 4), resized=(4, 6, 3, 5)),
+            Size((1, 6, 5), (1, 4, 7), resized=(1, 4, 8)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_group_norm(self, sizes, dtype, compiled_model):
         device = get_device()

@@ -1,7 +1,16 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, assert_grads_close, compile_model, dynamo,
-                            get_device, parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    assert_grads_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -18,8 +27,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestHypot:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
     # sizes 1, odd and even
-    @pytest.mark.parametrize("sizes", [Size((6,), (8,)), Size((3, 1, 5), (5, 1, 7)),
-                                       Size((1,), (1,))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((6,), (8,)), Size((3, 1, 5), (5, 1, 7)), Size((1,), (1,))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_hypot(self, sizes, dtype, compiled_model):
         device = get_device()

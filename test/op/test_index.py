@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -22,8 +30,9 @@ class TestIndex:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
     # dynamic dims chosen so no two unrelated input dims are equal (dynamo would share one
     # symbol between them), at the dynamic size and at the resized one
-    @pytest.mark.parametrize("sizes", [Size((4, 6), (6, 8)),
-                                       Size((3, 1, 4), (7, 1, 4), resized=(9, 1, 6))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((4, 6), (6, 8)), Size((3, 1, 4), (7, 1, 4), resized=(9, 1, 6))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_index(self, sizes, dtype, compiled_model):
         device = get_device()

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -36,8 +44,9 @@ class TestIndexSelect:
         output = model(input1, index_first, index_last)
         dynamo.reset()
         update_dynamo_config(compiled_model.dynamic)
-        dicp_output = compiled_model.model(input1.to(device), index_first.to(device),
-                                           index_last.to(device))
+        dicp_output = compiled_model.model(
+            input1.to(device), index_first.to(device), index_last.to(device)
+        )
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)

@@ -1,15 +1,25 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
     def forward(self, length, dtype, device):
-        res_default = torch.ops.prims.iota.default(length, start=0, step=1, dtype=dtype,
-                                                   device=device, requires_grad=False)
-        res_step = torch.ops.prims.iota.default(length, start=-3, step=2, dtype=dtype,
-                                                device=device, requires_grad=False)
+        res_default = torch.ops.prims.iota.default(
+            length, start=0, step=1, dtype=dtype, device=device, requires_grad=False
+        )
+        res_step = torch.ops.prims.iota.default(
+            length, start=-3, step=2, dtype=dtype, device=device, requires_grad=False
+        )
         return res_default, res_step
 
 

@@ -1,7 +1,16 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, assert_grads_close, compile_model, dynamo,
-                            get_device, parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    assert_grads_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -10,8 +19,14 @@ class OpModule(torch.nn.Module):
         max_first = torch.ops.aten.max.dim(a, 0, True)
         min_last = torch.ops.aten.min.dim(a, -1, True)
         min_first = torch.ops.aten.min.dim(a, 0)
-        return (*max_last, *max_first, *min_last, *min_first, torch.ops.aten.max.default(a),
-                torch.ops.aten.min.default(a))
+        return (
+            *max_last,
+            *max_first,
+            *min_last,
+            *min_first,
+            torch.ops.aten.max.default(a),
+            torch.ops.aten.min.default(a),
+        )
 
 
 model = OpModule()
@@ -31,12 +46,21 @@ def sample(size, dtype, nan):
 
 class TestMax:
     # NaN exists only in floating types
-    @pytest.mark.parametrize("dtype,nan", [(torch.float32, False), (torch.float32, True),
-                                           (torch.float16, False), (torch.float16, True),
-                                           (torch.int32, False), (torch.bool, False)])
+    @pytest.mark.parametrize(
+        "dtype,nan",
+        [
+            (torch.float32, False),
+            (torch.float32, True),
+            (torch.float16, False),
+            (torch.float16, True),
+            (torch.int32, False),
+            (torch.bool, False),
+        ],
+    )
     # sizes 1, odd and even
-    @pytest.mark.parametrize("sizes", [Size((5,), (7,)), Size((4, 1, 6), (6, 1, 8)),
-                                       Size((1,), (1,)), Size((), ())])
+    @pytest.mark.parametrize(
+        "sizes", [Size((5,), (7,)), Size((4, 1, 6), (6, 1, 8)), Size((1,), (1,)), Size((), ())]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_max(self, sizes, dtype, nan, compiled_model):
         device = get_device()
@@ -53,5 +77,8 @@ class TestMax:
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)
         if dtype.is_floating_point:
-            assert_grads_close([r for r in output if r.is_floating_point()],
-                               [r for r in dicp_output if r.is_floating_point()], input1)
+            assert_grads_close(
+                [r for r in output if r.is_floating_point()],
+                [r for r in dicp_output if r.is_floating_point()],
+                input1,
+            )

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -9,8 +17,9 @@ class OpModule(torch.nn.Module):
         pool_backward = torch.ops.aten.max_pool2d_with_indices_backward.default
         res_default = pool_backward(grad, x, [2, 2], [2, 2], [0, 0], [1, 1], False, indices)
         # overlapping windows: one input element can receive several gradients
-        res_padded = pool_backward(grad_padded, x, [3, 3], [2, 2], [1, 1], [1, 1], False,
-                                   indices_padded)
+        res_padded = pool_backward(
+            grad_padded, x, [3, 3], [2, 2], [1, 1], [1, 1], False, indices_padded
+        )
         return res_default, res_padded
 
 
@@ -24,8 +33,13 @@ class TestMaxPool2dWithIndicesBackward:
     # Size((N, C, H, W) or (C, H, W), ...)
     # dynamic dims chosen so no two unrelated input dims are equal (dynamo would share one
     # symbol between them), at the dynamic size and at the resized one
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 8, 8), (3, 4, 15, 11), resized=(3, 4, 21, 17)),
-                                       Size((1, 7, 6), (1, 15, 11), resized=(1, 21, 17))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 3, 8, 8), (3, 4, 15, 11), resized=(3, 4, 21, 17)),
+            Size((1, 7, 6), (1, 15, 11), resized=(1, 21, 17)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_max_pool2d_with_indices_backward(self, sizes, dtype, compiled_model):
         device = get_device()

@@ -1,17 +1,36 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
     def forward(self, grad, x, weight, running_mean, running_var, save_mean, save_invstd):
         backward = torch.ops.aten.native_batch_norm_backward.default
-        res_train = backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd,
-                             True, 1e-5, [True, True, True])
+        res_train = backward(
+            grad,
+            x,
+            weight,
+            running_mean,
+            running_var,
+            save_mean,
+            save_invstd,
+            True,
+            1e-5,
+            [True, True, True],
+        )
         # inference uses the running statistics; no weight gradient requested
-        res_eval = backward(grad, x, weight, running_mean, running_var, None, None, False, 1e-5,
-                            [True, False, True])
+        res_eval = backward(
+            grad, x, weight, running_mean, running_var, None, None, False, 1e-5, [True, False, True]
+        )
         return (*res_train, res_eval[0], res_eval[2])
 
 
@@ -23,8 +42,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestNativeBatchNormBackward:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
     # Size((N, C, ...), ...): 4-d and 3-d inputs
-    @pytest.mark.parametrize("sizes", [Size((4, 3, 5, 5), (2, 5, 3, 4)),
-                                       Size((1, 2, 7), (1, 3, 5))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((4, 3, 5, 5), (2, 5, 3, 4)), Size((1, 2, 7), (1, 3, 5))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_native_batch_norm_backward(self, sizes, dtype, compiled_model):
         device = get_device()
@@ -35,7 +55,8 @@ class TestNativeBatchNormBackward:
         weight, bias = torch.randn(channels), torch.randn(channels)
         running_mean, running_var = torch.randn(channels), torch.rand(channels) + 0.5
         _, save_mean, save_invstd = torch.ops.aten.native_batch_norm.default(
-            x, weight, bias, running_mean.clone(), running_var.clone(), True, 0.1, 1e-5)
+            x, weight, bias, running_mean.clone(), running_var.clone(), True, 0.1, 1e-5
+        )
         grad = torch.randn(size, dtype=dtype)
         inputs = (grad, x, weight, running_mean, running_var, save_mean, save_invstd)
 
@@ -67,8 +88,8 @@ class TestNativeBatchNormBackward:
         weight, running_mean = strided(torch.randn(channels)), strided(torch.randn(channels))
         running_var = strided(torch.rand(channels) + 0.5)
         _, save_mean, save_invstd = torch.ops.aten.native_batch_norm.default(
-            x, weight.contiguous(), None, running_mean.clone(), running_var.clone(), True, 0.1,
-            1e-5)
+            x, weight.contiguous(), None, running_mean.clone(), running_var.clone(), True, 0.1, 1e-5
+        )
         grad = torch.randn(size)
         inputs = (grad, x, weight, running_mean, running_var, save_mean, save_invstd)
 

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -29,8 +37,9 @@ class TestNativeLayerNormBackward:
         x = (torch.randn(size) * 2 + 1).to(dtype).transpose(0, 1)
         weight = torch.randn(size[-1], dtype=dtype)
         bias = torch.randn(size[-1], dtype=dtype)
-        _, mean, rstd = torch.ops.aten.native_layer_norm.default(x, x.shape[-1:], weight, bias,
-                                                                 1e-5)
+        _, mean, rstd = torch.ops.aten.native_layer_norm.default(
+            x, x.shape[-1:], weight, bias, 1e-5
+        )
         grad = torch.randn(x.shape, dtype=dtype)
         inputs = (grad, x, mean, rstd, weight, bias)
 

@@ -1,14 +1,22 @@
 import pytest
 
-from ..common.utils import (Size, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
     def forward(self, a, size, stride):
         res_same = torch.ops.aten.new_empty_strided.default(a, size, stride)
-        res_dtype = torch.ops.aten.new_empty_strided.default(a, size[::-1], stride[::-1],
-                                                             dtype=torch.float16)
+        res_dtype = torch.ops.aten.new_empty_strided.default(
+            a, size[::-1], stride[::-1], dtype=torch.float16
+        )
         return res_same, res_dtype
 
 

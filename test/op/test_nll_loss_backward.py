@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -22,8 +30,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestNllLossBackward:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
     # Size((N, C), ...), and a single (C,) sample with a 0-d target
-    @pytest.mark.parametrize("sizes", [Size((8, 5), (6, 7)), Size((1, 4), (1, 9)),
-                                       Size((5,), (7,))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((8, 5), (6, 7)), Size((1, 4), (1, 9)), Size((5,), (7,))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_nll_loss_backward(self, sizes, dtype, compiled_model):
         device = get_device()
@@ -35,8 +44,9 @@ class TestNllLossBackward:
         # about a fifth of the targets are ignored (ignore_index=-100)
         target = torch.where(torch.rand(target.shape) < 0.2, -100, target)
         weight = (torch.rand(classes) + 0.5).to(dtype)
-        _, total_weight = torch.ops.aten.nll_loss_forward.default(log_probs, target, weight, 1,
-                                                                  -100)
+        _, total_weight = torch.ops.aten.nll_loss_forward.default(
+            log_probs, target, weight, 1, -100
+        )
         grad = torch.randn((), dtype=dtype)
         grad_none = torch.randn(target.shape, dtype=dtype)
         inputs = (grad, grad_none, log_probs, target, weight, total_weight)

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -23,8 +31,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestNllLossForward:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
     # Size((N, C), ...), and a single (C,) sample with a 0-d target
-    @pytest.mark.parametrize("sizes", [Size((8, 5), (6, 7)), Size((1, 4), (1, 9)),
-                                       Size((5,), (7,))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((8, 5), (6, 7)), Size((1, 4), (1, 9)), Size((5,), (7,))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_nll_loss_forward(self, sizes, dtype, compiled_model):
         device = get_device()
@@ -40,8 +49,9 @@ class TestNllLossForward:
         output = model(log_probs, target, weight)
         dynamo.reset()
         update_dynamo_config(compiled_model.dynamic)
-        dicp_output = compiled_model.model(log_probs.to(device), target.to(device),
-                                           weight.to(device))
+        dicp_output = compiled_model.model(
+            log_probs.to(device), target.to(device), weight.to(device)
+        )
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)

@@ -1,7 +1,16 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, assert_grads_close, compile_model, dynamo,
-                            get_device, parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    assert_grads_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -53,18 +62,33 @@ class PowByNumber(torch.nn.Module):
 # and other values at -0 and -inf. Products and quotients are correctly rounded in both, so
 # their bits must be eager's; sqrt and pow must be within a rounding (eager's float sqrt is
 # MKL's, one ulp off in places), with eager's zeros (signs too), infinities and NaNs.
-EDGES = [-0.0, 0.0, float("inf"), -float("inf"), float("nan"), 1e-20, 3.0000002, 7.1234567,
-         -2.5, 1.5e19]
+EDGES = [
+    -0.0,
+    0.0,
+    float("inf"),
+    -float("inf"),
+    float("nan"),
+    1e-20,
+    3.0000002,
+    7.1234567,
+    -2.5,
+    1.5e19,
+]
 EXACT = (2, 3, -2, -1, 2.0)
 
 
 def _same_specials(got, want):
     """Zeros (with their signs), infinities and NaNs where eager has them."""
     special = ~torch.isfinite(want) | (want == 0)
-    return (got.dtype == want.dtype and torch.equal(got.isnan(), want.isnan())
-            and torch.equal(got[special].nan_to_num(), want[special].nan_to_num())
-            and torch.equal(torch.signbit(got[special & ~want.isnan()]),
-                            torch.signbit(want[special & ~want.isnan()])))
+    return (
+        got.dtype == want.dtype
+        and torch.equal(got.isnan(), want.isnan())
+        and torch.equal(got[special].nan_to_num(), want[special].nan_to_num())
+        and torch.equal(
+            torch.signbit(got[special & ~want.isnan()]),
+            torch.signbit(want[special & ~want.isnan()]),
+        )
+    )
 
 
 @pytest.mark.parametrize("exponent", [2, 3, -2, 0.5, -0.5, -1, 2.0, 1.5])

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -20,8 +28,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestRepeat:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bool])
     # an empty dim (transposed: 3 x 0): views of it divide indices by 0 in code that never runs
-    @pytest.mark.parametrize("sizes", [Size((5,), (7,)), Size((3, 1, 4), (5, 1, 2)),
-                                       Size((0, 3), (0, 4))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((5,), (7,)), Size((3, 1, 4), (5, 1, 2)), Size((0, 3), (0, 4))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_repeat(self, sizes, dtype, compiled_model):
         device = get_device()

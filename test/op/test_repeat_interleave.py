@@ -1,15 +1,24 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
     def forward(self, a, repeats, output_size):
         res_dim = torch.ops.aten.repeat_interleave.self_int(a, 2, 0)
         res_flat = torch.ops.aten.repeat_interleave.self_int(a, 3)
-        res_tensor = torch.ops.aten.repeat_interleave.self_Tensor(a, repeats, -1,
-                                                                  output_size=output_size)
+        res_tensor = torch.ops.aten.repeat_interleave.self_Tensor(
+            a, repeats, -1, output_size=output_size
+        )
         return res_dim, res_flat, res_tensor
 
 

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 PAD_2D = torch.ops.aten.replication_pad2d.default
 PADS = ([1, 2, 3, 0], [0, -1, 2, 2])
@@ -23,9 +31,14 @@ class TestReplicationPad2dBackward:
     # Size((N, C, H, W) or (C, H, W), ...): sizes 1, odd and even. Dynamic dims
     # differ from each other and from the gradients' padded dims at both sizes: dynamo gives
     # equal sizes one symbol, so a coincidence at one size only would trace another graph.
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 7, 6), (2, 5, 9, 19)),
-                                       Size((3, 1, 1), (5, 9, 19)),
-                                       Size((1, 1, 4, 5), (1, 1, 9, 19))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 3, 7, 6), (2, 5, 9, 19)),
+            Size((3, 1, 1), (5, 9, 19)),
+            Size((1, 1, 4, 5), (1, 1, 9, 19)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_replication_pad2d_backward(self, sizes, dtype, compiled_model):
         device = get_device()

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 PAD_3D = torch.ops.aten.replication_pad3d.default
 PADS = ([1, 2, 0, 1, 2, 1],)
@@ -23,9 +31,14 @@ class TestReplicationPad3dBackward:
     # Size((N, C, D, H, W) or (C, D, H, W), ...): sizes 1, odd and even. Dynamic dims
     # differ from each other and from the gradients' padded dims at both sizes: dynamo gives
     # equal sizes one symbol, so a coincidence at one size only would trace another graph.
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 4, 5, 6), (2, 5, 7, 12, 17)),
-                                       Size((3, 1, 1, 1), (5, 7, 12, 17)),
-                                       Size((1, 1, 3, 4, 5), (1, 1, 7, 12, 17))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 3, 4, 5, 6), (2, 5, 7, 12, 17)),
+            Size((3, 1, 1, 1), (5, 7, 12, 17)),
+            Size((1, 1, 3, 4, 5), (1, 1, 7, 12, 17)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_replication_pad3d_backward(self, sizes, dtype, compiled_model):
         device = get_device()

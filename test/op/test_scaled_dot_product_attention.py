@@ -1,18 +1,29 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, float64_run, get_device,
-                            parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    float64_run,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
     def forward(self, q, k, v, k_grouped, v_grouped, bool_mask, float_mask):
         sdpa = torch.nn.functional.scaled_dot_product_attention
-        return (sdpa(q, k, v, dropout_p=0.0),
-                sdpa(q, k, v, is_causal=True),
-                sdpa(q, k, v, attn_mask=bool_mask),
-                sdpa(q, k, v, attn_mask=float_mask, scale=0.3),
-                # grouped-query attention: every kv head serves two query heads
-                sdpa(q, k_grouped, v_grouped, is_causal=True, enable_gqa=True))
+        return (
+            sdpa(q, k, v, dropout_p=0.0),
+            sdpa(q, k, v, is_causal=True),
+            sdpa(q, k, v, attn_mask=bool_mask),
+            sdpa(q, k, v, attn_mask=float_mask, scale=0.3),
+            # grouped-query attention: every kv head serves two query heads
+            sdpa(q, k_grouped, v_grouped, is_causal=True, enable_gqa=True),
+        )
 
 
 model = OpModule()
@@ -47,10 +58,14 @@ class TestScaledDotProductAttention:
     # dynamic size and its resized twin keep the same equalities between dims (the batch never
     # equals the GQA heads, heads//2): dynamo gives equal sizes one symbol, so breaking one is
     # a new graph, not a size its code must take
-    @pytest.mark.parametrize("sizes", [
-        Size((2, 4, 7, 8), (3, 4, 9, 8), resized=(5, 4, 12, 8)),
-        Size((1, 2, 1, 16), (1, 2, 5, 16), resized=(1, 2, 6, 16)),
-        Size((1, 4, 8, 4), (3, 4, 6, 4), resized=(5, 4, 11, 4))])
+    @pytest.mark.parametrize(
+        "sizes",
+        [
+            Size((2, 4, 7, 8), (3, 4, 9, 8), resized=(5, 4, 12, 8)),
+            Size((1, 2, 1, 16), (1, 2, 5, 16), resized=(1, 2, 6, 16)),
+            Size((1, 4, 8, 4), (3, 4, 6, 4), resized=(5, 4, 11, 4)),
+        ],
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_scaled_dot_product_attention(self, sizes, dtype, compiled_model):
         device = get_device()
@@ -61,11 +76,13 @@ class TestScaledDotProductAttention:
         output, grads = gradients(model, inputs, weights)
         dynamo.reset()
         update_dynamo_config(compiled_model.dynamic)
-        dicp_output, dicp_grads = gradients(compiled_model.model,
-                                            [t.to(device) for t in inputs], weights)
+        dicp_output, dicp_grads = gradients(
+            compiled_model.model, [t.to(device) for t in inputs], weights
+        )
 
         reference_output, reference_grads = float64_run(
-            lambda *xs: gradients(model, xs, [w.double() for w in weights]), *inputs)
+            lambda *xs: gradients(model, xs, [w.double() for w in weights]), *inputs
+        )
         for dicp_res, res, ref in zip(dicp_output, output, reference_output, strict=True):
             assert_close(dicp_res, res, reference=ref)
         for dicp_grad, grad, ref in zip(dicp_grads, grads, reference_grads, strict=True):

@@ -1,7 +1,16 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, assert_grads_close, compile_model, dynamo,
-                            get_device, parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    assert_grads_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -19,8 +28,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestScatterAdd:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
     # sizes 1, odd and even; the index repeats targets (values in [0, 2) along both dims)
-    @pytest.mark.parametrize("sizes", [Size((4, 6), (6, 8)), Size((3, 1, 5), (5, 1, 7)),
-                                       Size((), ())])
+    @pytest.mark.parametrize(
+        "sizes", [Size((4, 6), (6, 8)), Size((3, 1, 5), (5, 1, 7)), Size((), ())]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_scatter_add(self, sizes, dtype, compiled_model):
         device = get_device()

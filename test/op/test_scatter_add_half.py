@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -17,12 +25,12 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 
 
 class TestScatterAddHalf:
-    @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16,
-                                       torch.int64])
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64])
     # dim 0 of `a` is 2 (dim 0 of index and src is the number of adds, all landing on those
     # two rows); dynamic dims distinct from each other at both sizes
-    @pytest.mark.parametrize("sizes", [Size((1, 1), (3, 1)), Size((151, 7), (120, 5)),
-                                       Size((200, 3, 4), (97, 6, 5))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((1, 1), (3, 1)), Size((151, 7), (120, 5)), Size((200, 3, 4), (97, 6, 5))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_scatter_add_half(self, sizes, dtype, compiled_model):
         device = get_device()
@@ -38,8 +46,9 @@ class TestScatterAddHalf:
         output = model(a, index, src, rows, src)
         dynamo.reset()
         update_dynamo_config(compiled_model.dynamic)
-        dicp_output = compiled_model.model(a.to(device), index.to(device), src.to(device),
-                                           rows.to(device), src.to(device))
+        dicp_output = compiled_model.model(
+            a.to(device), index.to(device), src.to(device), rows.to(device), src.to(device)
+        )
 
         for dicp_res, res in zip(dicp_output, output, strict=True):
             assert_close(dicp_res, res)

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -15,6 +23,7 @@ class OpModule(torch.nn.Module):
 class IndexArgModule(torch.nn.Module):
     """The index as an argument: compiled with dynamic shapes it is a symbol, so whether it
     counts from the end is known only when the kernel runs."""
+
     def forward(self, a, dim, index):
         return torch.ops.aten.select.int(a, dim, index) * 2.0
 

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo,
-                            get_device, parse_args, torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -17,15 +25,16 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestSignbit:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
     # sizes 1, odd and even
-    @pytest.mark.parametrize("sizes", [Size((6,), (8,)), Size((3, 1, 5), (5, 1, 7)),
-                                       Size((1,), (1,))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((6,), (8,)), Size((3, 1, 5), (5, 1, 7)), Size((1,), (1,))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_signbit(self, sizes, dtype, compiled_model):
         device = get_device()
         size = sizes.dynamic if compiled_model.dynamic else sizes.static
         # both signs, with -0.0 (sign bit set) and +0.0
         input1 = torch.randn(size)
-        input1.view(-1)[:2] = torch.tensor([-0.0, 0.0])[:input1.numel()]
+        input1.view(-1)[:2] = torch.tensor([-0.0, 0.0])[: input1.numel()]
         input1 = input1.to(dtype).transpose(0, -1)
 
         output = model(input1)

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -17,6 +25,7 @@ class OpModule(torch.nn.Module):
 class BoundArgModule(torch.nn.Module):
     """The bounds as arguments: compiled with dynamic shapes they are symbols, so whether they
     count from the end is known only when the kernel runs."""
+
     def forward(self, a, start, end):
         return torch.ops.aten.slice.Tensor(a, 1, start, end) * 2.0
 

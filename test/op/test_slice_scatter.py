@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -13,8 +21,9 @@ class OpModule(torch.nn.Module):
 
 class EndModule(torch.nn.Module):
     """A slice ending at a constant that equals the dim's size at the traced size only."""
+
     def forward(self, a, src):
-        return torch.ops.aten.slice_scatter.default(a, src, 0, 1, 2),
+        return (torch.ops.aten.slice_scatter.default(a, src, 0, 1, 2),)
 
 
 model = OpModule()
@@ -28,8 +37,9 @@ class TestSliceScatter:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
     # dynamic dims chosen so no two unrelated input dims are equal (dynamo would share one
     # symbol between them), at the dynamic size and at the resized one
-    @pytest.mark.parametrize("sizes", [Size((4, 6), (6, 8)),
-                                       Size((3, 1, 4), (9, 1, 4), resized=(13, 1, 5))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((4, 6), (6, 8)), Size((3, 1, 4), (9, 1, 4), resized=(13, 1, 5))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_slice_scatter(self, sizes, dtype, compiled_model):
         device = get_device()

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -31,8 +39,9 @@ class TestTopk:
         update_dynamo_config(compiled_model.dynamic)
         dicp_output = compiled_model.model(input1.to(device))
 
-        for (dicp_values, dicp_indices), (values, _), dim in zip(dicp_output, output, (-1, 0),
-                                                                 strict=True):
+        for (dicp_values, dicp_indices), (values, _), dim in zip(
+            dicp_output, output, (-1, 0), strict=True
+        ):
             assert_close(dicp_values, values)
             # float16 ties may pick either index: check the indices point at the values
             assert_close(input1.gather(dim, dicp_indices.cpu()), dicp_values)

@@ -1,7 +1,15 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
@@ -19,8 +27,9 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 class TestUpsampleNearest2d:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
     # Size((N, C, H, W), ...)
-    @pytest.mark.parametrize("sizes", [Size((2, 3, 4, 4), (3, 2, 5, 3)),
-                                       Size((1, 2, 1, 6), (1, 3, 1, 4))])
+    @pytest.mark.parametrize(
+        "sizes", [Size((2, 3, 4, 4), (3, 2, 5, 3)), Size((1, 2, 1, 6), (1, 3, 1, 4))]
+    )
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_upsample_nearest2d(self, sizes, dtype, compiled_model):
         device = get_device()

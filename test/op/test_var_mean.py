@@ -1,14 +1,23 @@
 import pytest
 
-from ..common.utils import (Size, assert_close, compile_model, dynamo, get_device, parse_args,
-                            torch, update_dynamo_config)
+from ..common.utils import (
+    Size,
+    assert_close,
+    compile_model,
+    dynamo,
+    get_device,
+    parse_args,
+    torch,
+    update_dynamo_config,
+)
 
 
 class OpModule(torch.nn.Module):
     def forward(self, a):
         var_last, mean_last = torch.ops.aten.var_mean.correction(a, [-1], correction=1)
-        var_first, mean_first = torch.ops.aten.var_mean.correction(a, [0], correction=0,
-                                                                   keepdim=True)
+        var_first, mean_first = torch.ops.aten.var_mean.correction(
+            a, [0], correction=0, keepdim=True
+        )
         var_all, mean_all = torch.ops.aten.var_mean.correction(a, None, correction=1)
         return var_last, mean_last, var_first, mean_first, var_all, mean_all
 

@@ -1,4 +1,5 @@
 """The OpInfo database as (op, mode) tasks: which run, with which dtypes, and running one."""
+
 import functools
 import logging
 import warnings
@@ -55,5 +56,7 @@ def run_task(name, mode, seed_base=0, backend=BACKEND):
         except Exception as error:
             lines = str(error).splitlines()
             detail = f"{type(error).__name__}: {lines[0][:400] if lines else ''}"
-            return [Outcome(name, dtype, mode, "fail", "harness error", detail)
-                    for dtype in dtypes_of_task(name, mode)]
+            return [
+                Outcome(name, dtype, mode, "fail", "harness error", detail)
+                for dtype in dtypes_of_task(name, mode)
+            ]

@@ -14,6 +14,7 @@ halving the samples until one sample fails alone. A mismatch names its sample di
 Errors that aot_eager raises too come from torch, not the backend: such samples are dropped
 (counted in `torch_failures`) and the rest run again.
 """
+
 import dataclasses
 import hashlib
 import traceback
@@ -45,6 +46,7 @@ def seed_for(*key, base=0):
 
 class Failure(Exception):
     """An attempt raised: `kind` is `compile error`, `runtime error` or `out-of-bounds`."""
+
     def __init__(self, kind, error):
         super().__init__(f"{kind}: {type(error).__name__}: {_first_line(error)}")
         self.kind, self.error = kind, error
@@ -52,24 +54,23 @@ class Failure(Exception):
 
 @dataclasses.dataclass
 class Attempt:
-    verdicts: list                  # per sample: None (pass) or Mismatch
-    fallbacks: set                  # ATen ops run as eager fallback (not declared)
+    verdicts: list  # per sample: None (pass) or Mismatch
+    fallbacks: set  # ATen ops run as eager fallback (not declared)
     graphs: int
 
 
 class OpCheck:
     """Checks one OpInfo in one mode; `run()` returns an Outcome per tested dtype."""
 
-    def __init__(self, opinfo, mode, seed_base=0, backend=BACKEND,
-                 limits=sample_lib.SAMPLE_LIMITS):
+    def __init__(self, opinfo, mode, seed_base=0, backend=BACKEND, limits=sample_lib.SAMPLE_LIMITS):
         self.opinfo, self.mode, self.seed_base, self.backend = opinfo, mode, seed_base, backend
         self.limits = limits
         # a device backend (emugraph) runs the samples on its device, compared with eager on
         # the host; looked up now so that its runtime loads before eager's first backward
         self.device = backend_device(backend)
         self.name = case_name(opinfo)
-        self.dropped = {}           # dtype -> samples whose eager (or aot_eager) call fails
-        self.graph_breaks = set()   # backend exceptions dynamo turned into graph breaks
+        self.dropped = {}  # dtype -> samples whose eager (or aot_eager) call fails
+        self.graph_breaks = set()  # backend exceptions dynamo turned into graph breaks
 
     # ---- samples --------------------------------------------------------------------------
 
@@ -138,8 +139,13 @@ class OpCheck:
                     return self._failed(dtype, samples, failure)
                 self.dropped[dtype] += len(samples) - len(kept)
                 samples = kept
-        return self._outcome(dtype, "skip", "", "every sample fails with aot_eager too, or "
-                             "breaks the graph (run eagerly)", tested=0)
+        return self._outcome(
+            dtype,
+            "skip",
+            "",
+            "every sample fails with aot_eager too, or breaks the graph (run eagerly)",
+            tested=0,
+        )
 
     def _without_failing(self, samples, failure):
         """`samples` less those that fail for torch itself (aot_eager raises too) or make
@@ -179,8 +185,14 @@ class OpCheck:
         torch._dynamo.reset()
         compiler = _Observed(backend or self.backend)
         device = self.device if backend is None else backend_device(backend)
-        fn = on_device(torch.compile(sample_lib.batched_call(self.opinfo.op, samples, device),
-                                     backend=compiler, dynamic=self.mode == "dynamic"), device)
+        fn = on_device(
+            torch.compile(
+                sample_lib.batched_call(self.opinfo.op, samples, device),
+                backend=compiler,
+                dynamic=self.mode == "dynamic",
+            ),
+            device,
+        )
         with observe_fallbacks() as fallbacks, profile.collect() as stats:
             verdicts = self._compare_calls(fn, samples)
         if compiler.swallowed:
@@ -191,8 +203,9 @@ class OpCheck:
     def _compare_calls(self, fn, samples):
         verdicts = self._call_and_compare(fn, samples)
         if self.mode == "dynamic":
-            again = self._call_and_compare(fn, [self._grown(s) for s in samples],
-                                           "at the second size")
+            again = self._call_and_compare(
+                fn, [self._grown(s) for s in samples], "at the second size"
+            )
             verdicts = [v or w for v, w in zip(verdicts, again)]
         return verdicts
 
@@ -214,7 +227,7 @@ class OpCheck:
         paired, start = [], 0
         for ins, out in zip(inputs, outputs):
             n = len(_grad_leaves(ins))
-            paired.append((out, grads[start:start + n]))
+            paired.append((out, grads[start : start + n]))
             start += n
         return paired
 
@@ -260,8 +273,9 @@ class OpCheck:
         culprit = self._isolate(samples) or (None, failure)
         sample, failure = culprit
         where = _sample_text(sample) if sample else "only when all samples run together"
-        return self._outcome(dtype, "fail", failure.kind, str(failure), sample=where,
-                             tested=len(samples))
+        return self._outcome(
+            dtype, "fail", failure.kind, str(failure), sample=where, tested=len(samples)
+        )
 
     def _isolate(self, samples):
         """(sample, Failure) for one sample that fails on its own, halving the list."""
@@ -281,8 +295,7 @@ class OpCheck:
 
     def _judge(self, live, attempt):
         if attempt.graphs == 0:  # e.g. ops returning Python numbers, or data-dependent ones
-            return {dtype: self._outcome(dtype, "skip", "", NO_GRAPH, tested=0)
-                    for dtype in live}
+            return {dtype: self._outcome(dtype, "skip", "", NO_GRAPH, tested=0) for dtype in live}
         outcomes, verdicts = {}, iter(attempt.verdicts)
         for dtype, samples in live.items():
             mine = [(s, next(verdicts)) for s in samples]
@@ -291,24 +304,39 @@ class OpCheck:
                 sample, mismatch = bad[0]
                 kind = "grad" if mismatch.kind.startswith("grad") else mismatch.kind
                 detail = f"{len(bad)}/{len(samples)} samples; {mismatch.detail}"
-                outcomes[dtype] = self._outcome(dtype, "fail", kind, detail,
-                                                sample=_sample_text(sample), tested=len(samples),
-                                                attempt=attempt)
+                outcomes[dtype] = self._outcome(
+                    dtype,
+                    "fail",
+                    kind,
+                    detail,
+                    sample=_sample_text(sample),
+                    tested=len(samples),
+                    attempt=attempt,
+                )
             else:
-                outcomes[dtype] = self._outcome(dtype, "pass", "", "", tested=len(samples),
-                                                attempt=attempt)
+                outcomes[dtype] = self._outcome(
+                    dtype, "pass", "", "", tested=len(samples), attempt=attempt
+                )
         return outcomes
 
     def _empty(self, dtype):
         return self._outcome(dtype, "skip", "", "no sample input that eager accepts", tested=0)
 
     def _outcome(self, dtype, status, kind, detail, sample="", tested=0, attempt=None):
-        return Outcome(op=self.name, dtype=_dtype_name(dtype), mode=self.mode, status=status,
-                       kind=kind, detail=detail, sample=sample, samples=tested,
-                       dropped=self.dropped.get(dtype, 0),
-                       fallbacks=sorted(attempt.fallbacks if attempt else set()) + sorted(
-                           f"graph break: {b}" for b in self.graph_breaks),
-                       graphs=attempt.graphs if attempt else 0)
+        return Outcome(
+            op=self.name,
+            dtype=_dtype_name(dtype),
+            mode=self.mode,
+            status=status,
+            kind=kind,
+            detail=detail,
+            sample=sample,
+            samples=tested,
+            dropped=self.dropped.get(dtype, 0),
+            fallbacks=sorted(attempt.fallbacks if attempt else set())
+            + sorted(f"graph break: {b}" for b in self.graph_breaks),
+            graphs=attempt.graphs if attempt else 0,
+        )
 
     def _undeclared(self, fallbacks):
         try:
@@ -319,6 +347,7 @@ class OpCheck:
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
 
 def case_name(opinfo):
     return opinfo.name + (f".{opinfo.variant_test_name}" if opinfo.variant_test_name else "")
@@ -344,6 +373,7 @@ def _memo(fn):
         if not cache:
             cache.append(fn())
         return cache[0]
+
     return get
 
 
@@ -369,6 +399,7 @@ _COMPILE_FRAMES = {"compile_graph", "compile_fx"}  # the entry's, around every s
 
 def _error_kind(error):
     from dicp.vendor.new_backendGraph.bounds import BoundsError
+
     chain = [error]
     while chain[-1].__cause__ is not None and len(chain) < 10:
         chain.append(chain[-1].__cause__)
@@ -390,8 +421,9 @@ class _Observed:
     of raising them."""
 
     def __init__(self, backend):
-        self.backend = torch._dynamo.lookup_backend(backend) if isinstance(backend, str) \
-            else backend
+        self.backend = (
+            torch._dynamo.lookup_backend(backend) if isinstance(backend, str) else backend
+        )
         self.swallowed = []
 
     def __call__(self, gm, example_inputs):
@@ -407,6 +439,7 @@ def _trace_only(name):
     generation: what the backend traces, at a fraction of the cost (no build), to find which
     samples break the graph."""
     from torch._dynamo.backends.common import aot_autograd
+
     table = get_backend(name).decompositions if name else {}
     table = table() if callable(table) else table
     keep = lambda gm, _: gm
@@ -419,16 +452,21 @@ def _graphs(stats):
 
 # ---- gradients ----------------------------------------------------------------------------------
 
+
 def _differentiable(sample, out):
     process = sample.output_process_fn_grad or (lambda x: x)
-    return [t for t in leaves(process(out))
-            if isinstance(t, torch.Tensor) and t.requires_grad and t.is_floating_point()]
+    return [
+        t
+        for t in leaves(process(out))
+        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_floating_point()
+    ]
 
 
 def _cotangents(sample, out):
     generator = torch.Generator().manual_seed(sample.index)
-    return [torch.randn(t.shape, generator=generator).to(t.dtype)
-            for t in _differentiable(sample, out)]
+    return [
+        torch.randn(t.shape, generator=generator).to(t.dtype) for t in _differentiable(sample, out)
+    ]
 
 
 def _grad_leaves(tensors):
@@ -447,14 +485,14 @@ def _grads(sample, tensors, out, cotangents):
 def _autograd(outputs, inputs, cotangents):
     if not outputs or not inputs:
         return [torch.zeros_like(t) for t in inputs]
-    return list(torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True,
-                                    materialize_grads=True))
+    return list(
+        torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True, materialize_grads=True)
+    )
 
 
 def _check_grads(actual, expected, reference):
     if len(actual) != len(expected):
-        raise Mismatch("grad structure", f"{len(actual)} gradients where eager has "
-                                         f"{len(expected)}")
+        raise Mismatch("grad structure", f"{len(actual)} gradients where eager has {len(expected)}")
     for i, (a, e) in enumerate(zip(actual, expected)):
         try:
             check_tensor(a, e, lambda i=i: _part(reference(), i), f"gradient of input {i}")

@@ -5,6 +5,7 @@ these in a gradient. Values use the per-dtype tolerance table (dicp/tolerance.py
 floating result misses eager's by more, the float64 rule of test/common/tolerance.py: it passes
 if it is as accurate as eager against the same computation in float64.
 """
+
 import math
 
 import torch
@@ -46,19 +47,18 @@ def _leaf(reference, i):
 
 def check_tensor(actual, expected, reference, label):
     if not isinstance(actual, torch.Tensor):
-        raise Mismatch("structure", f"{label}: {type(actual).__name__} where eager gives a "
-                                    f"tensor")
+        raise Mismatch("structure", f"{label}: {type(actual).__name__} where eager gives a tensor")
     actual, expected = actual.detach(), expected.detach()
     if actual.layout != expected.layout:
         raise Mismatch("structure", f"{label}: layout {actual.layout} != {expected.layout}")
     if expected.layout != torch.strided:
         actual, expected = actual.to_dense(), expected.to_dense()
     if actual.shape != expected.shape:
-        raise Mismatch("shape", f"{label}: shape {list(actual.shape)} where eager gives "
-                                f"{list(expected.shape)}")
+        raise Mismatch(
+            "shape", f"{label}: shape {list(actual.shape)} where eager gives {list(expected.shape)}"
+        )
     if actual.dtype != expected.dtype:
-        raise Mismatch("dtype", f"{label}: dtype {actual.dtype} where eager gives "
-                                f"{expected.dtype}")
+        raise Mismatch("dtype", f"{label}: dtype {actual.dtype} where eager gives {expected.dtype}")
     actual, expected = actual.resolve_conj().resolve_neg(), expected.resolve_conj().resolve_neg()
     if _close(actual, expected):
         return
@@ -75,8 +75,9 @@ def _close(actual, expected):
     if not (expected.is_floating_point() or expected.is_complex()):
         return torch.equal(actual, expected)
     rtol, atol = tolerance_for(expected.dtype)
-    return bool(torch.isclose(widest(actual), widest(expected), rtol=rtol, atol=atol,
-                              equal_nan=True).all())
+    return bool(
+        torch.isclose(widest(actual), widest(expected), rtol=rtol, atol=atol, equal_nan=True).all()
+    )
 
 
 def _same_scalar(a, e):

@@ -13,6 +13,7 @@ again after a fix and `--again` every selected one (the latest outcome of a case
 exit status is 1 if a case fails that the expected-failure table does not list, or passes while
 listed.
 """
+
 import argparse
 import fnmatch
 import multiprocessing
@@ -25,32 +26,51 @@ from multiprocessing.connection import wait
 
 from .outcome import Outcome
 
-DEFAULT_TIMEOUT = 1200.0   # seconds per (op, mode): the largest cases build ~170 kernels
+DEFAULT_TIMEOUT = 1200.0  # seconds per (op, mode): the largest cases build ~170 kernels
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m test.opinfo.run", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ops", nargs="*", default=["*"],
-                        help="fnmatch patterns of OpInfo names (name.variant), run in this "
-                             "order; default all")
+    parser = argparse.ArgumentParser(
+        prog="python -m test.opinfo.run",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--ops",
+        nargs="*",
+        default=["*"],
+        help="fnmatch patterns of OpInfo names (name.variant), run in this order; default all",
+    )
     parser.add_argument("--modes", default="static,grad,dynamic,float64")
     parser.add_argument("--jobs", "-j", type=int, default=1, help="worker processes")
-    parser.add_argument("--out", default=None, help="results file (JSON lines); default "
-                        "opinfo-results.jsonl in a new temporary folder")
-    parser.add_argument("--again", action="store_true",
-                        help="run the selected tasks even if --out has their outcomes")
-    parser.add_argument("--rerun-failed", action="store_true",
-                        help="run again the (op, mode) tasks whose latest outcome in --out "
-                             "failed, appending the new outcomes")
-    parser.add_argument("--summary-only", action="store_true",
-                        help="summarize --out without running anything")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="results file (JSON lines); default opinfo-results.jsonl in a new temporary folder",
+    )
+    parser.add_argument(
+        "--again",
+        action="store_true",
+        help="run the selected tasks even if --out has their outcomes",
+    )
+    parser.add_argument(
+        "--rerun-failed",
+        action="store_true",
+        help="run again the (op, mode) tasks whose latest outcome in --out "
+        "failed, appending the new outcomes",
+    )
+    parser.add_argument(
+        "--summary-only", action="store_true", help="summarize --out without running anything"
+    )
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
     parser.add_argument("--seed-base", type=int, default=0)
     parser.add_argument("--fast", action="store_true", help="only the fast subset (fast.py)")
-    parser.add_argument("--backend", default="new_backendgraph",
-                        help="a dicp backend; one with a device of its own (emugraph) runs the "
-                             "samples there, compared with eager on the host")
+    parser.add_argument(
+        "--backend",
+        default="new_backendgraph",
+        help="a dicp backend; one with a device of its own (emugraph) runs the "
+        "samples there, compared with eager on the host",
+    )
     return parser.parse_args(argv)
 
 
@@ -58,10 +78,15 @@ def selected_tasks(args):
     """[(op name, mode)] to run, and the names of every OpInfo selected (skipped ones too)."""
     from .cases import all_opinfos, tasks_for
     from .fast import FAST_OPS
+
     def first_pattern(name):
         return next((i for i, p in enumerate(args.ops) if fnmatch.fnmatchcase(name, p)), None)
-    names = [name for name in all_opinfos() if first_pattern(name) is not None
-             and (not args.fast or name in FAST_OPS)]
+
+    names = [
+        name
+        for name in all_opinfos()
+        if first_pattern(name) is not None and (not args.fast or name in FAST_OPS)
+    ]
     names.sort(key=first_pattern)  # in the order of --ops, then the database's
     modes = args.modes.split(",")
     return [t for name in names for t in tasks_for(name, modes)], names
@@ -75,8 +100,11 @@ def main(argv=None):
     start = time.time()
     if not args.summary_only:
         todo = _todo(tasks, args)
-        print(f"opinfo: {len(todo)} (op, mode) tasks to run of {len(tasks)}, {args.jobs} "
-              f"worker(s); results in {args.out}", flush=True)
+        print(
+            f"opinfo: {len(todo)} (op, mode) tasks to run of {len(tasks)}, {args.jobs} "
+            f"worker(s); results in {args.out}",
+            flush=True,
+        )
         pool = Pool(args)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops workers
         try:
@@ -84,6 +112,7 @@ def main(argv=None):
         finally:
             pool.stop()
     from .summary import summarize
+
     wanted = set(tasks)
     outcomes = [o for o in _read(args.out) if (o.op, o.mode) in wanted]
     text, ok = summarize(outcomes, names, seconds=time.time() - start, backend=args.backend)
@@ -100,6 +129,7 @@ def _read(path):
 
 def _todo(tasks, args):
     from .summary import latest
+
     previous = latest(_read(args.out))
     if args.again:
         return tasks
@@ -112,12 +142,14 @@ def _todo(tasks, args):
 
 # ---- workers ------------------------------------------------------------------------------------
 
+
 def _worker(conn, log_path, seed_base, backend):
     """Run (op, mode) tasks received on `conn`, sending back Outcome JSON lines."""
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
     from .cases import run_task
+
     while True:
         task = conn.recv()
         if task is None:
@@ -139,12 +171,12 @@ class Pool:
         self.args = args
         self.context = multiprocessing.get_context("spawn")
         self.logs = os.path.dirname(os.path.abspath(args.out))
-        self.idle = []      # (connection, process)
-        self.busy = {}      # connection -> (process, task, started)
+        self.idle = []  # (connection, process)
+        self.busy = {}  # connection -> (process, task, started)
         self.started = 0
 
     def run(self, tasks):
-        os.environ["DICP_BOUNDS_CHECK"] = "1"   # workers inherit it
+        os.environ["DICP_BOUNDS_CHECK"] = "1"  # workers inherit it
         pending, total, finished = list(reversed(tasks)), len(tasks), 0
         with open(self.args.out, "a") as out:
             while pending or self.busy:
@@ -155,6 +187,7 @@ class Pool:
                     out.writelines(o.to_json() + "\n" for o in outcomes)
                     out.flush()
                     _progress(finished, total, outcomes)
+
     def stop(self):
         """Every worker ends: idle ones when told, busy ones (a stopped run) killed."""
         for conn, process in self.idle:
@@ -174,8 +207,9 @@ class Pool:
         parent, child = self.context.Pipe()
         log = os.path.join(self.logs, f"worker-{self.started}.log")
         self.started += 1
-        process = self.context.Process(target=_worker, daemon=True, args=(
-            child, log, self.args.seed_base, self.args.backend))
+        process = self.context.Process(
+            target=_worker, daemon=True, args=(child, log, self.args.seed_base, self.args.backend)
+        )
         process.start()
         child.close()
         return parent, process
@@ -201,6 +235,7 @@ class Pool:
 
 def _lost(task, kind, detail):
     from .cases import dtypes_of_task
+
     op, mode = task
     return [Outcome(op, dtype, mode, "fail", kind, detail) for dtype in dtypes_of_task(op, mode)]
 
@@ -209,11 +244,11 @@ def _progress(finished, total, outcomes):
     if not outcomes:
         return
     first = outcomes[0]
-    states = ", ".join(f"{o.dtype} {o.status}{' (' + o.kind + ')' if o.kind else ''}"
-                       for o in outcomes)
+    states = ", ".join(
+        f"{o.dtype} {o.status}{' (' + o.kind + ')' if o.kind else ''}" for o in outcomes
+    )
     seconds = max(o.seconds for o in outcomes)
-    print(f"[{finished}/{total}] {first.op} {first.mode}: {states} ({seconds:.1f} s)",
-          flush=True)
+    print(f"[{finished}/{total}] {first.op} {first.mode}: {states} ({seconds:.1f} s)", flush=True)
 
 
 if __name__ == "__main__":

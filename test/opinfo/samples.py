@@ -7,6 +7,7 @@ arguments are every sample's tensors and whose result is every sample's output, 
 directly (`batched_call`): dynamo then traces one call per sample, not the Python that would
 rebuild the arguments (tracing a pytree rebuild cost ~0.15 s per sample).
 """
+
 from dataclasses import dataclass, field, replace
 from keyword import iskeyword
 
@@ -27,18 +28,19 @@ FAST_SAMPLE_LIMITS = {torch.float32: 8, "other dtypes": 4}
 @dataclass(frozen=True)
 class Slot:
     """Where a tensor sits in a sample's arguments."""
+
     index: int
 
 
 @dataclass
 class Sample:
-    index: int                   # position in the OpInfo's sample list
+    index: int  # position in the OpInfo's sample list
     dtype: torch.dtype
-    structure: tuple             # (input, args, kwargs) with tensors replaced by Slots
+    structure: tuple  # (input, args, kwargs) with tensors replaced by Slots
     tensors: list
     output_process_fn_grad: object = None
     description: str = ""
-    expected: object = None      # eager's output (grad mode: output and input gradients)
+    expected: object = None  # eager's output (grad mode: output and input gradients)
     cotangents: list = field(default_factory=list)  # grad mode: the outputs' incoming gradients
 
     def with_tensors(self, tensors):
@@ -83,11 +85,17 @@ def _slots(value, tensors):
 
 def from_sample_input(index, dtype, sample_input) -> Sample:
     tensors = []
-    structure = _slots((sample_input.input, tuple(sample_input.args),
-                        dict(sample_input.kwargs)), tensors)
-    return Sample(index, dtype, structure, tensors,
-                  getattr(sample_input, "output_process_fn_grad", None),
-                  _describe(sample_input))
+    structure = _slots(
+        (sample_input.input, tuple(sample_input.args), dict(sample_input.kwargs)), tensors
+    )
+    return Sample(
+        index,
+        dtype,
+        structure,
+        tensors,
+        getattr(sample_input, "output_process_fn_grad", None),
+        _describe(sample_input),
+    )
 
 
 def _describe(sample_input) -> str:
@@ -97,6 +105,7 @@ def _describe(sample_input) -> str:
         if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
             return "[" + ", ".join(one(v) for v in value) + "]"
         return repr(value)
+
     parts = [one(sample_input.input)] + [one(a) for a in sample_input.args]
     parts += [f"{k}={one(v)}" for k, v in sample_input.kwargs.items()]
     text = ", ".join(parts)
@@ -120,6 +129,7 @@ def generate(opinfo, dtype, requires_grad=False, limits=SAMPLE_LIMITS):
 
 # ---- one function for many samples --------------------------------------------------------------
 
+
 def batched_call(op, samples, device="cpu"):
     """fn(*tensors) -> tuple of every sample's output; its arguments are the samples' tensors,
     concatenated in order. Generated source: `return (op(t0, c0, dim=c1), op(t1, ...), ...)`.
@@ -132,8 +142,12 @@ def batched_call(op, samples, device="cpu"):
             kwargs = {**kwargs, "device": device}
         render = _Renderer(constants, start)
         parts = [render(inp)] + [render(a) for a in args]
-        parts += [f"{k}={render(v)}" if k.isidentifier() and not iskeyword(k)
-                  else f"**{{{render(k)}: {render(v)}}}" for k, v in kwargs.items()]
+        parts += [
+            f"{k}={render(v)}"
+            if k.isidentifier() and not iskeyword(k)
+            else f"**{{{render(k)}: {render(v)}}}"
+            for k, v in kwargs.items()
+        ]
         calls.append(f"op({', '.join(parts)})")
         start += len(sample.tensors)
     params = ", ".join(f"t{i}" for i in range(start))
@@ -169,6 +183,7 @@ def float64_copies(sample):
 
 
 # ---- a second size, for dynamic shapes ----------------------------------------------------------
+
 
 def grown(tensor):
     """`tensor` with every dim above 1 grown by one, the new positions repeating existing

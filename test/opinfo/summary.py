@@ -6,6 +6,7 @@ natively when it also fell back to eager on no op the backend does not declare
 (`Backend.expected_fallbacks`: DICP_STRICT=1 semantics) and dynamo broke no graph on a backend
 error. Skipped ops (SKIPS, no tested dtype, or no sample a mode could run) count in neither.
 """
+
 from collections import defaultdict
 
 from .cases import why_skipped
@@ -38,8 +39,11 @@ def summarize(outcomes, names, seconds, backend="new_backendgraph"):
     """(text, ok): ok is False if any case disagrees with the expected-failure table."""
     outcomes = latest(outcomes)
     ops = _by_op(outcomes)
-    skipped = [n for n in names if why_skipped(n) is not None
-               or (n in ops and all(o.status == "skip" for o in ops[n]))]
+    skipped = [
+        n
+        for n in names
+        if why_skipped(n) is not None or (n in ops and all(o.status == "skip" for o in ops[n]))
+    ]
     tested = [n for n in names if n not in skipped and n in ops]
     not_run = len(names) - len(skipped) - len(tested)
     passing = [n for n in tested if all(o.status != "fail" for o in ops[n])]
@@ -57,8 +61,9 @@ def summarize(outcomes, names, seconds, backend="new_backendgraph"):
     cases = defaultdict(int)
     for o in outcomes:
         cases[o.status] += 1
-    kinds = ", ".join(f"{k} {sum(o.kind == k for o in outcomes if o.status == 'fail')}"
-                      for k in sorted(failures))
+    kinds = ", ".join(
+        f"{k} {sum(o.kind == k for o in outcomes if o.status == 'fail')}" for k in sorted(failures)
+    )
     pct = (lambda n: f"{100 * n / len(tested):.1f}%") if tested else (lambda n: "-")
     task_seconds = sum({(o.op, o.mode): o.seconds for o in outcomes}.values())
     lines.append(
@@ -69,7 +74,8 @@ def summarize(outcomes, names, seconds, backend="new_backendgraph"):
         f"{cases['fail']} failed ({kinds or 'none'}), {cases['skip']} skipped; table: "
         f"{len(verdicts['xfail'])} expected failures, {len(verdicts['FAIL'])} unexpected, "
         f"{len(verdicts['XPASS'])} unexpected passes; {seconds / 60:.1f} min (worker time "
-        f"{task_seconds / 60:.1f} min)")
+        f"{task_seconds / 60:.1f} min)"
+    )
     return "\n".join(lines), not verdicts["FAIL"] and not verdicts["XPASS"]
 
 
@@ -90,6 +96,5 @@ def _table_lines(verdicts):
         lines.append("passing, but listed in EXPECTED_FAILURES (remove the entries):")
         lines += [f"  {o.op} {o.dtype} {o.mode}" for o in verdicts["XPASS"]]
     if verdicts["FAIL"]:
-        lines.append(f"failing and not listed in EXPECTED_FAILURES: {len(verdicts['FAIL'])} "
-                     f"cases")
+        lines.append(f"failing and not listed in EXPECTED_FAILURES: {len(verdicts['FAIL'])} cases")
     return lines

@@ -1,6 +1,7 @@
 """The OpInfo check itself can fail: a fault injected into one op's generated code
 (DICP_INJECT_BUG_TESTING_ONLY) is reported with its kind and sample, and the expected-failure
 table is strict."""
+
 import pytest
 
 from . import expectations
@@ -22,6 +23,7 @@ def inject(monkeypatch):
 
 def test_wrong_value_is_reported_with_its_sample(inject):
     import torch
+
     inject("aten.abs.default:accuracy")
     (outcome,) = run("abs", "static", [torch.float32])
     assert (outcome.status, outcome.kind) == ("fail", "value")
@@ -29,15 +31,17 @@ def test_wrong_value_is_reported_with_its_sample(inject):
 
 
 def test_wrong_gradient_is_reported_as_grad(inject):
-    inject("aten.mul.Tensor:accuracy")   # sigmoid's backward multiplies; its forward does not
+    inject("aten.mul.Tensor:accuracy")  # sigmoid's backward multiplies; its forward does not
     (outcome,) = run("sigmoid", "grad")
     assert (outcome.status, outcome.kind) == ("fail", "grad"), outcome
 
 
-@pytest.mark.parametrize("fault, kind", [("compile_error", "compile error"),
-                                         ("runtime_error", "runtime error")])
+@pytest.mark.parametrize(
+    "fault, kind", [("compile_error", "compile error"), ("runtime_error", "runtime error")]
+)
 def test_errors_name_their_kind_and_sample(inject, fault, kind):
     import torch
+
     inject(f"aten.abs.default:{fault}")
     (outcome,) = run("abs", "static", [torch.float32])
     assert (outcome.status, outcome.kind) == ("fail", kind), outcome

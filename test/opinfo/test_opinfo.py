@@ -4,6 +4,7 @@ every dtype the mode tests. The full run is `python -m test.opinfo.run` (run.py)
 
 A test fails on a case that fails and is not in EXPECTED_FAILURES, and on one that is listed
 but passes (strict: the table may only shrink)."""
+
 import pytest
 
 from .cases import opinfo, tasks_for
@@ -30,11 +31,14 @@ def test_opinfo(name, mode, backend, dynamic, request):
     assert not problems, f"{name} ({mode}):\n" + "\n".join(problems)
     assert any(o.status != "skip" for o in outcomes), (
         f"{name} ({mode}): no sample was compared (every one was dropped): "
-        f"{[o.detail for o in outcomes]}")
+        f"{[o.detail for o in outcomes]}"
+    )
 
 
 def _problem(outcome):
     if outcome.status == "pass":
-        return (f"  {outcome.dtype}: passes, but EXPECTED_FAILURES lists it: remove the entry "
-                f"from test/opinfo/expectations.py")
+        return (
+            f"  {outcome.dtype}: passes, but EXPECTED_FAILURES lists it: remove the entry "
+            f"from test/opinfo/expectations.py"
+        )
     return f"  {outcome.dtype}: {outcome.kind}: {outcome.detail}\n    at {outcome.sample}"

@@ -9,6 +9,7 @@ draws the same numbers. Prints one line per run and mode (pytest's counts), then
 test with the seeds it failed under; exits 1 if any test failed. Full logs stay in a temporary
 folder, named at the end.
 """
+
 import argparse
 import re
 import subprocess
@@ -28,14 +29,25 @@ def parse_args():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--backend", default="new_backendgraph")
-    parser.add_argument("--mode", choices=("false", "true", "all"), default="all",
-                        help="static (false), dynamic (true) or both (all, the default)")
+    parser.add_argument(
+        "--mode",
+        choices=("false", "true", "all"),
+        default="all",
+        help="static (false), dynamic (true) or both (all, the default)",
+    )
     return parser.parse_known_args()
 
 
 def run_suite(args, seed, pytest_options, log):
-    command = ["bash", str(SCRIPTS / "run_test_ops.sh"), args.backend, args.mode,
-               "--seed-base", str(seed), *pytest_options]
+    command = [
+        "bash",
+        str(SCRIPTS / "run_test_ops.sh"),
+        args.backend,
+        args.mode,
+        "--seed-base",
+        str(seed),
+        *pytest_options,
+    ]
     with open(log, "w") as out:
         status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
     return status, log.read_text().splitlines()
@@ -75,8 +87,10 @@ def report(args, failed_seeds, logs):
     print(f"\n{len(failed_seeds)} test(s) failed in at least one of {args.runs} run(s)")
     for (mode, test), seeds in sorted(failed_seeds.items()):
         print(f"  {test} ({mode}) failed with --seed-base {', '.join(map(str, seeds))}")
-        print(f"    rerun: cd {SCRIPTS.parent} && python -m pytest '{test}' "
-              f"--backend {args.backend} --dynamic all --seed-base {seeds[0]}")
+        print(
+            f"    rerun: cd {SCRIPTS.parent} && python -m pytest '{test}' "
+            f"--backend {args.backend} --dynamic all --seed-base {seeds[0]}"
+        )
     print(f"logs: {logs}")
 
 

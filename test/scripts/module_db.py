@@ -13,6 +13,7 @@ differs from eager or any compile fails, apart from KNOWN_TORCH_FAILURES. Lazy m
 FractionalMaxPool (random samples) are left out. About 15 minutes static on 2 cores;
 dynamic takes over 45.
 """
+
 import argparse
 import copy
 import functools
@@ -44,7 +45,8 @@ def tensors(value):
 def fresh(value):
     """A copy of `value` whose tensors are new leaves, gradients tracked as in the original."""
     return pytree.tree_map_only(
-        torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), value)
+        torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), value
+    )
 
 
 def in_float64(value):
@@ -58,17 +60,21 @@ def call(module, forward, args, kwargs):
     args, kwargs = fresh(args), fresh(kwargs)
     outputs = tensors(forward(*args, **kwargs))
     # drawn in float32 whatever the output's type, so the float64 run weighs by the same values
-    weighted = [(out, torch.randn(out.shape, generator=torch.Generator().manual_seed(i))
-                 .to(out.dtype))
-                for i, out in enumerate(outputs) if out.requires_grad and out.is_floating_point()]
+    weighted = [
+        (out, torch.randn(out.shape, generator=torch.Generator().manual_seed(i)).to(out.dtype))
+        for i, out in enumerate(outputs)
+        if out.requires_grad and out.is_floating_point()
+    ]
     leaves = [t for t in tensors((args, kwargs)) if t.requires_grad]
     leaves += [p for p in module.parameters() if p.requires_grad]
     grads = []
     if weighted and leaves:
-        grads = list(torch.autograd.grad([o for o, _ in weighted], leaves,
-                                         [w for _, w in weighted], allow_unused=True))
-    return {"output": outputs, "gradient": grads,
-            "buffer": [b.clone() for b in module.buffers()]}
+        grads = list(
+            torch.autograd.grad(
+                [o for o, _ in weighted], leaves, [w for _, w in weighted], allow_unused=True
+            )
+        )
+    return {"output": outputs, "gradient": grads, "buffer": [b.clone() for b in module.buffers()]}
 
 
 def float64_run(module, sample):
@@ -79,10 +85,15 @@ def float64_run(module, sample):
     @functools.cache
     def run():
         try:
-            return call(twin, twin, in_float64(sample.forward_input.args),
-                        in_float64(sample.forward_input.kwargs))
+            return call(
+                twin,
+                twin,
+                in_float64(sample.forward_input.args),
+                in_float64(sample.forward_input.kwargs),
+            )
         except Exception:
             return None
+
     return run
 
 
@@ -115,8 +126,9 @@ def check(info, sample, training, backend, dynamic):
     cannot run it."""
     torch.manual_seed(0)
     try:
-        module = info.module_cls(*sample.constructor_input.args,
-                                 **sample.constructor_input.kwargs).train(training)
+        module = info.module_cls(
+            *sample.constructor_input.args, **sample.constructor_input.kwargs
+        ).train(training)
         twin, reference = copy.deepcopy(module), float64_run(module, sample)
         inputs = sample.forward_input.args, sample.forward_input.kwargs
         expected = call(module, module, *inputs)
@@ -126,8 +138,9 @@ def check(info, sample, training, backend, dynamic):
     try:
         compiled = torch.compile(twin, backend=backend, dynamic=dynamic)
         device = device_of(backend)  # a device backend's module and inputs go there
-        actual = call(twin, compiled if device == "cpu" else OnDevice(compiled, twin, device),
-                      *inputs)
+        actual = call(
+            twin, compiled if device == "cpu" else OnDevice(compiled, twin, device), *inputs
+        )
     except Exception as error:
         return [f"compile or run failed: {type(error).__name__}: {str(error)[:300]}"]
     return differences(actual, expected, reference)
@@ -149,11 +162,13 @@ def main(argv=None):
             continue
         for training in (True, False):
             torch.manual_seed(0)  # a module's samples do not depend on the modules before it
-            samples = info.module_inputs_func(info, device="cpu", dtype=torch.float32,
-                                              requires_grad=True, training=training)
+            samples = info.module_inputs_func(
+                info, device="cpu", dtype=torch.float32, requires_grad=True, training=training
+            )
             for sample in samples:
-                problems = sample.forward_input and check(info, sample, training,
-                                                          args.backend, args.dynamic)
+                problems = sample.forward_input and check(
+                    info, sample, training, args.backend, args.dynamic
+                )
                 if problems is None:
                     continue
                 checked += 1
@@ -161,8 +176,11 @@ def main(argv=None):
                 failed += bool(problems) and not known
                 for problem in problems:
                     mode = "train" if training else "eval"
-                    print(f"{info.name} [{mode}, {sample.desc or 'sample'}]"
-                          f"{' (known torch failure)' if known else ''}: {problem}", flush=True)
+                    print(
+                        f"{info.name} [{mode}, {sample.desc or 'sample'}]"
+                        f"{' (known torch failure)' if known else ''}: {problem}",
+                        flush=True,
+                    )
     print(f"{checked} samples checked, {failed} with problems")
     return 1 if failed else 0
 

@@ -13,6 +13,7 @@ A result differing from eager passes if it is as close to the float64 run as eag
 values that cancel to nothing, such as a bias gradient before batch norm). A net eager itself
 rejects is skipped. One line per failure; the exit status is 1 if any.
 """
+
 import argparse
 import copy
 import random
@@ -29,6 +30,7 @@ class Res(nn.Module):
     def __init__(self, body):
         super().__init__()
         self.body = body
+
     def forward(self, x):
         return x + self.body(x)
 
@@ -37,14 +39,17 @@ class Lambda(nn.Module):
     def __init__(self, fn, desc):
         super().__init__()
         self.fn, self.desc = fn, desc
+
     def forward(self, x):
         return self.fn(x)
+
     def extra_repr(self):
         return self.desc
 
 
 class OverTime(nn.Module):
     """A Conv1d over a (batch, time, features) sequence."""
+
     def __init__(self, conv):
         super().__init__()
         self.conv = conv
@@ -54,15 +59,30 @@ class OverTime(nn.Module):
 
 
 def act(r):
-    return r.choice([nn.ReLU(), nn.GELU(), nn.GELU("tanh"), nn.SiLU(), nn.Hardswish(),
-                     nn.LeakyReLU(0.1), nn.Tanh(), nn.Sigmoid(), nn.ELU(), nn.Mish(),
-                     nn.Hardsigmoid(), nn.Softplus(), nn.ReLU6()])
+    return r.choice(
+        [
+            nn.ReLU(),
+            nn.GELU(),
+            nn.GELU("tanh"),
+            nn.SiLU(),
+            nn.Hardswish(),
+            nn.LeakyReLU(0.1),
+            nn.Tanh(),
+            nn.Sigmoid(),
+            nn.ELU(),
+            nn.Mish(),
+            nn.Hardsigmoid(),
+            nn.Softplus(),
+            nn.ReLU6(),
+        ]
+    )
 
 
 def image_layer(r, c, h, w):
     """-> (module, new c, h, w)"""
-    k = r.choice(["conv", "conv", "bn", "act", "pool", "avg", "adapt", "up", "res", "gn",
-                  "convT", "dw"])
+    k = r.choice(
+        ["conv", "conv", "bn", "act", "pool", "avg", "adapt", "up", "res", "gn", "convT", "dw"]
+    )
     if k in ("conv", "dw"):
         ks, st, dil = r.choice([1, 3, 5]), r.choice([1, 1, 2]), r.choice([1, 1, 2])
         pad = r.choice([0, ks // 2 * dil, 1])
@@ -72,9 +92,24 @@ def image_layer(r, c, h, w):
         wo = (w + 2 * pad - dil * (ks - 1) - 1) // st + 1
         if ho < 1 or wo < 1:
             return None
-        return nn.Conv2d(c, co, ks, st, pad, dil, groups, bias=r.random() < 0.5,
-                         padding_mode=r.choice(["zeros"] * 4 + ["reflect", "replicate"])
-                         if pad < min(h, w) else "zeros"), co, ho, wo
+        return (
+            nn.Conv2d(
+                c,
+                co,
+                ks,
+                st,
+                pad,
+                dil,
+                groups,
+                bias=r.random() < 0.5,
+                padding_mode=r.choice(["zeros"] * 4 + ["reflect", "replicate"])
+                if pad < min(h, w)
+                else "zeros",
+            ),
+            co,
+            ho,
+            wo,
+        )
     if k == "convT":
         ks, st, pad = r.choice([2, 3]), r.choice([1, 2]), r.choice([0, 1])
         op = r.choice([0, 1]) if st == 2 else 0
@@ -94,18 +129,24 @@ def image_layer(r, c, h, w):
         ks, st = r.choice([2, 3]), r.choice([1, 2])
         pad = r.choice([0, 1]) if ks == 3 else 0
         ceil = r.random() < 0.4
+
         def out(n):
             v = (n + 2 * pad - ks + (st - 1 if ceil else 0)) // st + 1
             if ceil and (v - 1) * st >= n + pad:
                 v -= 1
             return v
+
         ho, wo = out(h), out(w)
         if ho < 1 or wo < 1:
             return None
         if k == "pool":
             return nn.MaxPool2d(ks, st, pad, ceil_mode=ceil), c, ho, wo
-        return nn.AvgPool2d(ks, st, pad, ceil_mode=ceil, count_include_pad=r.random() < 0.5), \
-            c, ho, wo
+        return (
+            nn.AvgPool2d(ks, st, pad, ceil_mode=ceil, count_include_pad=r.random() < 0.5),
+            c,
+            ho,
+            wo,
+        )
     if k == "adapt":
         o = r.choice([1, 2, 3, 5])
         return r.choice([nn.AdaptiveAvgPool2d(o), nn.AdaptiveMaxPool2d(o)]), c, o, o
@@ -120,8 +161,9 @@ def image_layer(r, c, h, w):
 
 
 def seq_layer(r, d, t):
-    k = r.choice(["lin", "ln", "rms", "act", "attn", "res", "conv1d", "softmax", "cumsum",
-                  "drop0", "glu"])
+    k = r.choice(
+        ["lin", "ln", "rms", "act", "attn", "res", "conv1d", "softmax", "cumsum", "drop0", "glu"]
+    )
     if k == "lin":
         do = r.choice([4, 6, 8, 12, 16])
         return nn.Linear(d, do, bias=r.random() < 0.7), do
@@ -135,20 +177,24 @@ def seq_layer(r, d, t):
         heads = r.choice([h for h in (1, 2, 4) if d % h == 0])
         causal = r.random() < 0.5
         m = nn.MultiheadAttention(d, heads, batch_first=True, bias=r.random() < 0.7)
+
         class Attn(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.m = m
+
             def forward(self, x):
                 mask = None
                 if causal:
                     n = x.shape[1]
                     mask = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)
                 return self.m(x, x, x, attn_mask=mask, need_weights=False)[0]
+
         return Attn(), d
     if k == "res":
-        return Res(nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 2 * d), act(r),
-                                 nn.Linear(2 * d, d))), d
+        return Res(
+            nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 2 * d), act(r), nn.Linear(2 * d, d))
+        ), d
     if k == "conv1d":
         ks, co = r.choice([1, 3]), r.choice([4, 8])
         groups = r.choice([1, 2]) if d % 2 == 0 and co % 2 == 0 else 1
@@ -173,8 +219,12 @@ def build(r):
         shape = (c, h, w)
         while len(layers) < r.randint(2, 6):
             out = image_layer(r, c, h, w)
-            if out is None or isinstance(out[0], nn.Conv2d) and \
-                    out[0].padding_mode != "zeros" and max(out[0].padding) >= min(h, w):
+            if (
+                out is None
+                or isinstance(out[0], nn.Conv2d)
+                and out[0].padding_mode != "zeros"
+                and max(out[0].padding) >= min(h, w)
+            ):
                 continue
             m, c, h, w = out
             layers.append(m)
@@ -223,8 +273,14 @@ def problems(got, want, exact):
     found = []
     # a sum that cancels to nothing (a bias gradient before batch norm, 0 in float64) is off
     # by rounding in the size of its terms: the largest result stands in for them
-    largest = max((t.abs().max().item() for t in want
-                   if t is not None and t.is_floating_point() and t.numel()), default=1.0)
+    largest = max(
+        (
+            t.abs().max().item()
+            for t in want
+            if t is not None and t.is_floating_point() and t.numel()
+        ),
+        default=1.0,
+    )
     for i, (a, b, e) in enumerate(zip(got, want, exact)):
         if a is None or b is None or not a.is_floating_point():
             if (a is None) != (b is None) or a is not None and not torch.equal(a, b):
@@ -251,14 +307,18 @@ def check(seed, dynamic, backend):
     exact_model = copy.deepcopy(model).double()
     found = []
     for batch in [2, 3, 5] if dynamic else [2]:
-        x = make_input(r, kind, shape, batch, torch.Generator().manual_seed(seed * 7 + batch),
-                       channels_last)
+        x = make_input(
+            r, kind, shape, batch, torch.Generator().manual_seed(seed * 7 + batch), channels_last
+        )
         try:
             want = run(model, x, train)
         except (RuntimeError, ValueError):
             return None
-        exact = run(exact_model, x.detach().double().requires_grad_(x.requires_grad)
-                    if x.is_floating_point() else x, train)
+        exact = run(
+            exact_model,
+            x.detach().double().requires_grad_(x.requires_grad) if x.is_floating_point() else x,
+            train,
+        )
         got = run(compiled, x.detach().clone().requires_grad_(x.requires_grad), train)
         found += [f"batch {batch} {p}" for p in problems(got, want, exact)]
     return found
@@ -284,8 +344,11 @@ def main(argv=None):
                 continue
             if found:
                 failed += 1
-                print(f"seed {seed} {'dynamic' if dynamic else 'static'}: {found[0]}"
-                      f"{f' (+{len(found) - 1} more)' if len(found) > 1 else ''}", flush=True)
+                print(
+                    f"seed {seed} {'dynamic' if dynamic else 'static'}: {found[0]}"
+                    f"{f' (+{len(found) - 1} more)' if len(found) > 1 else ''}",
+                    flush=True,
+                )
     print(f"{2 * args.count} nets: {failed} failed, {skipped} rejected by eager")
     return 1 if failed else 0
 

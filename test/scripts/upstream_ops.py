@@ -17,6 +17,7 @@ are the backend's own.
     python test/scripts/upstream_ops.py --backend new_backendgraph --dynamic all \\
         --reference aot_eager -- -n 2
 """
+
 import argparse
 import hashlib
 import os
@@ -33,10 +34,12 @@ MANIFEST = Path(__file__).with_name("upstream_ops_manifest.tsv")
 
 def default_root():
     from dicp import config
+
     return Path(config.cache_dir) / "upstream-tests"
 
 
 # ---- the scratch tree ------------------------------------------------------------------------
+
 
 def manifest_rows(manifest):
     """(path under src/, repository commit, size, sha256) for each fetched file."""
@@ -54,16 +57,16 @@ def check_sources(src, manifest):
         elif hashlib.sha256(file.read_bytes()).hexdigest() != digest:
             problems.append(f"{file} differs from the manifest (sha256)")
     if problems:
-        sys.exit(f"error: the DICP sources do not match {manifest}:\n  "
-                 + "\n  ".join(problems))
+        sys.exit(f"error: the DICP sources do not match {manifest}:\n  " + "\n  ".join(problems))
 
 
 def build_tree(src, run_dir):
     """run_dir/test: our test/common and DICP's op folder (with its conftest.py), as packages."""
     shutil.rmtree(run_dir, ignore_errors=True)
     tree = run_dir / "test"
-    shutil.copytree(REPO_TEST / "common", tree / "common",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO_TEST / "common", tree / "common", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copytree(src / "op", tree / "op", ignore=shutil.ignore_patterns("__pycache__"))
     for package in (tree, tree / "op"):
         (package / "__init__.py").touch()
@@ -72,13 +75,35 @@ def build_tree(src, run_dir):
 
 # ---- running and reading results ---------------------------------------------------------------
 
+
 def run_pytest(run_dir, backend, dynamic, junit, targets, extra):
-    command = [sys.executable, "-m", "pytest", *targets, "--backend", backend,
-               "--dynamic", dynamic, "-p", "no:cacheprovider", "-q", "-o", "log_level=WARNING",
-               "-o", "junit_family=xunit1", f"--junitxml={junit}",
-               "--continue-on-collection-errors", *extra]
-    env = dict(os.environ, DICP_STRICT="1", PYTHONPATH=os.pathsep.join(
-        filter(None, [str(REPO_TEST.parent), os.environ.get("PYTHONPATH")])))
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *targets,
+        "--backend",
+        backend,
+        "--dynamic",
+        dynamic,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-o",
+        "log_level=WARNING",
+        "-o",
+        "junit_family=xunit1",
+        f"--junitxml={junit}",
+        "--continue-on-collection-errors",
+        *extra,
+    ]
+    env = dict(
+        os.environ,
+        DICP_STRICT="1",
+        PYTHONPATH=os.pathsep.join(
+            filter(None, [str(REPO_TEST.parent), os.environ.get("PYTHONPATH")])
+        ),
+    )
     print("$", " ".join(command), flush=True)
     subprocess.run(command, cwd=run_dir, env=env, check=False)
 
@@ -88,8 +113,9 @@ def read_junit(junit):
     cases = []
     for case in ElementTree.parse(junit).iter("testcase"):
         path, node = identify(case)
-        cases.append(dict(file=Path(path).name, nodeid=node, **outcome(case),
-                          fallbacks=fallbacks(case)))
+        cases.append(
+            dict(file=Path(path).name, nodeid=node, **outcome(case), fallbacks=fallbacks(case))
+        )
     return cases
 
 
@@ -101,7 +127,7 @@ def identify(case):
         return path, path
     path = case.get("file") or classname.rsplit(".", 1)[0].replace(".", "/") + ".py"
     module = path.removesuffix(".py").replace("/", ".")
-    classes = classname[len(module) + 1:].split(".") if classname != module else []
+    classes = classname[len(module) + 1 :].split(".") if classname != module else []
     return path, "::".join([path, *filter(None, classes), name])
 
 
@@ -127,20 +153,26 @@ def fallbacks(case):
 
 # ---- the report ------------------------------------------------------------------------------
 
+
 def file_table(cases, shared):
-    rows = ["| file | tests | passed | failed | skipped | failures (reason) |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    rows = [
+        "| file | tests | passed | failed | skipped | failures (reason) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     by_file = defaultdict(list)
     for case in cases:
         by_file[case["file"]].append(case)
     for file, group in sorted(by_file.items()):
         count = Counter(c["outcome"] for c in group)
         bad = [c for c in group if c["outcome"] in ("failed", "error")]
-        reasons = Counter(f"{c['reason']}{' [also ' + shared + ']' if c.get('shared') else ''}"
-                          for c in bad)
+        reasons = Counter(
+            f"{c['reason']}{' [also ' + shared + ']' if c.get('shared') else ''}" for c in bad
+        )
         text = "; ".join(f"{n}x {r}" for r, n in reasons.most_common())
-        rows.append(f"| {file} | {len(group)} | {count['passed']} | "
-                    f"{count['failed'] + count['error']} | {count['skipped']} | {text} |")
+        rows.append(
+            f"| {file} | {len(group)} | {count['passed']} | "
+            f"{count['failed'] + count['error']} | {count['skipped']} | {text} |"
+        )
     return rows
 
 
@@ -149,9 +181,11 @@ def summary(backend, mode, cases, shared):
     failed = [c for c in cases if c["outcome"] in ("failed", "error")]
     own = [c for c in failed if not c.get("shared")]
     with_fallback = sum(1 for c in cases if c["outcome"] == "passed" and c["fallbacks"])
-    line = (f"upstream ops {backend} dynamic={mode}: {len(cases)} tests, {count['passed']} "
-            f"passed ({with_fallback} with eager fallback), {len(failed)} failed, "
-            f"{count['skipped']} skipped")
+    line = (
+        f"upstream ops {backend} dynamic={mode}: {len(cases)} tests, {count['passed']} "
+        f"passed ({with_fallback} with eager fallback), {len(failed)} failed, "
+        f"{count['skipped']} skipped"
+    )
     if shared:
         line += f"; {len(failed) - len(own)} also fail with {shared}, {len(own)} do not"
     return line
@@ -173,6 +207,7 @@ def mark_shared(cases, reference_cases):
 
 # ---- main ------------------------------------------------------------------------------------
 
+
 def run_mode(args, tree, mode):
     out = args.out
     junit = out / f"{args.backend}-{mode}.xml"
@@ -190,9 +225,14 @@ def run_mode(args, tree, mode):
 def report(args, results):
     lines = []
     for mode, cases in results.items():
-        lines += [f"## {args.backend}, dynamic={mode}", "",
-                  summary(args.backend, mode, cases, args.reference), "",
-                  *file_table(cases, args.reference), ""]
+        lines += [
+            f"## {args.backend}, dynamic={mode}",
+            "",
+            summary(args.backend, mode, cases, args.reference),
+            "",
+            *file_table(cases, args.reference),
+            "",
+        ]
         if any(c["fallbacks"] for c in cases):
             lines += ["Eager fallbacks in passing tests:", *fallback_table(cases), ""]
     text = "\n".join(lines)
@@ -203,19 +243,34 @@ def report(args, results):
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backend", default="new_backendgraph")
     parser.add_argument("--dynamic", choices=("false", "true", "all"), default="all")
-    parser.add_argument("--reference", default=None,
-                        help="run each failure again with this backend (aot_eager): failures "
-                             "it shares are marked as failing for every backend")
-    parser.add_argument("--allow-fallback", action="store_true",
-                        help="measure with eager fallback allowed (DICP_STRICT=0)")
-    parser.add_argument("--root", type=Path, default=None,
-                        help="default: <DICP_CACHE_DIR>/upstream-tests (holds src/ with op/)")
-    parser.add_argument("--manifest", type=Path, default=MANIFEST,
-                        help="the files src/ must hold (default: %(default)s)")
+    parser.add_argument(
+        "--reference",
+        default=None,
+        help="run each failure again with this backend (aot_eager): failures "
+        "it shares are marked as failing for every backend",
+    )
+    parser.add_argument(
+        "--allow-fallback",
+        action="store_true",
+        help="measure with eager fallback allowed (DICP_STRICT=0)",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="default: <DICP_CACHE_DIR>/upstream-tests (holds src/ with op/)",
+    )
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        default=MANIFEST,
+        help="the files src/ must hold (default: %(default)s)",
+    )
     parser.add_argument("pytest", nargs="*", help="after --: options for pytest (-n 2, -k add)")
     args = parser.parse_args(argv)
     args.root = args.root or default_root()
@@ -238,8 +293,12 @@ def main(argv=None):
 def own_failures(results):
     """The failures of every mode that the reference backend does not share (all of them when
     no reference ran)."""
-    return [c for cases in results.values() for c in cases
-            if c["outcome"] in ("failed", "error") and not c.get("shared")]
+    return [
+        c
+        for cases in results.values()
+        for c in cases
+        if c["outcome"] in ("failed", "error") and not c.get("shared")
+    ]
 
 
 if __name__ == "__main__":

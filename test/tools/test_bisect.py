@@ -1,5 +1,6 @@
 """python -m dicp.tools.bisect: real scripts in real subprocesses, with a fault injected into one
 op's generated code (DICP_INJECT_BUG_TESTING_ONLY) as the bug to find."""
+
 import os
 import subprocess
 import sys
@@ -38,9 +39,21 @@ def environment(tmp_path, **knobs):
 
 def bisect(tmp_path, script, *options, **knobs):
     result = subprocess.run(
-        [sys.executable, "-m", "dicp.tools.bisect", "--repro-dir", str(tmp_path / "repros"),
-         *options, str(script)], cwd=tmp_path, env=environment(tmp_path, **knobs),
-        capture_output=True, text=True, timeout=1200)
+        [
+            sys.executable,
+            "-m",
+            "dicp.tools.bisect",
+            "--repro-dir",
+            str(tmp_path / "repros"),
+            *options,
+            str(script),
+        ],
+        cwd=tmp_path,
+        env=environment(tmp_path, **knobs),
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     return result
 
 
@@ -49,23 +62,30 @@ def test_autocompare_oracle_finds_the_faulty_op_and_writes_a_repro(tmp_path):
     result = bisect(tmp_path, write_script(tmp_path), DICP_INJECT_BUG_TESTING_ONLY=fault)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "culprit: aten.tanh.default (" in result.stdout, result.stdout
-    run_py, = (tmp_path / "repros").glob("*/run.py")
+    (run_py,) = (tmp_path / "repros").glob("*/run.py")
     assert f"repro: python {run_py}  (exits 1" in result.stdout, result.stdout
     # the repro carries the fault and the fallback of every other op; it runs on its own
     env = environment(tmp_path)
-    failing = subprocess.run([sys.executable, str(run_py)], env=env, capture_output=True,
-                             text=True, timeout=300)
+    failing = subprocess.run(
+        [sys.executable, str(run_py)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert failing.returncode == 1 and "aten.tanh.default" in failing.stdout, failing.stdout
     env["DICP_INJECT_BUG_TESTING_ONLY"] = ""
-    fixed = subprocess.run([sys.executable, str(run_py)], env=env, capture_output=True,
-                           text=True, timeout=300)
+    fixed = subprocess.run(
+        [sys.executable, str(run_py)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr[-3000:]
 
 
 def test_exit_status_oracle_finds_an_op_that_breaks_the_build(tmp_path):
     script = write_script(tmp_path, SELF_CHECK)
-    result = bisect(tmp_path, script, "--oracle", "exit",
-                    DICP_INJECT_BUG_TESTING_ONLY="aten.sigmoid.*:compile_error")
+    result = bisect(
+        tmp_path,
+        script,
+        "--oracle",
+        "exit",
+        DICP_INJECT_BUG_TESTING_ONLY="aten.sigmoid.*:compile_error",
+    )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "culprit: aten.sigmoid.default (" in result.stdout, result.stdout
     assert "no repro" in result.stdout
@@ -81,5 +101,6 @@ def test_minimize_finds_exactly_the_needed_ops(culprits):
     """The halving search against an oracle that passes once every culprit falls back."""
     bisector = Bisector(["unused"], "exit", None, [])
     bisector.run = lambda fallback: subprocess.CompletedProcess(
-        [], 0 if culprits <= set(fallback) else 1)
+        [], 0 if culprits <= set(fallback) else 1
+    )
     assert bisector.minimize(set("abcdefgh")) == culprits

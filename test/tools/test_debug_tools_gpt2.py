@@ -2,6 +2,7 @@
 download) with a fault injected into one op's generated code. Autocompare names the op and
 its line in transformers' source, bisect finds it, and the dump, profile and config commands
 print what docs/debugging.md describes. Real subprocesses, as a user runs them."""
+
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import textwrap
 import pytest
 
 
-FAULT = "aten.tanh.default:accuracy"   # GPT-2's gelu_new is the only tanh in the model
+FAULT = "aten.tanh.default:accuracy"  # GPT-2's gelu_new is the only tanh in the model
 
 SCRIPT = """
     import sys
@@ -40,16 +41,29 @@ def workspace(tmp_path_factory):
 def run(workspace, *command, **knobs):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
     env.update(DICP_CACHE_DIR=str(workspace / "cache"), **knobs)
-    return subprocess.run([sys.executable, *command], cwd=workspace, env=env,
-                          capture_output=True, text=True, timeout=3000)
+    return subprocess.run(
+        [sys.executable, *command],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
 
 
 def test_autocompare_dump_and_profile_on_gpt2(workspace):
     dump = workspace / "ops.txt"
-    result = run(workspace, "gpt2.py", DICP_INJECT_BUG_TESTING_ONLY=FAULT, DICP_AUTOCOMPARE="1",
-                 DICP_DUMP_OP_ARGS="2", DICP_DUMP_OP_ARGS_FILE=str(dump), DICP_PROFILE="1")
+    result = run(
+        workspace,
+        "gpt2.py",
+        DICP_INJECT_BUG_TESTING_ONLY=FAULT,
+        DICP_AUTOCOMPARE="1",
+        DICP_DUMP_OP_ARGS="2",
+        DICP_DUMP_OP_ARGS_FILE=str(dump),
+        DICP_PROFILE="1",
+    )
     assert result.returncode == 1, result.stdout + result.stderr[-3000:]  # the fault is real
-    report = result.stderr[result.stderr.index("dicp autocompare"):]
+    report = result.stderr[result.stderr.index("dicp autocompare") :]
     assert "first diverging op: aten.tanh.default" in report, report
     assert "vendor ops: Tanh" in report, report
     source = next(line for line in report.splitlines() if "source:" in line)
@@ -58,15 +72,31 @@ def test_autocompare_dump_and_profile_on_gpt2(workspace):
     assert "module: self.transformer.h.0.mlp.act (NewGELUActivation)" in report
     tanh = next(line for line in dump.read_text().splitlines() if " aten.tanh.default " in line)
     assert "[Tanh]" in tanh and "activations.py" in tanh
-    table = result.stderr[result.stderr.index("dicp compile profile"):]
-    for row in ("dynamo", "aot_autograd", "conversion", "codegen", "build", "load",
-                "graphs (inference)", "kernels", "generic.py"):  # GPT-2's decorated forward
+    table = result.stderr[result.stderr.index("dicp compile profile") :]
+    for row in (
+        "dynamo",
+        "aot_autograd",
+        "conversion",
+        "codegen",
+        "build",
+        "load",
+        "graphs (inference)",
+        "kernels",
+        "generic.py",
+    ):  # GPT-2's decorated forward
         assert row in table, table
 
 
 def test_bisect_finds_the_faulty_op_in_gpt2(workspace):
-    result = run(workspace, "-m", "dicp.tools.bisect", "--repro-dir", "repros", "gpt2.py",
-                 DICP_INJECT_BUG_TESTING_ONLY=FAULT)
+    result = run(
+        workspace,
+        "-m",
+        "dicp.tools.bisect",
+        "--repro-dir",
+        "repros",
+        "gpt2.py",
+        DICP_INJECT_BUG_TESTING_ONLY=FAULT,
+    )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "culprit: aten.tanh.default (" in result.stdout, result.stdout
     assert "(exits 1 while the bug is there)" in result.stdout, result.stdout
@@ -74,6 +104,9 @@ def test_bisect_finds_the_faulty_op_in_gpt2(workspace):
 
 def test_config_command_shows_the_fault_knob(workspace):
     result = run(workspace, "-m", "dicp.config", DICP_INJECT_BUG_TESTING_ONLY=FAULT)
-    row = next(line for line in result.stdout.splitlines()
-               if line.startswith("DICP_INJECT_BUG_TESTING_ONLY"))
+    row = next(
+        line
+        for line in result.stdout.splitlines()
+        if line.startswith("DICP_INJECT_BUG_TESTING_ONLY")
+    )
     assert row.split()[1:3] == [FAULT, "environment"], row

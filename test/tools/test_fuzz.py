@@ -3,6 +3,7 @@ a wrong result injected into the generated code (DICP_INJECT_BUG_TESTING_ONLY) a
 
 Each run compiles real programs with new_backendgraph (real g++ builds, bounds checks on) into
 a cache directory of its own, and compares with eager."""
+
 import os
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def test_an_injected_wrong_result_is_found_shrunk_and_reproduced(own_cache, monk
     assert report.findings, output
     finding = report.findings[0]
     assert finding.failure.kind in ("value", "exact", "grad value"), output
-    program, = finding.case.programs
+    (program,) = finding.case.programs
     # shrunk to the injected op and at most one producer of its operand (a bool input's
     # `i0 * i0` is no longer a float multiply, so cos(i0) * i0 can be the smallest failing form)
     assert len(program.ops) <= 2 and finding.case.configs == 1, output
@@ -55,12 +56,22 @@ def test_an_injected_wrong_result_is_found_shrunk_and_reproduced(own_cache, monk
     assert not any(i.layout for i in program.inputs), output
     repro = own_cache / "repro.py"
     repro.write_text(finding.repro)
-    broken = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True,
-                            timeout=300, env=dict(os.environ))
+    broken = subprocess.run(
+        [sys.executable, str(repro)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ),
+    )
     assert broken.returncode == 1 and "FAIL" in broken.stdout, broken.stdout + broken.stderr
     monkeypatch.delenv("DICP_INJECT_BUG_TESTING_ONLY")
-    fixed = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True,
-                           timeout=300, env=dict(os.environ))
+    fixed = subprocess.run(
+        [sys.executable, str(repro)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ),
+    )
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
@@ -181,8 +192,12 @@ def test_a_gradient_routed_the_other_way_through_a_sorts_tie_passes_the_judge():
     (eager,) = torch.autograd.grad(program(x)[0], x, weight)
     other_way = eager.clone()
     other_way[0, 0], other_way[2, 0] = eager[2, 0], eager[0, 0]
-    assert near_ties(x.detach(), 0).tolist() == [[True, False], [False, False],
-                                                 [True, False], [False, False]]
+    assert near_ties(x.detach(), 0).tolist() == [
+        [True, False],
+        [False, False],
+        [True, False],
+        [False, False],
+    ]
     (ties,) = tie_affected(program, [x])
     assert ties.tolist() == near_ties(x.detach(), 0).tolist()
     assert judge(other_way, eager) is not None
@@ -247,7 +262,7 @@ def test_rounded_run_computes_float32_sums_in_float64_and_rounds_once():
     from dicp.tools.fuzz.check import rounded_run
     import torch
 
-    x = torch.tensor([1.0, 1e8, -1e8, 2.0 ** -20] * 1000)
+    x = torch.tensor([1.0, 1e8, -1e8, 2.0**-20] * 1000)
     ((got, _),) = rounded_run(lambda x: (x.sum(),), [x])
     assert got.dtype == torch.float32
     assert got.item() == x.double().sum().float().item()
@@ -292,8 +307,10 @@ def test_a_bool_from_half_math_kept_in_float32_passes_the_judge():
         g = torch.Generator().manual_seed(seed)
         return (torch.randn(shape, generator=g, dtype=torch.float64) * 2).to(dtype)
 
-    x0, x1 = draw(2736416920569, (5, 6, 5, 6), torch.float16), draw(2736416920570, (1,),
-                                                                    torch.float32)
+    x0, x1 = (
+        draw(2736416920569, (5, 6, 5, 6), torch.float16),
+        draw(2736416920570, (1,), torch.float32),
+    )
     i2 = torch.randint(-4, 5, (6, 5, 6), generator=torch.Generator().manual_seed(2736416920571))
     (answers,), (eager,) = rounded_run(program, [x0, x1, i2]), program(x0, x1, i2)
     (reference,) = program(*float64_inputs([x0, x1, i2]))
@@ -329,9 +346,13 @@ def test_the_float64_arbiter_runs_on_contiguous_inputs():
 
 def test_cold_warm_runs_twice_and_compares(own_cache):
     """--cold-warm: a cold and a warm process on one new cache, the warm one's results equal."""
-    result = subprocess.run([sys.executable, "-m", "dicp.tools.fuzz", "--seed", "5",
-                             "--programs", "16", "--cold-warm"], capture_output=True, text=True,
-                            timeout=900, env=dict(os.environ))
+    result = subprocess.run(
+        [sys.executable, "-m", "dicp.tools.fuzz", "--seed", "5", "--programs", "16", "--cold-warm"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=dict(os.environ),
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result.stdout.count("mismatches: 0; errors: 0") == 2, result.stdout
     assert "the warm run computed bit for bit what the cold run did" in result.stdout

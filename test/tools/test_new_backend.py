@@ -5,6 +5,7 @@ DICP_DEBUG=1, names an unsupported op under DICP_STRICT=1, and dicp's op suite r
 The package is installed for real (`pip install --target`, no build isolation: no network)
 into a folder that only the subprocesses below see, so the test environment is left as it was.
 """
+
 import os
 import subprocess
 import sys
@@ -41,19 +42,40 @@ def installed(tmp_path_factory):
     work = tmp_path_factory.mktemp("scaffold")
     root = create(NAME, work / "src")
     site = work / "site"
-    result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                             "--no-build-isolation", "--target", str(site), str(root)],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     return site, root
 
 
 def run(site, code, cache, **env):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
-    full_env.update(PYTHONPATH=os.pathsep.join([str(site), str(REPO)]),
-                    DICP_CACHE_DIR=str(cache), **env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
-                          capture_output=True, text=True, timeout=600, cwd=site.parent)
+    full_env.update(
+        PYTHONPATH=os.pathsep.join([str(site), str(REPO)]), DICP_CACHE_DIR=str(cache), **env
+    )
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=site.parent,
+    )
 
 
 def test_installed_backend_compiles_a_model_matching_eager(installed, tmp_path):
@@ -73,8 +95,13 @@ def test_debug_dumps_its_graphs_and_sources(installed, tmp_path):
     dumps = sorted((tmp_path / "cache" / "debug").iterdir())
     assert dumps, result.stderr[-2000:]
     files = {p.name for p in dumps[0].iterdir()}
-    assert {"aten_graph.txt", "vendor_graph.txt", "config.txt", "wrapper.py",
-            "kernels.cpp"} <= files, files
+    assert {
+        "aten_graph.txt",
+        "vendor_graph.txt",
+        "config.txt",
+        "wrapper.py",
+        "kernels.cpp",
+    } <= files, files
     assert str(dumps[0]) in result.stderr  # the log names the folder
 
 
@@ -98,9 +125,21 @@ def test_op_suite_runs_against_it_in_strict_mode(installed, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
     env.update(PYTHONPATH=str(site), DICP_CACHE_DIR=str(tmp_path / "cache"))
     result = subprocess.run(
-        ["bash", str(REPO / "test" / "scripts" / "run_test_ops.sh"), NAME, "all",
-         "-p", "no:cacheprovider", "-k", "test_add or test_relu or test_sqrt or test_mul"],
-        env=env, capture_output=True, text=True, timeout=1800)
+        [
+            "bash",
+            str(REPO / "test" / "scripts" / "run_test_ops.sh"),
+            NAME,
+            "all",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "test_add or test_relu or test_sqrt or test_mul",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     assert " passed" in result.stdout and "failed" not in result.stdout
 
@@ -142,11 +181,26 @@ def test_device_scaffold_compiles_for_emu(tmp_path):
     root = create(DEVICE_NAME, tmp_path / "src", device="emu")
     assert (root / DEVICE_NAME / "device.py").exists()
     site = tmp_path / "site"
-    result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                             "--no-build-isolation", "--target", str(site), str(root)],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     from dicp import config
+
     result = run(site, DEVICE_MODEL.format(name=DEVICE_NAME), config.cache_dir)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "matches eager on emu" in result.stdout

@@ -3,6 +3,7 @@
 Each test builds its own repository under pytest's tmp_path, commits the tools into it like the
 real project does, and runs the tools as subprocesses with that repository as cwd.
 """
+
 import base64
 import os
 import stat
@@ -19,20 +20,25 @@ HETERO = "tools/patch/hetero.txt"
 # ---------------------------------------------------------------------------------------------
 # helpers
 
+
 def git(repo, *args, input=None):
-    proc = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True,
-                          check=True)
+    proc = subprocess.run(
+        ["git", "-C", str(repo), *args], input=input, capture_output=True, check=True
+    )
     return proc.stdout.decode().strip()
 
 
 def git_bytes(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
-                          check=True).stdout
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True).stdout
 
 
 def tool(repo, script, *args, cwd=None):
-    return subprocess.run([sys.executable, str(Path(repo) / "tools/patch" / script), *args],
-                          cwd=cwd or repo, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(Path(repo) / "tools/patch" / script), *args],
+        cwd=cwd or repo,
+        capture_output=True,
+        text=True,
+    )
 
 
 def succeeds(proc):
@@ -112,6 +118,7 @@ def repo_state(repo):
 # ---------------------------------------------------------------------------------------------
 # fixtures
 
+
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path, monkeypatch):
     """No host git config, a fixed identity, and a private TMPDIR we can check for leftovers."""
@@ -146,8 +153,9 @@ def base(repo):
 
 def adapt(repo, tag):
     """Vendor commits on the current branch: edit, rename+edit, delete, binary add/edit, +x."""
-    write(repo, "dicp/core.py", "".join(f"line {i}{' ' + tag if i == 3 else ''}\n"
-                                         for i in range(20)))
+    write(
+        repo, "dicp/core.py", "".join(f"line {i}{' ' + tag if i == 3 else ''}\n" for i in range(20))
+    )
     commit_all(repo, f"{tag}: tune core")
     git(repo, "mv", "dicp/old_name.py", f"dicp/{tag}_name.py")
     commit_all(repo, f"{tag}: rename")
@@ -162,8 +170,9 @@ def adapt(repo, tag):
 def publish(repo, base, *devices, extra=(), cwd=None):
     """Run patch.py; return (branch, stdout)."""
     before = branches(repo)
-    proc = succeeds(tool(repo, "patch.py", "--device-type", *devices, "--base-commit-id", base,
-                         *extra, cwd=cwd))
+    proc = succeeds(
+        tool(repo, "patch.py", "--device-type", *devices, "--base-commit-id", base, *extra, cwd=cwd)
+    )
     branch = new_branch(repo, before)
     assert f"created branch {branch}" in proc.stdout
     return branch, proc.stdout
@@ -180,6 +189,7 @@ def unpatch(repo, base, *devices, extra=()):
 
 # ---------------------------------------------------------------------------------------------
 # round trips
+
 
 def test_homogeneous_round_trip(repo, base, tmp_path):
     cur = adapt(repo, "ax")
@@ -223,8 +233,10 @@ def test_heterogeneous_round_trip(repo, base):
     git(repo, "checkout", "-q", branch_a, "--", "hardware")
     commit_all(repo, "take A_X100's patch")
     cur_b = adapt(repo, "by")
-    fails(tool(repo, "patch.py", "--device-type", "C_Z100", "B_Y100", "--base-commit-id", base),
-          "C_Z100 has no patch")
+    fails(
+        tool(repo, "patch.py", "--device-type", "C_Z100", "B_Y100", "--base-commit-id", base),
+        "C_Z100 has no patch",
+    )
     branch_b, out = publish(repo, base, "A_X100", "B_Y100")
     assert f"{base[:12]}: A_X100 B_Y100" in out
 
@@ -238,8 +250,11 @@ def test_heterogeneous_round_trip(repo, base):
     succeeds(unpatch(repo, base, "B_Y100", "A_X100", extra=("--dir", "build")))  # any order
     assert dir_files(repo / "build/A_X100/dicp") == commit_files(repo, cur_a)
     assert dir_files(repo / "build/B_Y100/dicp") == commit_files(repo, cur_b)
-    fails(unpatch(repo, base, "A_X100", "C_Z100", extra=("--dir", "out")),
-          "not a heterogeneous set", "A_X100 B_Y100")
+    fails(
+        unpatch(repo, base, "A_X100", "C_Z100", extra=("--dir", "out")),
+        "not a heterogeneous set",
+        "A_X100 B_Y100",
+    )
     assert not (repo / "out").exists()
 
 
@@ -262,6 +277,7 @@ def test_repeated_hetero_publish_keeps_one_line(repo, base):
 # ---------------------------------------------------------------------------------------------
 # encryption
 
+
 @pytest.fixture
 def sealed(repo, base, tmp_path):
     """(cur, key_dir): A_X100 published encrypted and its branch checked out."""
@@ -283,8 +299,9 @@ def test_encrypted_round_trip(repo, base, sealed, tmp_path):
     assert b"rename from" not in stored and b"line 3 ax" not in stored
     fails(unpatch(repo, base, "A_X100", extra=("--dir", "build")), "--key-path")
     key = (key_dir / "dicp_patch.key").read_bytes()
-    again, _ = publish(repo, base, "A_X100",
-                       extra=("--current-commit-id", cur, "--key-path", str(key_dir)))
+    again, _ = publish(
+        repo, base, "A_X100", extra=("--current-commit-id", cur, "--key-path", str(key_dir))
+    )
     resealed = git_bytes(repo, "show", f"{again}:{patch_file(base, 'A_X100', encrypted=True)}")
     assert (key_dir / "dicp_patch.key").read_bytes() == key, "existing key was replaced"
     assert resealed[:40] != stored[:40], "nonce reused"
@@ -296,8 +313,11 @@ def test_encrypted_round_trip(repo, base, sealed, tmp_path):
 def test_wrong_key_refused(repo, base, sealed, tmp_path):
     other = tmp_path / "other-keys"
     write(other, "dicp_patch.key", base64.b64encode(os.urandom(32)) + b"\n")
-    fails(unpatch(repo, base, "A_X100", extra=("--dir", "build", "--key-path", str(other))),
-          "cannot decrypt", "wrong key")
+    fails(
+        unpatch(repo, base, "A_X100", extra=("--dir", "build", "--key-path", str(other))),
+        "cannot decrypt",
+        "wrong key",
+    )
     assert not (repo / "build").exists()
 
 
@@ -307,8 +327,11 @@ def test_tampered_patch_refused(repo, base, sealed):
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 1
     path.write_bytes(bytes(data))
-    fails(unpatch(repo, base, "A_X100", extra=("--dir", "build", "--key-path", str(key_dir))),
-          "cannot decrypt", "modified")
+    fails(
+        unpatch(repo, base, "A_X100", extra=("--dir", "build", "--key-path", str(key_dir))),
+        "cannot decrypt",
+        "modified",
+    )
     assert not (repo / "build").exists()
 
 
@@ -317,8 +340,11 @@ def test_sealed_patch_moved_to_another_device_refused(repo, base, sealed):
     moved = repo / patch_file(base, "B_Y100", encrypted=True)
     encrypted = (repo / patch_file(base, "A_X100", encrypted=True)).read_bytes()
     write(repo, moved.relative_to(repo), encrypted)
-    fails(unpatch(repo, base, "B_Y100", extra=("--dir", "build", "--key-path", str(key_dir))),
-          "cannot decrypt", "moved")
+    fails(
+        unpatch(repo, base, "B_Y100", extra=("--dir", "build", "--key-path", str(key_dir))),
+        "cannot decrypt",
+        "moved",
+    )
 
 
 def test_damaged_patch_leaves_no_output(repo, base):
@@ -327,8 +353,11 @@ def test_damaged_patch_leaves_no_output(repo, base):
     git(repo, "checkout", "-q", branch)
     path = repo / patch_file(base, "A_X100")
     path.write_text(path.read_text().replace("-line 3\n", "-line 333\n"))
-    fails(unpatch(repo, base, "A_X100", extra=("--dir", "build")),
-          "does not apply", "check --commit-id")
+    fails(
+        unpatch(repo, base, "A_X100", extra=("--dir", "build")),
+        "does not apply",
+        "check --commit-id",
+    )
     assert not (repo / "build/A_X100").exists()
     assert len(git(repo, "worktree", "list").splitlines()) == 1, "scratch worktree left"
 
@@ -336,8 +365,19 @@ def test_damaged_patch_leaves_no_output(repo, base):
 def test_key_path_inside_repo_refused(repo, base):
     adapt(repo, "ax")
     before = branches(repo)
-    fails(tool(repo, "patch.py", "--device-type", "A_X100", "--base-commit-id", base,
-               "--key-path", str(repo / "keys")), "inside the repository")
+    fails(
+        tool(
+            repo,
+            "patch.py",
+            "--device-type",
+            "A_X100",
+            "--base-commit-id",
+            base,
+            "--key-path",
+            str(repo / "keys"),
+        ),
+        "inside the repository",
+    )
     assert not (repo / "keys").exists()
     assert branches(repo) == before
 
@@ -345,14 +385,17 @@ def test_key_path_inside_repo_refused(repo, base):
 # ---------------------------------------------------------------------------------------------
 # refusals
 
+
 def test_non_ancestor_base_refused(repo, base):
     git(repo, "checkout", "-q", "-b", "side")
     side = adapt(repo, "side")
     git(repo, "checkout", "-q", "main")
     adapt(repo, "ax")
     before = branches(repo)
-    fails(tool(repo, "patch.py", "--device-type", "A_X100", "--base-commit-id", side),
-          "not an ancestor")
+    fails(
+        tool(repo, "patch.py", "--device-type", "A_X100", "--base-commit-id", side),
+        "not an ancestor",
+    )
     assert branches(repo) == before
 
 
@@ -360,8 +403,11 @@ def test_dirty_tree_refused(repo, base):
     adapt(repo, "ax")
     write(repo, "dicp/core.py", "uncommitted\n")
     before = branches(repo)
-    fails(tool(repo, "patch.py", "--device-type", "A_X100", "--base-commit-id", base),
-          "uncommitted changes", "dicp/core.py")
+    fails(
+        tool(repo, "patch.py", "--device-type", "A_X100", "--base-commit-id", base),
+        "uncommitted changes",
+        "dicp/core.py",
+    )
     assert branches(repo) == before
     assert (repo / "dicp/core.py").read_text() == "uncommitted\n"
 
@@ -369,8 +415,11 @@ def test_dirty_tree_refused(repo, base):
 @pytest.mark.parametrize("name", ["ax100", "A_", "_X100", "A-X100", "1A_X100", "A_X 100"])
 def test_invalid_device_name_refused(repo, base, name):
     adapt(repo, "ax")
-    fails(tool(repo, "patch.py", "--device-type", name, "--base-commit-id", base),
-          "invalid device type", "<Vendor>_<Model>")
+    fails(
+        tool(repo, "patch.py", "--device-type", name, "--base-commit-id", base),
+        "invalid device type",
+        "<Vendor>_<Model>",
+    )
 
 
 def test_unverifiable_history_writes_nothing(repo, base):
@@ -385,13 +434,18 @@ def test_unverifiable_history_writes_nothing(repo, base):
     write(repo, "dicp/evil.py", "only in the merge\n")
     commit_all(repo, "merge side")
     before = branches(repo)
-    fails(tool(repo, "patch.py", "--device-type", "A_X100", "--base-commit-id", base),
-          "verification failed", "dicp/evil.py", "Nothing was written")
+    fails(
+        tool(repo, "patch.py", "--device-type", "A_X100", "--base-commit-id", base),
+        "verification failed",
+        "dicp/evil.py",
+        "Nothing was written",
+    )
     assert branches(repo) == before
 
 
 # ---------------------------------------------------------------------------------------------
 # replacing and preserving
+
 
 def test_repatch_replaces_only_that_patch(repo, base, tmp_path):
     adapt(repo, "ax")
@@ -409,8 +463,10 @@ def test_repatch_replaces_only_that_patch(repo, base, tmp_path):
     old, new = (git(repo, "show", f"{b}:{patch_file(base, 'A_X100')}") for b in (first, second))
     assert "second round" in new and "second round" not in old
     assert "hardware/" not in new, "patch bookkeeping leaked into the patch"
-    for kept in (f"hardware/C_Z100/{base[:12]}/{base[:12]}.patch",
-                 "hardware/A_X100/0123456789ab/0123456789ab.patch"):
+    for kept in (
+        f"hardware/C_Z100/{base[:12]}/{base[:12]}.patch",
+        "hardware/A_X100/0123456789ab/0123456789ab.patch",
+    ):
         for branch in (second, third):
             blob = git(repo, "rev-parse", f"{cur}:{kept}")
             assert git(repo, "rev-parse", f"{branch}:{kept}") == blob
@@ -445,11 +501,18 @@ def test_user_repo_state_unchanged(repo, base, tmp_path):
     branches_before = branches(repo)
 
     branch, _ = publish(repo, base, "A_X100", extra=("--key-path", str(tmp_path / "k")))
-    fails(tool(repo, "patch.py", "--device-type", "B_Y100", "--base-commit-id", "main"),
-          "same commit")
+    fails(
+        tool(repo, "patch.py", "--device-type", "B_Y100", "--base-commit-id", "main"), "same commit"
+    )
     git(repo, "worktree", "add", "-q", str(tmp_path / "pr"), branch)
-    succeeds(unpatch(tmp_path / "pr", base, "A_X100",
-                     extra=("--dir", str(tmp_path / "out"), "--key-path", str(tmp_path / "k"))))
+    succeeds(
+        unpatch(
+            tmp_path / "pr",
+            base,
+            "A_X100",
+            extra=("--dir", str(tmp_path / "out"), "--key-path", str(tmp_path / "k")),
+        )
+    )
     git(repo, "worktree", "remove", str(tmp_path / "pr"))
 
     assert repo_state(repo) == before

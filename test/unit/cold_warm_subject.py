@@ -2,6 +2,7 @@
 --cold-warm`. It checks nothing against eager on purpose (named so pytest does not collect it
 by itself): a warm-only fault then changes the results without failing either run, and only
 the mode's comparison can see it."""
+
 import torch
 
 

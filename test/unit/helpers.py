@@ -3,6 +3,7 @@
 Every test gets DICP_CACHE_DIR under pytest's tmp_path (never the user's cache) and every other
 DICP_* knob at its default; tests that change a knob do so with monkeypatch.
 """
+
 import os
 import subprocess
 import sys
@@ -101,6 +102,7 @@ def compiled_and_eager_grads(model, x, loss):
 
 def builds():
     from dicp.bridge.cache.build import cache_stats
+
     return cache_stats()["builds"]
 
 
@@ -117,18 +119,28 @@ def cause_of(error, kind):
 def run_fresh(code, cache_dir, **env):
     """Run `code` in a fresh interpreter (cwd = repo root) with DICP_CACHE_DIR = cache_dir."""
     full_env = {k: v for k, v in os.environ.items() if k not in KNOBS}
-    full_env.update(DICP_CACHE_DIR=str(share_runtime_builds(cache_dir)),
-                    TORCHINDUCTOR_CACHE_DIR=str(Path(cache_dir) / "torch"))
+    full_env.update(
+        DICP_CACHE_DIR=str(share_runtime_builds(cache_dir)),
+        TORCHINDUCTOR_CACHE_DIR=str(Path(cache_dir) / "torch"),
+    )
     full_env.update(env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO,
-                          env=full_env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=REPO,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def check_fresh(code, cache_dir, **env):
     """run_fresh, asserting success; returns stdout's last line (the script's verdict)."""
     result = run_fresh(code, cache_dir, **env)
-    assert result.returncode == 0, (f"fresh interpreter exited with {result.returncode}\n"
-                                    f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}")
+    assert result.returncode == 0, (
+        f"fresh interpreter exited with {result.returncode}\n"
+        f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}"
+    )
     lines = result.stdout.strip().splitlines()
     return lines[-1] if lines else ""
 
@@ -162,6 +174,7 @@ DAMAGES = ["bytes", "bytes with a matching digest", "no digest"]
 def damage_entry(entry: Path, damage: str) -> None:
     """Damage a checked cache entry (entry_store) one of the DAMAGES ways."""
     import hashlib
+
     digest = entry.with_suffix(".sha256")
     if damage == "no digest":
         digest.unlink()

@@ -2,6 +2,7 @@
 result reads alpha as a bool; int8 + alpha * bool stays int8), and for float16/bfloat16 in
 float32 with the numbers rounded to the half type, rounded once at the end. Found by the
 fuzzer: `torch.add(bool, bool, alpha=-1)` returned int64 `a - b` where eager returns `a | b`."""
+
 import pytest
 import torch
 

@@ -4,6 +4,7 @@
 in-place copy whose source may view its destination computes the source first. ATen graphs
 with `copy_` left in place (AOTAutograd functionalizes them away today, a vendor pass or
 another configuration may not) are built with make_fx and compiled directly."""
+
 import re
 
 import pytest
@@ -88,6 +89,7 @@ def test_restrict_only_on_kernels_writing_private_buffers(warm_cache):
 def test_aliased_graph_inputs_through_torch_compile(warm_cache):
     """Read-only aliasing inputs, an output viewing an input, and a mutated input aliasing
     another (AOTAutograd merges those into one base)."""
+
     def reads(a, b):
         return a + b, a.t()
 

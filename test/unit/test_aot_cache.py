@@ -3,15 +3,25 @@ graph and building nothing; anything that changes the result misses. Each run is
 interpreter sharing one DICP_CACHE_DIR (and one torch cache directory); the scenarios try to
 get a false hit and fail on one.
 """
+
 import json
 
 import pytest
 import torch
 
-from .helpers import (CACHE_TEST_BACKEND, DAMAGES, check_fresh, cold_cache,  # noqa: F401
-                      compiled, damage_entry, scenario_runs)
+from .helpers import (
+    CACHE_TEST_BACKEND,
+    DAMAGES,
+    check_fresh,
+    cold_cache,  # noqa: F401
+    compiled,
+    damage_entry,
+    scenario_runs,
+)
 
-SCRIPT = CACHE_TEST_BACKEND + """
+SCRIPT = (
+    CACHE_TEST_BACKEND
+    + """
 if os.environ.get("DEFAULT_DTYPE"):
     torch.set_default_dtype(getattr(torch, os.environ["DEFAULT_DTYPE"]))
 
@@ -46,6 +56,7 @@ if y.requires_grad and got.requires_grad:
 print(json.dumps({"ok": ok, "aot": aot_cache_stats(), "graphs": graph_cache_stats(),
                   "builds": cache_stats()["builds"]}))
 """
+)
 
 FAULT = {"DICP_INJECT_BUG_TESTING_ONLY": "aten.mul.Tensor:accuracy"}
 
@@ -62,21 +73,29 @@ def test_warm_process_compiles_no_graph_and_builds_nothing(cold_cache, train):
     graphs = 2 if train else 1  # forward and backward (compiled with it), or inference
     assert cold["graphs"]["misses"] == graphs and cold["builds"] >= 1, cold
     warm = run(cold_cache, **env)
-    assert warm == {"ok": True, "aot": {"hits": 1, "misses": 0, "stores": 0, "rejected": 0},
-                    "graphs": {"hits": 0, "misses": 0, "stores": 0, "rejected": 0},
-                    "builds": 0}
+    assert warm == {
+        "ok": True,
+        "aot": {"hits": 1, "misses": 0, "stores": 0, "rejected": 0},
+        "graphs": {"hits": 0, "misses": 0, "stores": 0, "rejected": 0},
+        "builds": 0,
+    }
 
 
 def test_a_warm_dynamic_graph_compiles_no_graph_and_builds_nothing(cold_cache):
     cold = run(cold_cache, DYNAMIC="1", TRAIN="1")
     assert cold["ok"] and cold["aot"]["stores"] == 1 and cold["graphs"]["misses"] == 2, cold
     warm = run(cold_cache, DYNAMIC="1", TRAIN="1")
-    assert warm == {"ok": True, "aot": {"hits": 1, "misses": 0, "stores": 0, "rejected": 0},
-                    "graphs": {"hits": 0, "misses": 0, "stores": 0, "rejected": 0},
-                    "builds": 0}
+    assert warm == {
+        "ok": True,
+        "aot": {"hits": 1, "misses": 0, "stores": 0, "rejected": 0},
+        "graphs": {"hits": 0, "misses": 0, "stores": 0, "rejected": 0},
+        "builds": 0,
+    }
 
 
-GUARDS = CACHE_TEST_BACKEND + """
+GUARDS = (
+    CACHE_TEST_BACKEND
+    + """
 import torch.nn.functional as F
 
 def f(x):  # AOTAutograd's avg_pool1d with ceil_mode adds shape guards over the width
@@ -86,6 +105,7 @@ compiled = torch.compile(f, backend=backend, dynamic=True)
 results = [compiled(torch.arange(7.0 * width).reshape(7, width)).tolist() for width in (9, 3, 5)]
 print(json.dumps({"results": results, "aot": aot_cache_stats()}))
 """
+)
 
 
 def test_a_dynamic_hit_adds_the_shape_guards_its_compile_added(cold_cache):
@@ -145,6 +165,7 @@ def test_two_graphs_in_one_process_never_share_an_entry(cold_cache):
 
 def test_off_where_torch_caches_are_off(cold_cache):
     from dicp.bridge.cache.aot import aot_cache_stats
+
     before = aot_cache_stats()
     with torch.compiler.config.patch(force_disable_caches=True):
         x = torch.randn(4, 3)
@@ -156,12 +177,15 @@ def test_a_graph_calling_a_module_gets_no_key():
     """A submodule's parameters and state are not in the key: such a graph is not cached."""
     from dicp.bridge.cache import aot as aot_cache
     from dicp.api import get_backend
+
     gm = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(3, 2)))
     assert any(node.op == "call_module" for node in gm.graph.nodes)
     assert aot_cache.key(gm, [torch.randn(4, 3)], get_backend("new_backendgraph")) is None
 
 
-OPTIMIZER_STEP = CACHE_TEST_BACKEND + """
+OPTIMIZER_STEP = (
+    CACHE_TEST_BACKEND
+    + """
 import torch.nn.functional as F
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
@@ -180,6 +204,7 @@ losses = [step(x, y).item() for _ in range(3)]
 print(json.dumps({"losses": losses, "params": [p.tolist() for p in model.parameters()],
                   "aot": aot_cache_stats()}))
 """
+)
 
 
 @pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
@@ -197,15 +222,18 @@ def test_an_entry_that_does_not_fit_its_caller_is_compiled_again(cold_cache):
     """A hit whose result takes other inputs than its caller passes is refused at load,
     logged and counted, never called."""
     from dicp.bridge.cache import aot as aot_cache
+
     seen = {}
 
     def remember(gm, example_inputs):
         from dicp.bridge.entry import compile_fx
+
         seen["key"] = aot_cache.key(gm, example_inputs, get_backend("new_backendgraph"))
         seen["gm"], seen["inputs"] = gm, example_inputs
         return compile_fx(gm, example_inputs, get_backend("new_backendgraph"))
 
     from dicp.api import get_backend
+
     torch._dynamo.reset()
     x = torch.randn(4, 3)
     torch.testing.assert_close(torch.compile(lambda a: a * 2 + 1, backend=remember)(x), x * 2 + 1)

@@ -1,6 +1,7 @@
 """DICP_AUTOCOMPARE and DICP_INJECT_BUG_TESTING_ONLY: a fault injected into one op's generated
 code is found, named with its vendor op and source line, in forward, backward and inference
 graphs, static and dynamic; clean graphs pass; the repro folder reproduces it."""
+
 import logging
 import os
 import subprocess
@@ -71,16 +72,25 @@ def test_forward_fault_names_op_vendor_op_and_source_line(raising, shapes):
     culprit = report.culprit
     assert culprit.aten_op == "aten.tanh.default"
     assert culprit.vendor_ops == ["Tanh"]
-    assert (Path(culprit.source.file).resolve(), culprit.source.line) == \
-        (THIS_FILE, line_of("tanh-line"))
+    assert (Path(culprit.source.file).resolve(), culprit.source.line) == (
+        THIS_FILE,
+        line_of("tanh-line"),
+    )
     assert culprit.output.startswith("float32[4, 6]")
     assert culprit.inputs[0].startswith("float32[4, 6]")
     difference = culprit.difference
     assert not difference.close and difference.max_diff >= 1.0
     assert (difference.rtol, difference.atol) == (1.3e-5, 1e-5)  # float32 row of the table
     text = str(report)
-    for needle in ("aten.tanh.default", "Tanh", f"test_autocompare.py:{line_of('tanh-line')}",
-                   "max_diff", "MAE", "max relative error", "rtol 1.3e-05"):
+    for needle in (
+        "aten.tanh.default",
+        "Tanh",
+        f"test_autocompare.py:{line_of('tanh-line')}",
+        "max_diff",
+        "MAE",
+        "max relative error",
+        "rtol 1.3e-05",
+    ):
         assert needle in text, text
     assert report.kind in ("forward", "inference")
 
@@ -95,8 +105,7 @@ def test_a_fault_after_other_ops_is_still_the_first_divergence(raising):
 
 def test_backward_fault_is_found_in_the_backward_graph(raising, shapes):
     raising.setenv("DICP_INJECT_BUG_TESTING_ONLY", "aten.cos.default:accuracy")  # d sin = cos
-    report = autocompare_error(sine, inputs(5, 3, grad=True), dynamic=shapes,
-                               backward=True).report
+    report = autocompare_error(sine, inputs(5, 3, grad=True), dynamic=shapes, backward=True).report
     assert report.kind == "backward"
     assert report.culprit.aten_op == "aten.cos.default"
     assert report.culprit.source.line == line_of("sin-line")
@@ -122,9 +131,11 @@ def test_inputs_the_graph_writes_are_compared_too(raising):
     def write_input(x):
         x.copy_(torch.tanh(x) * 3)
         return (x.sum(),)
+
     raising.setenv("DICP_INJECT_BUG_TESTING_ONLY", "aten.tanh.default:accuracy")
-    gm = make_fx(torch.func.functionalize(write_input, remove="mutations_and_views"),
-                 tracing_mode="fake")(inputs(5))
+    gm = make_fx(
+        torch.func.functionalize(write_input, remove="mutations_and_views"), tracing_mode="fake"
+    )(inputs(5))
     transformer = GraphTransformer(gm, get_backend("new_backendgraph"), "inference")
     call = checked(transformer.build(), gm, transformer.ctx)
     x = inputs(5)
@@ -194,12 +205,14 @@ def test_repro_folder_reproduces_the_mismatch(warm_cache, monkeypatch, tmp_path)
     assert len(folders) == 1, folders
     run_py = folders[0]
     env = {k: v for k, v in os.environ.items() if k != "DICP_INJECT_BUG_TESTING_ONLY"}
-    failing = subprocess.run([sys.executable, str(run_py)], env=env, capture_output=True,
-                             text=True, timeout=300)
+    failing = subprocess.run(
+        [sys.executable, str(run_py)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert failing.returncode == 1, failing.stderr[-3000:]
     assert "aten.tanh.default" in failing.stdout
-    env["DICP_INJECT_BUG_TESTING_ONLY"] = ""   # the environment overrides the carried knob
-    fixed = subprocess.run([sys.executable, str(run_py)], env=env, capture_output=True,
-                           text=True, timeout=300)
+    env["DICP_INJECT_BUG_TESTING_ONLY"] = ""  # the environment overrides the carried knob
+    fixed = subprocess.run(
+        [sys.executable, str(run_py)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr[-3000:]
     assert "agrees with eager" in fixed.stdout

@@ -1,6 +1,7 @@
 """DICP_BOUNDS_CHECK=1: kernels check every access against its tensor's storage and every
 data-dependent index against its dim, and raise BoundsError naming graph, kernel, buffer and
 index instead of reading or writing foreign memory."""
+
 import pytest
 import torch
 import torch.fx as fx
@@ -48,6 +49,7 @@ def select_then_add(index):
     def build(graph, x):
         selected = graph.call_function(ops.Select, (x, 0, index))
         return graph.call_function(ops.Add, (selected, 1.0))
+
     return build
 
 
@@ -56,12 +58,15 @@ def test_load_outside_storage_names_graph_kernel_buffer_and_element(checked):
     # (issue 9's negative select under dynamic shapes) makes the same read
     x = torch.randn(3, 4)
     call, graph_name = vendor_graph(select_then_add(-1), x)
-    assert torch.equal(call([x])[0], x[-1] + 1)          # in bounds: the check changes nothing
+    assert torch.equal(call([x])[0], x[-1] + 1)  # in bounds: the check changes nothing
     # built for 3 rows, called with 1: row 2 starts at element 8 of a 4-element storage
     call, graph_name = vendor_graph(select_then_add(2), x)
     bad = torch.randn(1, 4)
-    with pytest.raises(BoundsError, match=rf"{graph_name} kernel_0: load of buffer arg0 at "
-                                          rf"element 8, outside \[0, 4\)"):
+    with pytest.raises(
+        BoundsError,
+        match=rf"{graph_name} kernel_0: load of buffer arg0 at "
+        rf"element 8, outside \[0, 4\)",
+    ):
         call([bad])
 
 
@@ -80,8 +85,11 @@ def test_a_native_entry_checks_its_products_operands(checked):
     call, graph_name = vendor_graph(product_then_add, x, w)
     torch.testing.assert_close(call([x, w])[0], x @ w + 1)
     # built for 3 rows, called with 1: the product's last row of x ends at element 11
-    with pytest.raises(BoundsError, match=rf"{graph_name} graph_entry_0: product 0 of this "
-                                          rf"entry, operand a 11, outside \[0, 4\)"):
+    with pytest.raises(
+        BoundsError,
+        match=rf"{graph_name} graph_entry_0: product 0 of this "
+        rf"entry, operand a 11, outside \[0, 4\)",
+    ):
         call([torch.randn(1, 4), w])
 
 
@@ -95,8 +103,11 @@ def test_a_native_entry_checks_an_operand_at_an_offset_against_what_follows_it(c
     call, graph_name = vendor_graph(rows_after_the_first_product_then_add, x, w)
     torch.testing.assert_close(call([x, w])[0], x[1:] @ w + 1)
     # 3 rows from row 1 of a 3-row x: 12 elements from element 4, of which 8 are its storage
-    with pytest.raises(BoundsError, match=rf"{graph_name} graph_entry_0: product 0 of this "
-                                          rf"entry, operand a 11, outside \[-4, 8\)"):
+    with pytest.raises(
+        BoundsError,
+        match=rf"{graph_name} graph_entry_0: product 0 of this "
+        rf"entry, operand a 11, outside \[-4, 8\)",
+    ):
         call([torch.randn(3, 4), w])
 
 
@@ -104,14 +115,17 @@ def test_a_native_entry_passes_its_kernels_their_extents(checked):
     x, w = torch.randn(6, 4)[2:], torch.randn(4, 5)  # x: storage from 8 elements before it
     call, graph_name = vendor_graph(add_then_product, x, w)
     torch.testing.assert_close(call([x, w])[0], (x + 1) @ w)
-    with pytest.raises(BoundsError, match=rf"{graph_name} graph_entry_0: load of buffer arg0 "
-                                          rf"at element 4, outside \[0, 4\)"):
+    with pytest.raises(
+        BoundsError,
+        match=rf"{graph_name} graph_entry_0: load of buffer arg0 "
+        rf"at element 4, outside \[0, 4\)",
+    ):
         call([torch.randn(1, 4), w])
 
 
 def test_load_inside_storage_of_a_view_is_allowed(checked):
     base = torch.randn(6, 4)
-    view = base[3:]                     # storage offset 12: rows before it are its storage
+    view = base[3:]  # storage offset 12: rows before it are its storage
     call, _ = vendor_graph(select_then_add(-1), view)
     assert torch.equal(call([view])[0], view[-1] + 1)
 
@@ -120,21 +134,26 @@ def test_load_inside_storage_of_a_view_is_allowed(checked):
 def test_gather_index_out_of_range(checked, dynamic):
     def f(x, index):
         return torch.gather(x, 1, index) * 2
+
     x = torch.randn(5, 3)
     good = torch.tensor([[0, 2], [1, 1], [0, 0], [1, 1], [2, 0]])
     torch.testing.assert_close(compiled(f, dynamic)(x, good), f(x, good))
     bad = good.clone()
-    bad[3, 1] = 5                      # eager rejects it too
+    bad[3, 1] = 5  # eager rejects it too
     with pytest.raises(RuntimeError, match="out of bounds"):
         f(x, bad)
-    with pytest.raises(BoundsError, match=r"kernel_\d+: Gather index for dim 1 is 5, outside "
-                                          r"\[-3, 3\)"):
+    with pytest.raises(
+        BoundsError,
+        match=r"kernel_\d+: Gather index for dim 1 is 5, outside "
+        r"\[-3, 3\)",
+    ):
         compiled(f, dynamic)(x, bad)
 
 
 def test_index_put_index_out_of_range(checked):
     def f(x, index, values):
         return x.index_put((index,), values, accumulate=True)
+
     x, values = torch.zeros(4, 3), torch.ones(3, 3)
     with pytest.raises(BoundsError, match=r"index tensor for dim 0 is -7, outside \[-4, 4\)"):
         compiled(f)(x, torch.tensor([0, -7, 1]), values)
@@ -143,10 +162,13 @@ def test_index_put_index_out_of_range(checked):
 def test_off_by_default_and_a_different_build(warm_cache, monkeypatch):
     """Without the knob kernels have no checks (same results); the knob changes the source,
     so it is a different cache entry."""
+
     def f(x, index):
         return torch.gather(x, 1, index) + 1
+
     x, index = torch.randn(5, 3), torch.tensor([[0], [1], [2], [1], [0]])
     from dicp.bridge.cache.build import cache_stats
+
     monkeypatch.delenv("DICP_BOUNDS_CHECK", raising=False)
     plain = compiled(f)(x, index)
     builds = cache_stats()["builds"]

@@ -2,6 +2,7 @@
 rsqrt(var + eps) per channel) is written to memory by a kernel of its own, not recomputed
 at every element of the loop (codegen/costs.py: it divides or calls). Values reading a reduction
 stay fused."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -13,8 +14,9 @@ from .helpers import wrapper_sources as wrappers
 def conv_bn(channels):
     """A batch norm after the ReLU: right after the convolution it would fold into it
     (conv_epilogue.py)."""
-    model = nn.Sequential(nn.Conv2d(3, channels, 3, padding=1), nn.ReLU(),
-                          nn.BatchNorm2d(channels)).eval()
+    model = nn.Sequential(
+        nn.Conv2d(3, channels, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(channels)
+    ).eval()
     with torch.no_grad():  # statistics of a trained net, so the normalization matters
         model[2].running_mean.uniform_(-1, 1)
         model[2].running_var.uniform_(0.1, 4)

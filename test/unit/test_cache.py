@@ -3,6 +3,7 @@
 Each kernel source carries a unique marker: the in-process library cache is keyed by the
 build key and cache directory, so two tests must never share a source.
 """
+
 import ctypes
 import dataclasses
 import hashlib
@@ -15,8 +16,14 @@ import uuid
 import pytest
 
 import dicp
-from dicp.bridge.cache.build import (BuildSpec, CompileError, Toolchain, atomic_write,
-                                        cache_stats, load_artifact)
+from dicp.bridge.cache.build import (
+    BuildSpec,
+    CompileError,
+    Toolchain,
+    atomic_write,
+    cache_stats,
+    load_artifact,
+)
 from dicp.vendor.new_backendGraph.compile_job import BASE_FLAGS
 
 from .helpers import REPO, check_fresh, cold_cache  # noqa: F401  (fixture)
@@ -46,8 +53,9 @@ print(json.dumps({"value": fn(6, 7, 5), **cache_stats()}))
 
 
 def gxx(compiler="g++", flags=BASE_FLAGS, variant="generic", header="// header v1\n"):
-    return Toolchain((compiler, *flags, "{source}", "-o", "{artifact}"),
-                     key=(variant, "unit.h", header))
+    return Toolchain(
+        (compiler, *flags, "{source}", "-o", "{artifact}"), key=(variant, "unit.h", header)
+    )
 
 
 def make_spec(template=KERNEL):
@@ -73,8 +81,11 @@ def delta(before, after):
 
 def spec_file(tmp_path, spec):
     path = tmp_path / "spec.json"
-    path.write_text(json.dumps({"source": spec.source, "command": spec.toolchain.command,
-                                "key": spec.toolchain.key}))
+    path.write_text(
+        json.dumps(
+            {"source": spec.source, "command": spec.toolchain.command, "key": spec.toolchain.key}
+        )
+    )
     return str(path)
 
 
@@ -114,6 +125,7 @@ def test_key_changes_with_dicp_version(monkeypatch):
 
 # ---- build once, hit after -------------------------------------------------------------
 
+
 def test_builds_once_then_memory_then_disk_hit(cold_cache, tmp_path):
     spec = make_spec()
     before = cache_stats()
@@ -121,22 +133,32 @@ def test_builds_once_then_memory_then_disk_hit(cold_cache, tmp_path):
     assert delta(before, cache_stats())["builds"] == 1
     files = entry(cold_cache, spec)
     assert all(path.exists() for path in files.values()), files
-    assert files[".sha256"].read_text().strip() == \
-        hashlib.sha256(files[".so"].read_bytes()).hexdigest()
+    assert (
+        files[".sha256"].read_text().strip()
+        == hashlib.sha256(files[".so"].read_bytes()).hexdigest()
+    )
     assert files[".cpp"].read_text() == spec.source
 
     again = cache_stats()
     load_artifact(spec)
-    assert delta(again, cache_stats()) == {"builds": 0, "disk_hits": 0, "memory_hits": 1,
-                                          "rebuilt_corrupt": 0}
+    assert delta(again, cache_stats()) == {
+        "builds": 0,
+        "disk_hits": 0,
+        "memory_hits": 1,
+        "rebuilt_corrupt": 0,
+    }
 
     fresh = load_fresh(tmp_path, spec, cold_cache)
-    assert fresh == {"value": 47, "builds": 0, "disk_hits": 1, "memory_hits": 0,
-                     "rebuilt_corrupt": 0}
+    assert fresh == {
+        "value": 47,
+        "builds": 0,
+        "disk_hits": 1,
+        "memory_hits": 0,
+        "rebuilt_corrupt": 0,
+    }
 
 
-def test_a_library_loaded_from_one_cache_is_built_into_another(cold_cache, tmp_path,
-                                                               monkeypatch):
+def test_a_library_loaded_from_one_cache_is_built_into_another(cold_cache, tmp_path, monkeypatch):
     """The in-process tier is per cache directory: a process that switches DICP_CACHE_DIR
     (a test's own cold cache, a job with a second cache) still fills the new one, whose
     entries (graphs, AOT results) refer to their kernels in it. When the key no longer held
@@ -156,11 +178,13 @@ def test_cache_root_layout_follows_dicp_cache_dir(cold_cache):
     spec = make_spec()
     load_artifact(spec)
     key = spec.key()
-    assert sorted(p.name for p in (cold_cache / "kernels" / key[:2]).iterdir()) == \
-        sorted(f"{key}{suffix}" for suffix in (".cpp", ".sha256", ".so"))  # no temp files left
+    assert sorted(p.name for p in (cold_cache / "kernels" / key[:2]).iterdir()) == sorted(
+        f"{key}{suffix}" for suffix in (".cpp", ".sha256", ".so")
+    )  # no temp files left
 
 
 # ---- atomic writes ---------------------------------------------------------------------
+
 
 def test_atomic_write_writes_and_replaces_without_temp_files(tmp_path):
     target = tmp_path / "sub" / "file.bin"
@@ -181,6 +205,7 @@ def test_atomic_write_failure_keeps_old_file_and_no_temp(tmp_path):
 
 # ---- corruption ------------------------------------------------------------------------
 
+
 def _garble_so(files):
     files[".so"].write_bytes(b"\x7fELF garbage, not a library" * 10)
 
@@ -194,8 +219,11 @@ def _truncate_so(files):
     files[".so"].write_bytes(data[: len(data) // 2])
 
 
-@pytest.mark.parametrize("corrupt", [_garble_so, _change_digest, _truncate_so],
-                         ids=["garbage_so", "wrong_sha256", "truncated_so"])
+@pytest.mark.parametrize(
+    "corrupt",
+    [_garble_so, _change_digest, _truncate_so],
+    ids=["garbage_so", "wrong_sha256", "truncated_so"],
+)
 def test_corrupt_entry_is_rebuilt_not_trusted(cold_cache, tmp_path, corrupt):
     spec = make_spec()
     load_artifact(spec)
@@ -204,8 +232,10 @@ def test_corrupt_entry_is_rebuilt_not_trusted(cold_cache, tmp_path, corrupt):
     fresh = load_fresh(tmp_path, spec, cold_cache)
     assert fresh["value"] == 47
     assert (fresh["builds"], fresh["rebuilt_corrupt"], fresh["disk_hits"]) == (1, 1, 0)
-    assert files[".sha256"].read_text().strip() == \
-        hashlib.sha256(files[".so"].read_bytes()).hexdigest()
+    assert (
+        files[".sha256"].read_text().strip()
+        == hashlib.sha256(files[".so"].read_bytes()).hexdigest()
+    )
 
 
 def test_concurrent_processes_share_one_cold_entry(cold_cache, tmp_path):
@@ -213,21 +243,32 @@ def test_concurrent_processes_share_one_cold_entry(cold_cache, tmp_path):
     spec = make_spec()
     env_file = spec_file(tmp_path, spec)
     env = {**os.environ, "DICP_CACHE_DIR": str(cold_cache), "SPEC_FILE": env_file}
-    ranks = [subprocess.Popen([sys.executable, "-c", LOAD_SCRIPT], cwd=REPO, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(4)]
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, "-c", LOAD_SCRIPT],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     results = [rank.communicate(timeout=120) + (rank.returncode,) for rank in ranks]
     for out, err, code in results:
         assert code == 0, err
         assert json.loads(out)["value"] == 47
     files = entry(cold_cache, spec)
-    assert files[".sha256"].read_text().strip() == \
-        hashlib.sha256(files[".so"].read_bytes()).hexdigest()
+    assert (
+        files[".sha256"].read_text().strip()
+        == hashlib.sha256(files[".so"].read_bytes()).hexdigest()
+    )
     leftovers = [p.name for p in files[".so"].parent.iterdir() if p.name.startswith(".")]
     assert leftovers == []
 
 
 # ---- compile errors --------------------------------------------------------------------
+
 
 def test_build_error_shows_compiler_message_and_source_path(cold_cache):
     spec = make_spec(BROKEN)
@@ -246,10 +287,15 @@ def test_build_error_shows_compiler_message_and_source_path(cold_cache):
 
 # ---- any toolchain -------------------------------------------------------------------------
 
+
 def shout_toolchain():
     """A toolchain with nothing of C++: `cp` builds, reading the file in upper case loads."""
-    return Toolchain(("cp", "{source}", "{artifact}"), source_suffix=".txt",
-                     artifact_suffix=".out", load=lambda path: open(path).read().upper())
+    return Toolchain(
+        ("cp", "{source}", "{artifact}"),
+        source_suffix=".txt",
+        artifact_suffix=".out",
+        load=lambda path: open(path).read().upper(),
+    )
 
 
 def test_cache_serves_any_toolchain(cold_cache):
@@ -258,8 +304,9 @@ def test_cache_serves_any_toolchain(cold_cache):
     assert load_artifact(spec) == spec.source.upper()
     assert delta(before, cache_stats())["builds"] == 1
     key = spec.key()
-    assert sorted(p.name for p in (cold_cache / "kernels" / key[:2]).iterdir()) == \
-        sorted(f"{key}{suffix}" for suffix in (".txt", ".sha256", ".out"))
+    assert sorted(p.name for p in (cold_cache / "kernels" / key[:2]).iterdir()) == sorted(
+        f"{key}{suffix}" for suffix in (".txt", ".sha256", ".out")
+    )
 
 
 def test_corrupt_entry_of_any_toolchain_is_rebuilt(cold_cache, monkeypatch):

@@ -1,6 +1,7 @@
 """Float sums of values that cannot be negative (exponentials, squares, absolute values) add
 chunks of 256 elements in float and the chunks' totals in double; every other float sum keeps
 a double accumulator (lowering_reduce.SUM_CHUNK). Both stay within 2 ulp of the exact sum."""
+
 import pytest
 import torch
 
@@ -50,13 +51,13 @@ def test_softmax_with_chunked_sums_matches_eager_forward_and_backward(cold_cache
     got = compiled(fn)(x)
     torch.testing.assert_close(got, fn(x))
     grad = torch.randn_like(got)
-    torch.testing.assert_close(torch.autograd.grad(got, x, grad)[0],
-                               torch.autograd.grad(fn(x), x, grad)[0])
+    torch.testing.assert_close(
+        torch.autograd.grad(got, x, grad)[0], torch.autograd.grad(fn(x), x, grad)[0]
+    )
 
 
 @pytest.mark.parametrize("bounds_check", ["0", "1"])
-def test_chunked_sums_with_dynamic_lengths_and_bounds_checks(cold_cache, monkeypatch,
-                                                             bounds_check):
+def test_chunked_sums_with_dynamic_lengths_and_bounds_checks(cold_cache, monkeypatch, bounds_check):
     monkeypatch.setenv("DICP_BOUNDS_CHECK", bounds_check)
     fn = compiled(NEVER_NEGATIVE["exp"], dynamic=True)
     for length in (3, 300, 513):

@@ -3,6 +3,7 @@ kernel over blocks of 64 columns with an array of accumulators (lowering_reduce.
 not a phase per column that reads it with the row stride. The blocks are ragged at the end,
 the outer loop over blocks is parallel (loops._within_block proves the stores disjoint), and
 every case compares with eager, bounds-checked."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -11,9 +12,18 @@ from ..common.tolerance import assert_close
 from .helpers import cold_cache, compiled, compiled_and_eager_grads, kernel_count  # noqa: F401
 
 # (shape, dims): 1, odd and even column counts around the block of 64, leading and middle dims
-CASES = [((7, 1), 0), ((5, 63), 0), ((5, 64), 0), ((9, 65), 0), ((3, 129), 0),
-         ((1, 200), 0), ((6, 5, 70), (0, 1)), ((4, 6, 66), 1), ((3, 5, 67), (0,)),
-         ((2000, 130), 0)]
+CASES = [
+    ((7, 1), 0),
+    ((5, 63), 0),
+    ((5, 64), 0),
+    ((9, 65), 0),
+    ((3, 129), 0),
+    ((1, 200), 0),
+    ((6, 5, 70), (0, 1)),
+    ((4, 6, 66), 1),
+    ((3, 5, 67), (0,)),
+    ((2000, 130), 0),
+]
 
 
 @pytest.fixture(params=["0", "1"], ids=["plain", "bounds-checked"])
@@ -24,11 +34,13 @@ def bounds_check(request, monkeypatch):
 @pytest.mark.parametrize("shape,dims", CASES)
 def test_column_sums_match_eager(cold_cache, bounds_check, shape, dims):
     x = torch.randn(*shape)
-    for fn in (lambda x: x.sum(dims), lambda x: x.sum(dims, keepdim=True) * x,
-               lambda x: x.mean(dims) + 1):
+    for fn in (
+        lambda x: x.sum(dims),
+        lambda x: x.sum(dims, keepdim=True) * x,
+        lambda x: x.mean(dims) + 1,
+    ):
         assert_close(compiled(fn)(x), fn(x), reference=fn(x.double()))
-    column_kernels = any("column_acc" in p.read_text()
-                         for p in cold_cache.glob("kernels/*/*.cpp"))
+    column_kernels = any("column_acc" in p.read_text() for p in cold_cache.glob("kernels/*/*.cpp"))
     assert column_kernels == (shape[-1] > 1)  # one column: a plain reduction
 
 

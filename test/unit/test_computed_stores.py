@@ -2,6 +2,7 @@
 
 With AVX-512 and `omp simd` on such a loop, g++ emitted gather/scatter and lost the updates of
 colliding iterations; these sizes failed before the loop plan (codegen/loops.py)."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -33,12 +34,14 @@ def test_scatter_add_repeated_last_dim(warm_cache, dynamic):
 
     def f(x, index):
         return torch.zeros(2, 3, 7, 3).scatter_add(-1, index, x)
+
     torch.testing.assert_close(compiled(f, dynamic)(x, index), f(x, index))
 
 
 @DYNAMIC
 def test_nearest_upsample_backward(warm_cache, dynamic):
     x = torch.randn(2, 3, 5, 5)
-    got, eager = grad_of(lambda x: F.interpolate(x, scale_factor=2, mode="nearest")
-                         .pow(2).sum(), x, dynamic)
+    got, eager = grad_of(
+        lambda x: F.interpolate(x, scale_factor=2, mode="nearest").pow(2).sum(), x, dynamic
+    )
     torch.testing.assert_close(got, eager)

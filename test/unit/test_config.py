@@ -1,5 +1,6 @@
 """dicp.config: precedence (patch > environment > code > default), validation, the unknown-
 variable warning, backend-declared knobs, the command line and the knob table (docs/knobs.md)."""
+
 import subprocess
 import sys
 import warnings
@@ -52,13 +53,24 @@ def test_patch_restores_after_an_exception_and_works_as_decorator(clean):
     @config.patch(fallback_ops=["aten.mm.*", "aten.bmm.*"])
     def inside():
         return config.fallback_ops
+
     assert inside() == ("aten.mm.*", "aten.bmm.*")
     assert config.fallback_ops == ()
 
 
-@pytest.mark.parametrize("text,value", [("1", True), ("true", True), ("YES", True), ("on", True),
-                                        ("0", False), ("false", False), ("no", False),
-                                        ("Off", False)])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("1", True),
+        ("true", True),
+        ("YES", True),
+        ("on", True),
+        ("0", False),
+        ("false", False),
+        ("no", False),
+        ("Off", False),
+    ],
+)
 def test_boolean_spellings(clean, monkeypatch, text, value):
     monkeypatch.setenv("DICP_DEBUG", text)
     assert config.debug is value
@@ -106,13 +118,15 @@ def test_unknown_variable_warns_at_compile(clean, monkeypatch, tmp_path):
     monkeypatch.setenv("DICP_FALLBACK_OP", "aten.mm.*")
     monkeypatch.setattr(config, "_WARNED", set())
     import torch
+
     with pytest.warns(UserWarning, match="DICP_FALLBACK_OP is not.*DICP_FALLBACK_OPS"):
         compiled(lambda x: x + 1)(torch.ones(3))
 
 
 def test_a_backend_declares_its_own_knobs(clean, monkeypatch):
-    knob = config.declare("demo_vendor_level", config.Integer(0, 3), 1, "a vendor's knob",
-                          owner="demo_vendor")
+    knob = config.declare(
+        "demo_vendor_level", config.Integer(0, 3), 1, "a vendor's knob", owner="demo_vendor"
+    )
     try:
         assert config.demo_vendor_level == 1
         monkeypatch.setenv("DICP_DEMO_VENDOR_LEVEL", "3")
@@ -122,8 +136,9 @@ def test_a_backend_declares_its_own_knobs(clean, monkeypatch):
             config.demo_vendor_level
         assert config.check_environment({"DICP_DEMO_VENDOR_LEVEL": "3"}) == []
         # the same declaration again is fine (a module imported twice), another one is not
-        config.declare("demo_vendor_level", config.Integer(0, 3), 1, "a vendor's knob",
-                       owner="demo_vendor")
+        config.declare(
+            "demo_vendor_level", config.Integer(0, 3), 1, "a vendor's knob", owner="demo_vendor"
+        )
         with pytest.raises(config.ConfigError, match="already declared by demo_vendor"):
             config.declare("demo_vendor_level", config.Flag(), False, "other", owner="other")
         with pytest.raises(config.ConfigError, match="names something"):
@@ -140,10 +155,17 @@ def test_vendor_knobs_are_declared_by_the_backend():
 
 def _run_cli(*args, **env):
     import os
+
     full = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
     full.update(env)
-    return subprocess.run([sys.executable, "-m", "dicp.config", *args], cwd=REPO, env=full,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "dicp.config", *args],
+        cwd=REPO,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_command_line_prints_values_and_sources():
@@ -162,11 +184,13 @@ def test_docs_knob_table_matches_the_declarations():
     start = page.index("\n", start) + 1
     end = page.index("<!-- end of knob table -->")
     assert page[start:end].strip() == config.markdown_table(), (
-        "docs/knobs.md knob table is out of date: paste `python -m dicp.config --markdown` into it")
+        "docs/knobs.md knob table is out of date: paste `python -m dicp.config --markdown` into it"
+    )
 
 
 def test_debug_dump_records_the_effective_config(monkeypatch, tmp_path):
     import torch
+
     monkeypatch.setenv("DICP_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("DICP_DEBUG", "1")
     compiled(lambda x: x * 3)(torch.ones(4))

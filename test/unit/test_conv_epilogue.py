@@ -2,6 +2,7 @@
 (conv_epilogue.py): weight * S, bias * S + B, ReLU applied by oneDNN as it writes. Results
 match eager's; what is not per-channel affine in the convolution's result alone stays as it
 was."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -27,8 +28,9 @@ def trained_batch_norm(norm):
 def conv_bn_relu(dims, bias=False, groups=1, **conv_args):
     conv = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}[dims]
     norm = {1: nn.BatchNorm1d, 2: nn.BatchNorm2d, 3: nn.BatchNorm3d}[dims]
-    return nn.Sequential(conv(4, 6, 3, bias=bias, groups=groups, **conv_args),
-                         trained_batch_norm(norm(6)), nn.ReLU()).eval()
+    return nn.Sequential(
+        conv(4, 6, 3, bias=bias, groups=groups, **conv_args), trained_batch_norm(norm(6)), nn.ReLU()
+    ).eval()
 
 
 def check(fn, *args, dynamic=False, rtol=1.3e-6, atol=1e-5):
@@ -38,8 +40,9 @@ def check(fn, *args, dynamic=False, rtol=1.3e-6, atol=1e-5):
     assert got.stride() == expected.stride()
 
 
-@pytest.mark.parametrize("dims, size", [(1, (3, 4, 17)), (2, (2, 4, 9, 8)), (2, (1, 4, 1, 1)),
-                                        (3, (2, 4, 5, 6, 7))])
+@pytest.mark.parametrize(
+    "dims, size", [(1, (3, 4, 17)), (2, (2, 4, 9, 8)), (2, (1, 4, 1, 1)), (3, (2, 4, 5, 6, 7))]
+)
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_batch_norm_and_relu_fold_into_the_convolution(dumps, dims, size, dynamic):
     model = conv_bn_relu(dims, padding=1)
@@ -50,8 +53,9 @@ def test_batch_norm_and_relu_fold_into_the_convolution(dumps, dims, size, dynami
     assert all(line.count(".data_ptr()") <= 2 for line in after if "kernels.kernel_" in line)
 
 
-@pytest.mark.parametrize("conv_args", [dict(bias=True), dict(groups=2), dict(stride=2),
-                                       dict(dilation=2, padding=2)])
+@pytest.mark.parametrize(
+    "conv_args", [dict(bias=True), dict(groups=2), dict(stride=2), dict(dilation=2, padding=2)]
+)
 def test_convolution_forms(dumps, conv_args):
     check(conv_bn_relu(2, **conv_args), torch.randn(2, 4, 11, 10))
     assert FUSED in wrappers(dumps)
@@ -81,6 +85,7 @@ CHAINS = {
 def test_per_channel_chains_fold(dumps, chain):
     def fn(x):
         return CHAINS[chain](F.conv2d(x, W, padding=1))
+
     check(fn, torch.randn(2, 4, 7, 9))
     assert FUSED in wrappers(dumps)
 
@@ -99,6 +104,7 @@ NOT_FOLDED = {
 def test_other_epilogues_stay_kernels(dumps, chain):
     def fn(x):  # a positive result: T / y stays well-conditioned
         return NOT_FOLDED[chain](F.conv2d(x.abs(), W.abs(), padding=1))
+
     check(fn, torch.randn(1, 4, 7, 9))
     assert FUSED not in wrappers(dumps)
 
@@ -106,9 +112,11 @@ def test_other_epilogues_stay_kernels(dumps, chain):
 def test_a_value_read_twice_ends_the_chain(dumps):
     """y = conv * T is read by two ops: the convolution absorbs the product, and both
     readers read its result."""
+
     def fn(x):
         y = F.conv2d(x, W, padding=1) * T
         return torch.relu(y) + torch.sigmoid(y)
+
     check(fn, torch.randn(2, 4, 7, 9))
     assert FUSED in wrappers(dumps)
 
@@ -117,6 +125,7 @@ def test_the_unfolded_result_read_elsewhere_keeps_the_convolution(dumps):
     def fn(x):
         y = F.conv2d(x, W, padding=1)
         return torch.relu(y * T) + y
+
     check(fn, torch.randn(2, 4, 7, 9))
     assert FUSED not in wrappers(dumps)
 
@@ -134,8 +143,9 @@ def test_training_with_frozen_batch_norm_matches_eager_gradients(cold_cache):
     expected = model(x)
     expected.sum().backward()
     torch.testing.assert_close(out, expected, rtol=1.3e-6, atol=1e-5)
-    torch.testing.assert_close(got, [x.grad] + [p.grad for p in model.parameters()],
-                               rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        got, [x.grad] + [p.grad for p in model.parameters()], rtol=1e-5, atol=1e-5
+    )
 
 
 def test_bounds_checked(dumps, monkeypatch):

@@ -5,6 +5,7 @@ back in eager's layout. The kernels index every buffer with the strides its node
 has, so a layout mix-up would be a silent wrong result. Every case compares values and
 strides with eager, forward and backward, for the layouts and shapes where channels-last and
 contiguous coincide."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -17,8 +18,8 @@ NHWC = torch.channels_last
 # name -> (batch, in channels, height, width, kernel size, memory format of the input)
 SHAPES = {
     "rgb batch": (2, 3, 9, 8, 3, torch.contiguous_format),
-    "one channel": (2, 1, 7, 7, 3, torch.contiguous_format),       # NCHW and NHWC coincide
-    "one pixel": (3, 5, 1, 1, 1, torch.contiguous_format),         # so do they here
+    "one channel": (2, 1, 7, 7, 3, torch.contiguous_format),  # NCHW and NHWC coincide
+    "one pixel": (3, 5, 1, 1, 1, torch.contiguous_format),  # so do they here
     "one image": (1, 4, 6, 5, 1, torch.contiguous_format),
     "channels-last input": (2, 4, 6, 6, 3, NHWC),
 }
@@ -28,6 +29,7 @@ def conv_relu_sum(conv):
     def fn(x):
         y = torch.relu(conv(x))
         return y, y.sum((2, 3))
+
     return fn
 
 
@@ -42,8 +44,9 @@ def test_convolution_matches_eager_in_values_and_layout(cold_cache, shape, dtype
         got, want = compiled(fn)(x), fn(x)
     for g, e in zip(got, want):
         assert g.stride() == e.stride()
-        torch.testing.assert_close(g, e, **({"rtol": 2e-2, "atol": 2e-2} if dtype ==
-                                            torch.bfloat16 else {}))
+        torch.testing.assert_close(
+            g, e, **({"rtol": 2e-2, "atol": 2e-2} if dtype == torch.bfloat16 else {})
+        )
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -95,12 +98,14 @@ def test_a_conv_net_matches_eager_through_channels_last_kernels(cold_cache, trai
         torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-4)
 
 
-
-@pytest.mark.parametrize("batch,size,op", [
-    (1, 16, "Convolution"),       # 8,192 elements, one image, 3x3: ATen's direct algorithm
-    (1, 32, "ConvolutionNHWC"),   # 32,768 elements: oneDNN's
-    (2, 16, "ConvolutionNHWC"),   # a batch: oneDNN's
-])
+@pytest.mark.parametrize(
+    "batch,size,op",
+    [
+        (1, 16, "Convolution"),  # 8,192 elements, one image, 3x3: ATen's direct algorithm
+        (1, 32, "ConvolutionNHWC"),  # 32,768 elements: oneDNN's
+        (2, 16, "ConvolutionNHWC"),  # a batch: oneDNN's
+    ],
+)
 def test_small_problems_stay_nchw_for_atens_direct_convolution(dumps, batch, size, op):
     """A UNet's 1x32x16x16 3x3 convolution took 45 us in ATen's direct algorithm (NCHW) and
     135 us through oneDNN (NHWC)."""
@@ -114,15 +119,21 @@ def test_small_problems_stay_nchw_for_atens_direct_convolution(dumps, batch, siz
 
 @pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
 def test_a_fallback_after_a_channels_last_convolution_is_read_in_its_traced_layout(
-        cold_cache, train, monkeypatch):
+    cold_cache, train, monkeypatch
+):
     """adaptive_max_pool2d, run as eager ATen, returns a channels-last result of a
     channels-last input. The max pool kernel after it read that result as the contiguous one
     it was traced with: errors of 1.2 in the forward, silently (netfuzz, seed 280). The op
     runs natively now; forced to fall back, it keeps the case."""
     monkeypatch.setenv("DICP_FALLBACK_OPS", "aten.adaptive_max_pool2d*")
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, dilation=2), nn.AdaptiveMaxPool2d(5),
-                          nn.MaxPool2d(3, 2), nn.Flatten(), nn.Linear(16, 3)).train(train)
+    model = nn.Sequential(
+        nn.Conv2d(3, 4, 3, stride=2, dilation=2),
+        nn.AdaptiveMaxPool2d(5),
+        nn.MaxPool2d(3, 2),
+        nn.Flatten(),
+        nn.Linear(16, 3),
+    ).train(train)
     x = torch.randn(2, 3, 7, 11)
     torch.testing.assert_close(compiled(model)(x), model(x))
     if train:
@@ -138,8 +149,12 @@ def test_a_library_call_after_a_one_channel_kernel_is_read_in_its_traced_layout(
     trace has channels-last; the kernel after it read it as traced (errors of 1.0, silently:
     random_nets.py seed 463)."""
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 1, 1, stride=2, padding=1, bias=False),
-                          nn.GroupNorm(1, 1), nn.ConvTranspose2d(1, 4, 2), nn.GroupNorm(2, 4))
+    model = nn.Sequential(
+        nn.Conv2d(3, 1, 1, stride=2, padding=1, bias=False),
+        nn.GroupNorm(1, 1),
+        nn.ConvTranspose2d(1, 4, 2),
+        nn.GroupNorm(2, 4),
+    )
     x = torch.randn(2, 3, 5, 6)
     torch.testing.assert_close(compiled(model)(x), model(x))
     got, want = compiled_and_eager_grads(model, x, lambda out: (out * out).sum())

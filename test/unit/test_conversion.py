@@ -1,4 +1,5 @@
 """register_conversion and Operator.infer_result: the two contracts a vendor table relies on."""
+
 import pytest
 import torch
 import torch.fx as fx

@@ -1,5 +1,6 @@
 """dicp's replacements for torch decompositions that disagree with eager (decompositions_fixed.py),
 checked bit for bit against eager; each case failed with torch's own decomposition."""
+
 import pytest
 import torch
 
@@ -43,9 +44,16 @@ def test_pow_of_bool_by_bool_stays_bool(dynamic):
     """pow(bool tensor, bool) is bool in eager; torch's meta kernel says int64, which the traced
     graph carried into dicp's output (found by the fuzzer). Other pow overloads keep their
     dtypes."""
+
     def fn(flags, ints):
-        return (flags ** True, flags ** False, flags ** 2, ints ** True, ints.float() ** False,
-                torch.pow(torch.any(ints > 0, 0), False))
+        return (
+            flags**True,
+            flags**False,
+            flags**2,
+            ints**True,
+            ints.float() ** False,
+            torch.pow(torch.any(ints > 0, 0), False),
+        )
 
     flags, ints = torch.tensor([True, False, True]), torch.tensor([[2, -3, 0], [1, 1, -1]])
     torch._dynamo.reset()
@@ -77,8 +85,8 @@ def test_tanh_backward_compiled_matches_eager_at_large_x():
     """The fuzzer's case: the gradient of log1p(tanh(x)) at x = -4.4 was 4e-5 off."""
     x = torch.linspace(-9.0, 9.0, 2001, requires_grad=True)
     fn = torch.compile(lambda t: t.tanh().log1p(), backend="new_backendgraph")
-    got, = torch.autograd.grad(fn(x).sum(), x)
-    want, = torch.autograd.grad(x.tanh().log1p().sum(), x)
+    (got,) = torch.autograd.grad(fn(x).sum(), x)
+    (want,) = torch.autograd.grad(x.tanh().log1p().sum(), x)
     torch.testing.assert_close(got, want, equal_nan=True)
 
 
@@ -99,13 +107,13 @@ def test_repeat_is_contiguous_as_eager():
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_a_view_of_a_repeated_permuted_tensor_compiles_with_its_gradient(dynamic):
     torch._dynamo.reset()
-    compiled = torch.compile(permuted_repeated_viewed, backend="new_backendgraph",
-                             dynamic=dynamic)
+    compiled = torch.compile(permuted_repeated_viewed, backend="new_backendgraph", dynamic=dynamic)
     for size in (5, 1, 6):
         x = torch.randn(1, size, size, 4, requires_grad=True)
         got = compiled(x)
         grad = torch.randn_like(got)
         want = permuted_repeated_viewed(x)
         torch.testing.assert_close(got, want)
-        torch.testing.assert_close(torch.autograd.grad(got, x, grad),
-                                   torch.autograd.grad(want, x, grad))
+        torch.testing.assert_close(
+            torch.autograd.grad(got, x, grad), torch.autograd.grad(want, x, grad)
+        )

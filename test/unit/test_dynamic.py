@@ -1,4 +1,5 @@
 """Dynamic shapes: one C++ build serves every input size."""
+
 import math
 from pathlib import Path
 
@@ -74,8 +75,11 @@ def shifted_windows(x):
 
 
 def longest_generated_line(cache):
-    return max(len(line) for source in Path(cache).glob("kernels/*/*.cpp")
-               for line in source.read_text().splitlines())
+    return max(
+        len(line)
+        for source in Path(cache).glob("kernels/*/*.cpp")
+        for line in source.read_text().splitlines()
+    )
 
 
 def test_chained_window_views_keep_the_source_small(cold_cache):
@@ -88,13 +92,12 @@ def test_chained_window_views_keep_the_source_small(cold_cache):
     assert longest_generated_line(cold_cache) < 5000
 
 
-
 # Python arithmetic on symbolic sizes that reaches a kernel as a number, as models write it:
 # kornia's antialiased resize blurs with sigma = max(0.001, (h / 11 - 1) / 2)
 SIZE_MATH = {
     "true division": lambda h, w: h / w,
     "square root": lambda h, w: math.sqrt(h),
-    "float power": lambda h, w: h ** -1.5,
+    "float power": lambda h, w: h**-1.5,
     "floor, ceil": lambda h, w: math.floor(h / 3) - math.ceil(w / 3),
     "round": lambda h, w: round(h / 3),
     "int of a float": lambda h, w: int(-h * 0.7),
@@ -112,6 +115,7 @@ SIZE_MATH = {
 def test_numbers_computed_from_sizes_match_eager(cold_cache, name):
     """Max and Min printed as int64_t always (max(0.001, 0.27) was 0, silently), a float
     remainder went to an int64_t parameter, and round() had no C++ form."""
+
     def scaled(x):
         return x * SIZE_MATH[name](*x.shape) + 1
 

@@ -3,6 +3,7 @@
 Each check runs in a fresh interpreter so that nothing this test session imported leaks in.
 The torch checks share one interpreter (a first compile costs seconds) and report as JSON.
 """
+
 import json
 
 import pytest
@@ -72,9 +73,12 @@ def test_compiling_leaves_torch_decomposition_tables_untouched(torch_report):
 
 
 def test_import_dicp_does_not_import_torch(cold_cache):
-    verdict = check_fresh("""
+    verdict = check_fresh(
+        """
         import sys
         import dicp
         print(sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")))
-    """, cold_cache)
+    """,
+        cold_cache,
+    )
     assert verdict == "[]"

@@ -1,6 +1,7 @@
 """Matrix products from the faster library (gemm.py): oneDNN's product is right for every
 layout it takes, other layouts stay with ATen, and `auto` measures a shape once, keeping the
 choice on disk (a damaged file is measured again, not trusted)."""
+
 import json
 
 import pytest
@@ -79,8 +80,9 @@ def test_a_bias_other_than_one_per_column_stays_with_aten(monkeypatch):
     for bias in (torch.randn(1), torch.randn(4, 5), torch.randn(1, 5), torch.randn(1).expand(5)):
         torch.testing.assert_close(gemm.addmm(bias, a, b), torch.addmm(bias, a, b))
     bias = torch.randn(5)
-    torch.testing.assert_close(gemm.addmm(bias, a, b, beta=0.5, alpha=2),
-                               torch.addmm(bias, a, b, beta=0.5, alpha=2))
+    torch.testing.assert_close(
+        gemm.addmm(bias, a, b, beta=0.5, alpha=2), torch.addmm(bias, a, b, beta=0.5, alpha=2)
+    )
 
 
 def test_aten_library_gives_eager_bits(monkeypatch):

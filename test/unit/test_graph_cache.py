@@ -2,6 +2,7 @@
 output misses. Each run is a fresh interpreter sharing one DICP_CACHE_DIR; the scenarios try
 to get a false hit (a knob, a conversion-table entry, a dtype, a version) and fail on one.
 """
+
 import json
 
 import pytest
@@ -9,10 +10,19 @@ import torch
 
 from dicp import config as dicp_config
 
-from .helpers import (CACHE_TEST_BACKEND, DAMAGES, check_fresh, cold_cache,  # noqa: F401
-                      compiled, damage_entry, scenario_runs)
+from .helpers import (
+    CACHE_TEST_BACKEND,
+    DAMAGES,
+    check_fresh,
+    cold_cache,  # noqa: F401
+    compiled,
+    damage_entry,
+    scenario_runs,
+)
 
-SCRIPT = CACHE_TEST_BACKEND + """
+SCRIPT = (
+    CACHE_TEST_BACKEND
+    + """
 def f(x, y):
     return ((x * y).sin() + y.sum(dim=1, keepdim=True)).sum(dim=0)
 
@@ -29,6 +39,7 @@ if train:
     ok = ok and torch.allclose(g_got, g_want, atol=1e-5)
 print(json.dumps({"ok": ok, **graph_cache_stats(), "builds": cache_stats()["builds"]}))
 """
+)
 
 FAULT = {"DICP_INJECT_BUG_TESTING_ONLY": "aten.mul.Tensor:accuracy"}
 
@@ -43,11 +54,27 @@ def test_warm_process_reuses_codegen_and_builds_nothing(cold_cache, train):
     env = {"TRAIN": "1"} if train else {}
     cold = run(cold_cache, **env)
     graphs = 2 if train else 1  # forward and backward, or inference
-    assert cold == {"ok": True, "hits": 0, "misses": graphs, "stores": graphs, "rejected": 0,
-                    "builds": cold["builds"]} and cold["builds"] >= 1
+    assert (
+        cold
+        == {
+            "ok": True,
+            "hits": 0,
+            "misses": graphs,
+            "stores": graphs,
+            "rejected": 0,
+            "builds": cold["builds"],
+        }
+        and cold["builds"] >= 1
+    )
     warm = run(cold_cache, **env)
-    assert warm == {"ok": True, "hits": graphs, "misses": 0, "stores": 0, "rejected": 0,
-                    "builds": 0}
+    assert warm == {
+        "ok": True,
+        "hits": graphs,
+        "misses": 0,
+        "stores": 0,
+        "rejected": 0,
+        "builds": 0,
+    }
 
 
 @pytest.mark.parametrize("knob", ["DICP_PROFILE", "DICP_RECOMPILE_WARN_LIMIT"])
@@ -90,6 +117,7 @@ def test_corrupt_entry_is_rebuilt(cold_cache, damage):
 def test_knob_change_in_one_process_misses(cold_cache):
     def f(x):
         return (x * 3).cos()
+
     x = torch.randn(7, 3)
     assert torch.allclose(compiled(f)(x), f(x), atol=1e-5)
     with dicp_config.patch(inject_bug_testing_only="aten.mul.Tensor:accuracy"):
@@ -102,8 +130,10 @@ def test_hit_in_the_same_process_keeps_tensor_constants_real(cold_cache):
     # inside the compile's fake mode, which must not turn the constant into a fake tensor
     def f(x, i):
         return x.index_put((i,), torch.tensor(3.0)) * 2
+
     x, i = torch.randn(5, 4), torch.tensor([0, 3, 3])
     from dicp.bridge.cache.graph import graph_cache_stats
+
     for _ in range(2):
         before = graph_cache_stats()["hits"]
         with dicp_config.patch(aot_cache=False):  # which would take the second compile
@@ -115,6 +145,7 @@ def test_an_entry_that_does_not_fit_its_graph_is_compiled_again(cold_cache):
     """A stored graph whose inputs or outputs differ from the graph looking it up is refused
     at load, logged and counted, never called."""
     from dicp.bridge.cache import graph as graph_cache
+
     fn = compiled(lambda a, b: (a * b).sin() + 1)
     x, y = torch.randn(4, 3), torch.randn(4, 3)
     torch.testing.assert_close(fn(x, y), (x * y).sin() + 1)

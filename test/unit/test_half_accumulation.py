@@ -5,6 +5,7 @@ dims add in float32 and round once.
 Indices repeat (151 adds onto 2 rows), so any other rounding order shows.
 A scatter into a half-typed value the graph computes leaves its untouched elements equal to
 that value as the graph's other readers of it see it."""
+
 import pytest
 import torch
 
@@ -21,17 +22,24 @@ def _forward_cases(dtype):
     rows = torch.randint(0, 2, (151,), generator=g)
     pairs = torch.randint(0, 3, (40, 2), generator=g)
     return {
-        "index_put": (lambda x, r, s: torch.index_put(x, (r,), s, accumulate=True),
-                      (x, rows, source)),
-        "index_put_2d": (lambda x, i, s: torch.index_put(x, (i[:, 0], i[:, 1]), s, True),
-                         (_randn(g, 3, 3, dtype=dtype), pairs, _randn(g, 40, dtype=dtype))),
+        "index_put": (
+            lambda x, r, s: torch.index_put(x, (r,), s, accumulate=True),
+            (x, rows, source),
+        ),
+        "index_put_2d": (
+            lambda x, i, s: torch.index_put(x, (i[:, 0], i[:, 1]), s, True),
+            (_randn(g, 3, 3, dtype=dtype), pairs, _randn(g, 40, dtype=dtype)),
+        ),
         "index_add": (lambda x, r, s: x.index_add(0, r, s), (x, rows, source)),
         "index_add_1d": (lambda x, r, s: x.index_add(0, r, s), (x[:, 0], rows, source[:, 0])),
-        "index_add_alpha_2": (lambda x, r, s: x.index_add(1, r, s, alpha=2),
-                              (_randn(g, 5, 2, dtype=dtype), rows[:9],
-                               _randn(g, 5, 9, dtype=dtype))),
-        "scatter_add": (lambda x, r, s: x.scatter_add(0, r[:, None].expand(-1, 7), s),
-                        (x, rows, source)),
+        "index_add_alpha_2": (
+            lambda x, r, s: x.index_add(1, r, s, alpha=2),
+            (_randn(g, 5, 2, dtype=dtype), rows[:9], _randn(g, 5, 9, dtype=dtype)),
+        ),
+        "scatter_add": (
+            lambda x, r, s: x.scatter_add(0, r[:, None].expand(-1, 7), s),
+            (x, rows, source),
+        ),
     }
 
 
@@ -43,8 +51,9 @@ def test_accumulating_scatter_rounds_as_eager(case, dtype, dynamic):
     torch._dynamo.reset()
     got = torch.compile(fn, backend="new_backendgraph", dynamic=dynamic)(*args)
     want = fn(*args)
-    assert got.dtype == want.dtype and torch.equal(got, want), \
+    assert got.dtype == want.dtype and torch.equal(got, want), (
         f"max difference {(got.double() - want.double()).abs().max().item()}"
+    )
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
@@ -55,10 +64,11 @@ def test_indexing_backward_rounds_as_eager(dtype, dynamic):
     rows = torch.randint(0, 6, (31,), generator=g)  # repeats: 31 rows onto 6
     grad = torch.randn(31, 5, generator=g).to(dtype)
     torch._dynamo.reset()
-    out = torch.compile(lambda w, i: w[i] * 1.0, backend="new_backendgraph",
-                        dynamic=dynamic)(weight, rows)
-    got, = torch.autograd.grad(out, weight, grad)
-    want, = torch.autograd.grad(weight[rows] * 1.0, weight, grad)
+    out = torch.compile(lambda w, i: w[i] * 1.0, backend="new_backendgraph", dynamic=dynamic)(
+        weight, rows
+    )
+    (got,) = torch.autograd.grad(out, weight, grad)
+    (want,) = torch.autograd.grad(weight[rows] * 1.0, weight, grad)
     assert torch.equal(got, want), f"max difference {(got - want).abs().max().item()}"
 
 

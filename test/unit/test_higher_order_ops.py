@@ -3,6 +3,7 @@ nested compile region, flex_attention's score_mod) compile and match eager.
 
 Their subgraphs are GraphModule attributes of the graph, not tensors; the op itself runs as
 eager fallback, with the subgraphs passed to it as they are."""
+
 import pytest
 import torch
 from torch.nn.attention.flex_attention import flex_attention
@@ -34,6 +35,7 @@ def test_cond_value_and_gradients_match_eager(warm_cache, dynamic, sign):
 
 def doubling_loop(x):
     from torch._higher_order_ops.while_loop import while_loop  # no public name in torch 2.13
+
     return while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2 + 1), (torch.tensor(0), x))
 
 
@@ -53,8 +55,10 @@ def relative_position_attention(q, k, v):
 CASES = {
     "while_loop": (doubling_loop, lambda: (torch.randn(5),)),
     "nested_compile_region": (twice_through_region, lambda: (torch.randn(5, 6),)),
-    "flex_attention": (relative_position_attention,
-                       lambda: tuple(torch.randn(1, 2, 16, 8) for _ in range(3))),
+    "flex_attention": (
+        relative_position_attention,
+        lambda: tuple(torch.randn(1, 2, 16, 8) for _ in range(3)),
+    ),
 }
 
 

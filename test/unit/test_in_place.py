@@ -1,6 +1,7 @@
 """A pointwise kernel writes into the memory of a fresh input that dies at it (a convolution's
 or matrix product's result read by batch norm, bias or activation), and never into memory
 anything else still reads: an input, an output, a buffer read later or read elsewhere."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -20,8 +21,12 @@ def in_place_count(cache):
 
 def conv_bn_silu():
     """Batch norm folds into the convolution (conv_epilogue.py); SiLU stays a kernel."""
-    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8),
-                         nn.SiLU(), nn.Conv2d(8, 8, 3, padding=1)).eval()
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1, bias=False),
+        nn.BatchNorm2d(8),
+        nn.SiLU(),
+        nn.Conv2d(8, 8, 3, padding=1),
+    ).eval()
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
@@ -87,8 +92,9 @@ def input_plus_one(x, w):
     return x + 1, w
 
 
-@pytest.mark.parametrize("fn", [product_returned, product_read_transposed, product_read_shifted,
-                                input_plus_one])
+@pytest.mark.parametrize(
+    "fn", [product_returned, product_read_transposed, product_read_shifted, input_plus_one]
+)
 def test_memory_still_read_elsewhere_is_never_written(dumps, fn):
     x, w = torch.randn(6, 6), torch.randn(6, 6)
     x_before, w_before = x.clone(), w.clone()
@@ -98,8 +104,17 @@ def test_memory_still_read_elsewhere_is_never_written(dumps, fn):
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
-@pytest.mark.parametrize("fn", [product_softmax_rows, product_softmax_columns, product_layer_norm,
-                                product_cumsum, product_row_minus_its_first, product_read_again])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        product_softmax_rows,
+        product_softmax_columns,
+        product_layer_norm,
+        product_cumsum,
+        product_row_minus_its_first,
+        product_read_again,
+    ],
+)
 def test_kernels_reading_a_product_along_rows_or_columns_match_eager(cold_cache, fn, dynamic):
     """In place or not, whichever the kernel's reads allow: the results are eager's."""
     for rows in (1, 5, 6):
@@ -156,19 +171,23 @@ def test_a_product_read_through_a_view_is_still_written_in_place(dumps, dynamic)
     """The view's index (i0 mod 3, i0 div 3) folds back to the product's row i0, so the
     kernel sees it reads each element where it writes it."""
     x, w = torch.randn(6, 5), torch.randn(5, 8)
-    torch.testing.assert_close(compiled(rms_scaled_product, dynamic)(x, w),
-                               rms_scaled_product(x, w))
+    torch.testing.assert_close(
+        compiled(rms_scaled_product, dynamic)(x, w), rms_scaled_product(x, w)
+    )
     assert in_place_count(dumps) >= 1
 
 
 def test_div_mod_pairs_fold_into_the_index_they_split():
     import sympy
     from dicp.vendor.new_backendGraph.codegen.sym import IDiv, IMod, fold_div_mod
+
     i, j = sympy.symbols("i j", integer=True, nonnegative=True)
-    cases = [7 * IMod(i, 5) + 35 * IDiv(i, 5) + j,               # folds to 7*i + j
-             3 * IMod(IDiv(i, 4), 6) + 18 * IDiv(i, 24) + 1,       # folds to 3*(i div 4) + 1
-             7 * IMod(i, 5) + 34 * IDiv(i, 5),                     # no pair: stays
-             IMod(i, 5) + 5 * IDiv(j, 5)]                          # other variable: stays
+    cases = [
+        7 * IMod(i, 5) + 35 * IDiv(i, 5) + j,  # folds to 7*i + j
+        3 * IMod(IDiv(i, 4), 6) + 18 * IDiv(i, 24) + 1,  # folds to 3*(i div 4) + 1
+        7 * IMod(i, 5) + 34 * IDiv(i, 5),  # no pair: stays
+        IMod(i, 5) + 5 * IDiv(j, 5),
+    ]  # other variable: stays
     folded = [fold_div_mod(sympy.expand(c)) for c in cases]
     assert folded[0] == 7 * i + j and folded[1] == 3 * IDiv(i, 4) + 1
     assert folded[2] == cases[2] and folded[3] == cases[3]

@@ -5,6 +5,7 @@ trunc(x), and trunc(-0.9) is -0: x / x.to(int64) came out +inf where eager gives
 the fuzzer: mean(x) / mean(x).to(int64)). The runtime header's int_to_float adds +0 to every
 integer converted to a float; these tests fail if the compiler drops that add.
 """
+
 import pytest
 import torch
 
@@ -34,6 +35,7 @@ def test_division_by_a_truncated_value_keeps_the_sign(dtype, integer_type, dynam
 @pytest.mark.parametrize("dtype", FLOAT_TYPES)
 def test_a_reduced_value_round_trips_to_positive_zero(dtype, dynamic):
     """The fuzzer's program: a mean in (-1, 0), truncated, converted back in the same loop."""
+
     def fn(x):
         mean = x.mean(dim=1, keepdim=True)
         return mean.to(torch.int64).to(x.dtype), mean / mean.to(torch.int64)

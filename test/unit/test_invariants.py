@@ -1,6 +1,7 @@
 """Loop-invariant float arithmetic leaves a phase's inner loop (codegen/invariants.py): what
 depends on the row alone (log_softmax's log of the row sum, softmax's reciprocal of it) is
 computed once per row. Loads, integer arithmetic and values the loop changes stay inside."""
+
 import sympy
 import torch
 
@@ -31,10 +32,11 @@ def test_row_arithmetic_moves_before_the_loop():
 
 def test_loads_integers_loop_indices_and_changed_values_stay():
     load = L.Let(X, L.Load("in", sympy.Integer(0), "float", "float"))  # fixed, but a load
-    division = let("q", "FloorDiv", L.Index(sympy.Symbol("s0")), L.Const(2, "int64_t"),
-                   type_="int64_t")                                      # may divide by 0
-    position = let("p", "StaticCast", L.Index(r))                        # varies with r
-    running = let("t", "Add", ACC, L.Const(1.0, "float"))               # acc changes below
+    division = let(
+        "q", "FloorDiv", L.Index(sympy.Symbol("s0")), L.Const(2, "int64_t"), type_="int64_t"
+    )  # may divide by 0
+    position = let("p", "StaticCast", L.Index(r))  # varies with r
+    running = let("t", "Add", ACC, L.Const(1.0, "float"))  # acc changes below
     update = L.Assign(ACC, L.Var("t", "float"))
     body = [load, division, position, running, update]
     assert hoist_invariants([], body, [r], set()) == ([], body)
@@ -48,8 +50,9 @@ def test_a_computed_index_is_never_invariant():
 
 def test_log_softmax_takes_the_log_once_per_row(cold_cache):
     x = torch.randn(5, 33)
-    torch.testing.assert_close(compiled(lambda t: torch.log_softmax(t * 2, -1))(x),
-                               torch.log_softmax(x * 2, -1))
+    torch.testing.assert_close(
+        compiled(lambda t: torch.log_softmax(t * 2, -1))(x), torch.log_softmax(x * 2, -1)
+    )
     source = kernel_sources(cold_cache)
     last_loop = source.rindex("for (int64_t")
     assert "dicp::log<float>" in source[:last_loop]

@@ -2,6 +2,7 @@
 kernel copying a permuted view back into a merged shape loops over the view's dims, so its
 indices have no division left. Values must match eager exactly (they are only moved), for
 sizes that split and sizes that do not, with static and dynamic shapes."""
+
 import pytest
 import sympy
 import torch
@@ -24,8 +25,11 @@ def heads_split(x, heads=4):
 
 def divisions(source):
     """Index divisions the kernels do: `/` or `%` by a literal inside a subscript."""
-    return [line for line in source.splitlines() if "[" in line and
-            any(f"{op} {n}L)" in line for op in "/%" for n in range(2, 1025))]
+    return [
+        line
+        for line in source.splitlines()
+        if "[" in line and any(f"{op} {n}L)" in line for op in "/%" for n in range(2, 1025))
+    ]
 
 
 @pytest.mark.parametrize("shape", [(2, 4, 8, 16), (1, 3, 5, 7), (3, 2, 1, 9), (2, 1, 4, 1)])
@@ -59,24 +63,27 @@ def test_bounds_checked(cold_cache, monkeypatch):
 
 
 i, j = index_var("i", 0), index_var("i", 1)
-s0 = sympy.Symbol("s0", integer=True, positive=True)   # a size
+s0 = sympy.Symbol("s0", integer=True, positive=True)  # a size
 u0 = sympy.Symbol("u0", integer=True, nonnegative=True)  # may be 0
 
 
-@pytest.mark.parametrize("expr, extents, expected", [
-    (IDiv(64 * i + j, 64), {j: 64}, i),
-    (IMod(64 * i + j, 64), {j: 64}, j),
-    (IDiv(64 * i + j, 64), {j: 65}, i + IDiv(j, 64)),        # j may reach 64
-    (IMod(64 * i + j, 64), {}, IMod(j, 64)),                 # j unbounded
-    (IMod(IDiv(256 * i + j, 64), 4), {j: 256}, IDiv(j, 64)),
-    (IDiv(128 * i + 2 * j + 1, 64), {j: 32}, 2 * i),
-    (IDiv(128 * i - j, 64), {j: 32}, IDiv(128 * i - j, 64)),  # a negative remainder
-    # a static dim of 64 merged with one of symbolic size s0: the division by 64 goes
-    (IDiv(64 * i + j, 64 * s0), {j: 64}, IDiv(i, s0)),
-    (IMod(64 * i + j, 64 * s0), {j: 64}, 64 * IMod(i, s0) + j),
-    (IDiv(64 * i + j, 64 * s0), {j: 65}, IDiv(64 * i + j, 64 * s0)),  # j may reach 64
-    (IDiv(64 * i + j, 64 * s0), {}, IDiv(64 * i + j, 64 * s0)),       # j unbounded
-    (IDiv(64 * i + j, 64 * u0), {j: 64}, IDiv(64 * i + j, 64 * u0)),  # u0 may be 0
-])
+@pytest.mark.parametrize(
+    "expr, extents, expected",
+    [
+        (IDiv(64 * i + j, 64), {j: 64}, i),
+        (IMod(64 * i + j, 64), {j: 64}, j),
+        (IDiv(64 * i + j, 64), {j: 65}, i + IDiv(j, 64)),  # j may reach 64
+        (IMod(64 * i + j, 64), {}, IMod(j, 64)),  # j unbounded
+        (IMod(IDiv(256 * i + j, 64), 4), {j: 256}, IDiv(j, 64)),
+        (IDiv(128 * i + 2 * j + 1, 64), {j: 32}, 2 * i),
+        (IDiv(128 * i - j, 64), {j: 32}, IDiv(128 * i - j, 64)),  # a negative remainder
+        # a static dim of 64 merged with one of symbolic size s0: the division by 64 goes
+        (IDiv(64 * i + j, 64 * s0), {j: 64}, IDiv(i, s0)),
+        (IMod(64 * i + j, 64 * s0), {j: 64}, 64 * IMod(i, s0) + j),
+        (IDiv(64 * i + j, 64 * s0), {j: 65}, IDiv(64 * i + j, 64 * s0)),  # j may reach 64
+        (IDiv(64 * i + j, 64 * s0), {}, IDiv(64 * i + j, 64 * s0)),  # j unbounded
+        (IDiv(64 * i + j, 64 * u0), {j: 64}, IDiv(64 * i + j, 64 * u0)),  # u0 may be 0
+    ],
+)
 def test_simplification_rules(expr, extents, expected):
     assert simplify_in_loops(expr, extents) == expected

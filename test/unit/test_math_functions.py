@@ -9,16 +9,51 @@ returns NaN for gelu(+inf), while the same build gives inf in float64 and on its
 or inf, either of eager's two answers is accepted; everywhere else the tested dtype's eager is
 the reference. No build's values are written down here.
 """
+
 import pytest
 import torch
 
 from ..common.utils import assert_close
 from .helpers import cold_cache, compiled, warm_cache  # noqa: F401  (fixture)
 
-SPECIAL = [float("-inf"), -1e4, -104.5, -104.0, -103.98, -103.9, -88.0, -87.3, -20.0, -1e-30,
-           0.0, -0.0, 1e-30, 1e-6, 20.0, 88.0, 88.5, 89.0, 1e4, float("inf"), float("nan"),
-           1e-40, -1e-40, 1.4e-45, -1.4e-45, 1.1754942e-38, 1.1754944e-38, 3.4e38, -3.4e38,
-           0.625, -0.625, 0.6250001, 1.0, -1.0, 1.0000001, 0.99999994]
+SPECIAL = [
+    float("-inf"),
+    -1e4,
+    -104.5,
+    -104.0,
+    -103.98,
+    -103.9,
+    -88.0,
+    -87.3,
+    -20.0,
+    -1e-30,
+    0.0,
+    -0.0,
+    1e-30,
+    1e-6,
+    20.0,
+    88.0,
+    88.5,
+    89.0,
+    1e4,
+    float("inf"),
+    float("nan"),
+    1e-40,
+    -1e-40,
+    1.4e-45,
+    -1.4e-45,
+    1.1754942e-38,
+    1.1754944e-38,
+    3.4e38,
+    -3.4e38,
+    0.625,
+    -0.625,
+    0.6250001,
+    1.0,
+    -1.0,
+    1.0000001,
+    0.99999994,
+]
 
 
 def inputs(low, high):
@@ -50,22 +85,26 @@ def test_eager_reference_accepts_only_eagers_own_answers():
         return t if t.dtype == torch.float64 else t * torch.nan
 
     x = torch.tensor([float("inf"), 1.0])
-    assert torch.equal(eager_reference(nan_below_float64, x, x), x)              # float64's
-    assert eager_reference(nan_below_float64, x, x * torch.nan).isnan().all()    # float32's
-    assert eager_reference(nan_below_float64, x, -x)[0].isnan()   # neither: float32's, fails
+    assert torch.equal(eager_reference(nan_below_float64, x, x), x)  # float64's
+    assert eager_reference(nan_below_float64, x, x * torch.nan).isnan().all()  # float32's
+    assert eager_reference(nan_below_float64, x, -x)[0].isnan()  # neither: float32's, fails
 
 
-@pytest.mark.parametrize("fn, low, high", [
-    (torch.exp, -90.0, 90.0),
-    (torch.erf, -6.0, 6.0),
-    (torch.sigmoid, -90.0, 90.0),
-    (torch.nn.functional.gelu, -10.0, 10.0),
-    (torch.nn.functional.silu, -90.0, 90.0),
-    (torch.tanh, -12.0, 12.0),
-    (torch.log, 1e-3, 50.0),
-    (torch.log1p, -1.0, 20.0),
-    (torch.expm1, -20.0, 89.0),
-], ids=["exp", "erf", "sigmoid", "gelu", "silu", "tanh", "log", "log1p", "expm1"])
+@pytest.mark.parametrize(
+    "fn, low, high",
+    [
+        (torch.exp, -90.0, 90.0),
+        (torch.erf, -6.0, 6.0),
+        (torch.sigmoid, -90.0, 90.0),
+        (torch.nn.functional.gelu, -10.0, 10.0),
+        (torch.nn.functional.silu, -90.0, 90.0),
+        (torch.tanh, -12.0, 12.0),
+        (torch.log, 1e-3, 50.0),
+        (torch.log1p, -1.0, 20.0),
+        (torch.expm1, -20.0, 89.0),
+    ],
+    ids=["exp", "erf", "sigmoid", "gelu", "silu", "tanh", "log", "log1p", "expm1"],
+)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_matches_eager_over_the_range_and_at_special_values(warm_cache, fn, low, high, dtype):
     x = inputs(low, high).to(dtype)
@@ -78,8 +117,9 @@ def test_matches_eager_over_the_range_and_at_special_values(warm_cache, fn, low,
     assert_close(actual, expected)
 
 
-@pytest.mark.parametrize("fn", [torch.log, torch.log1p, torch.tanh, torch.expm1],
-                         ids=["log", "log1p", "tanh", "expm1"])
+@pytest.mark.parametrize(
+    "fn", [torch.log, torch.log1p, torch.tanh, torch.expm1], ids=["log", "log1p", "tanh", "expm1"]
+)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_matches_eager_across_binades(warm_cache, fn, dtype):
     """Denormals through 3e38: the exponent handling of log and the small-|x| paths."""

@@ -1,6 +1,7 @@
 """A new buffer takes the memory of a dead one of the same dtype and extent (a kernel's output
 by allocation, a matrix product's through `out=`), and never memory that anything still
 reads or that the graph returns (bridge/pipeline/wrapper_memory.py)."""
+
 import re
 
 import pytest
@@ -30,9 +31,9 @@ def attention(q, k, v):
 
 
 def returns_intermediates(x, w):
-    a = x.exp()             # returned: its memory is never taken
+    a = x.exp()  # returned: its memory is never taken
     b = (a @ w).relu()
-    c = (b @ w).sigmoid()   # b is dead here, c may take it
+    c = (b @ w).sigmoid()  # b is dead here, c may take it
     return a, c @ w, b[1:]  # a view of b is returned too
 
 
@@ -84,8 +85,7 @@ def test_a_backwards_inputs_die_at_their_last_use(dumps):
     compiled(chain)(torch.randn(12, 12), *ws).square().sum().backward()
     backward = next(dumps.glob("debug/*backward*/wrapper.py")).read_text()
     inputs = re.search(r"^    (.*) = args$", backward, re.M).group(1).rstrip(",").split(", ")
-    freed = {n for line in re.findall(r"^    del (.*)$", backward, re.M)
-             for n in line.split(", ")}
+    freed = {n for line in re.findall(r"^    del (.*)$", backward, re.M) for n in line.split(", ")}
     assert len(inputs) > 3 and set(inputs) <= freed
 
 
@@ -97,9 +97,14 @@ def test_a_product_into_dead_memory_under_bounds_checks(cold_cache, monkeypatch,
 
 
 def conv_net():
-    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
-                               torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, padding=1),
-                               torch.nn.BatchNorm2d(8), torch.nn.ReLU()).eval()
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+    ).eval()
 
 
 def test_a_convolutions_input_is_reused_once_it_has_run(dumps):

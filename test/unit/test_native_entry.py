@@ -2,6 +2,7 @@
 graph_entry (codegen/native_entry.py), and computes what eager does, with static sizes or
 symbolic ones (passed to the entry as int64); any other graph keeps a Python call per
 kernel."""
+
 import math
 
 import pytest
@@ -46,8 +47,7 @@ SIZES = [(1, 1, 1), (1, 5, 3), (3, 1, 7), (7, 5, 1), (8, 6, 4), (9, 16, 33)]
 
 
 @pytest.mark.parametrize("m,n,k", SIZES)
-@pytest.mark.parametrize("a_t,b_t", [(False, False), (True, False), (False, True),
-                                     (True, True)])
+@pytest.mark.parametrize("a_t,b_t", [(False, False), (True, False), (False, True), (True, True)])
 def test_products_in_every_layout_equal_eager_bit_for_bit(dumps, m, n, k, a_t, b_t):
     """The entry calls the BLAS routine eager's mm calls, with the same operands: the same
     bits, for row-major and transposed operands of sizes 1, odd and even."""
@@ -68,8 +68,11 @@ def test_batched_products_match_eager(dumps, batch, length):
 
 
 def _mlp_params(generator):
-    return [torch.randn(12, 10, generator=generator) / 3, torch.randn(12, generator=generator),
-            torch.randn(5, 12, generator=generator) / 3]
+    return [
+        torch.randn(12, 10, generator=generator) / 3,
+        torch.randn(12, generator=generator),
+        torch.randn(5, 12, generator=generator) / 3,
+    ]
 
 
 def _assert_mlp_gradients_match_eager(fn, x, params):
@@ -89,8 +92,9 @@ def test_training_step_gradients_match_eager(dumps, rows):
     weights) run natively and give eager's gradients."""
     generator = torch.Generator().manual_seed(rows)
     params = _mlp_params(generator)
-    _assert_mlp_gradients_match_eager(compiled(mlp), torch.randn(rows, 10, generator=generator),
-                                      params)
+    _assert_mlp_gradients_match_eager(
+        compiled(mlp), torch.randn(rows, 10, generator=generator), params
+    )
     assert wrappers(dumps).count(NATIVE) == 2
 
 
@@ -110,8 +114,9 @@ def test_buffers_reused_in_place_and_after_death_match_eager(dumps):
     generator = torch.Generator().manual_seed(5)
     x, *ws = (torch.randn(12, 12, generator=generator) / 3 for _ in range(4))
     torch.testing.assert_close(compiled(chain)(x, *ws), chain(x, *ws))
-    for got, want in zip(compiled(returns_intermediates)(x, ws[0]),
-                         returns_intermediates(x, ws[0])):
+    for got, want in zip(
+        compiled(returns_intermediates)(x, ws[0]), returns_intermediates(x, ws[0])
+    ):
         torch.testing.assert_close(got, want)
     assert wrappers(dumps).count(NATIVE) == 2
 
@@ -208,8 +213,12 @@ def test_an_entry_takes_no_more_arguments_than_ctypes_can_pass(dumps, monkeypatc
     monkeypatch.setenv("DICP_BOUNDS_CHECK", "1")
     generator = torch.Generator().manual_seed(5)
     x = torch.randn(3, 4, generator=generator)
-    inputs = [torch.randn(4, 4, generator=generator) / 4 if i % 2 == 0 else
-              torch.randn(3, 4, generator=generator) for i in range(360)]
+    inputs = [
+        torch.randn(4, 4, generator=generator) / 4
+        if i % 2 == 0
+        else torch.randn(3, 4, generator=generator)
+        for i in range(360)
+    ]
     assert torch.equal(compiled(many_inputs_chain)(x, *inputs), many_inputs_chain(x, *inputs))
     assert "kernels.graph_entry_1(" in wrappers(dumps)
 
@@ -218,6 +227,7 @@ def test_a_product_gemm_py_gives_onednn_stays_python(dumps):
     """A product large enough for gemm.py to time oneDNN against ATen runs where that timing
     says (asked at planning): in the entry only when ATen's is the faster."""
     from dicp.vendor.new_backendGraph import gemm
+
     a, b = torch.randn(256, 128) / 8, torch.randn(128, 128) / 8
     fn = compiled(_large_product)
     torch.testing.assert_close(fn(a, b), _large_product(a, b), atol=1e-4, rtol=1e-4)
@@ -230,8 +240,7 @@ def test_a_product_gemm_py_gives_onednn_stays_python(dumps):
 DYNAMIC_SIZES = [(3, 5, 7), (4, 6, 8), (9, 16, 33), (2, 3, 2)]
 
 
-@pytest.mark.parametrize("a_t,b_t", [(False, False), (True, False), (False, True),
-                                     (True, True)])
+@pytest.mark.parametrize("a_t,b_t", [(False, False), (True, False), (False, True), (True, True)])
 def test_products_with_symbolic_sizes_equal_eager_bit_for_bit(dumps, a_t, b_t):
     """One graph compiled with symbolic m, n and k runs natively at sizes other than those it
     was traced with, odd and even, and gives eager's bits: the entry takes the sizes as

@@ -2,6 +2,7 @@
 
 Every test points DICP_CACHE_DIR at an empty tmp dir and checks afterwards that nothing was built.
 """
+
 import os
 import re
 import subprocess
@@ -16,8 +17,11 @@ from dicp.api import get_backend
 
 aten = torch.ops.aten
 BACKEND = "new_backendgraph"
-SUMMARY = re.compile(r"^(\d+) ops, (\d+) nodes, (\d+) nodes \((\d+\.\d)%\) would fall back to "
-                     r"eager$", re.MULTILINE)
+SUMMARY = re.compile(
+    r"^(\d+) ops, (\d+) nodes, (\d+) nodes \((\d+\.\d)%\) would fall back to "
+    r"eager$",
+    re.MULTILINE,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -60,14 +64,17 @@ def test_training_model_records_forward_and_backward_ops():
     assert record(report, "aten.addmm.default", "forward").converted
     assert record(report, "aten.addmm.default", "forward").count == 1
     backward_mm = record(report, "aten.mm.default", "backward")  # the weight's grad only:
-    assert backward_mm.converted and backward_mm.count == 1    # the input needs none
+    assert backward_mm.converted and backward_mm.count == 1  # the input needs none
     assert report.fallback_share == 0.0
 
 
-@pytest.mark.parametrize("training, kinds", [
-    (None, {"forward", "backward"}),  # the parameters require grad
-    (False, {"inference"}),
-])
+@pytest.mark.parametrize(
+    "training, kinds",
+    [
+        (None, {"forward", "backward"}),  # the parameters require grad
+        (False, {"inference"}),
+    ],
+)
 def test_training_default_follows_requires_grad(training, kinds):
     report = collect_ops(small_model(), (torch.randn(4, 8),), BACKEND, training=training)
     assert {r.graph for r in report.ops} == kinds
@@ -117,8 +124,9 @@ def test_size_arithmetic_is_not_counted():
 def test_format_has_a_row_per_record_and_the_summary():
     report = collect_ops(lgamma_times_two, (torch.rand(3, 5) + 0.5,), BACKEND)
     text = report.format()
-    assert re.search(r"^aten\.lgamma\.default +\| inference \| +1 \| no +\| no converter$", text,
-                     re.MULTILINE)
+    assert re.search(
+        r"^aten\.lgamma\.default +\| inference \| +1 \| no +\| no converter$", text, re.MULTILINE
+    )
     assert re.search(r"^aten\.mul\.Tensor +\| inference \| +1 \| yes$", text, re.MULTILINE)
     assert SUMMARY.search(text).groups() == ("2", "2", "1", "50.0")
 
@@ -144,8 +152,13 @@ def test_cli_without_shape_needs_a_factory(capsys):
 
 def run_cli(cache, *args):
     env = dict(os.environ, DICP_CACHE_DIR=str(cache))
-    proc = subprocess.run([sys.executable, "-m", "dicp.tools.op_collector", *args],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dicp.tools.op_collector", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

@@ -1,5 +1,6 @@
 """DICP_DUMP_OP_ARGS=1|2|3: op names, then shapes/dtypes/strides, then value summaries, checked
 against the same ops run eagerly."""
+
 import logging
 import re
 
@@ -44,8 +45,16 @@ def test_level_1_names_each_op_with_its_vendor_ops_before_the_graph_runs(dump_fi
     assert lines[0].endswith("call 0")
     ops = [line.split()[1] for line in lines[1:]]
     assert [line.split()[0] for line in lines[1:]] == [f"#{i}" for i in range(len(ops))]
-    order = [ops.index(op) for op in ("aten.mm.default", "aten.tanh.default", "aten.log.default",
-                                      "aten.sub.Tensor", "aten.reciprocal.default")]
+    order = [
+        ops.index(op)
+        for op in (
+            "aten.mm.default",
+            "aten.tanh.default",
+            "aten.log.default",
+            "aten.sub.Tensor",
+            "aten.reciprocal.default",
+        )
+    ]
     assert order == sorted(order), lines
     tanh = lines[1 + ops.index("aten.tanh.default")]
     assert "[Tanh]" in tanh and "test_op_dump.py:" in tanh
@@ -57,8 +66,10 @@ def test_level_2_gives_shapes_dtypes_and_strides(dump_file, monkeypatch):
     compiled(net)(x, w)
     lines = dump_lines(dump_file)
     mm = lines[op_line(lines, "aten.mm.default") + 1]
-    assert mm.strip() == ("in: float32[4, 8] strides [8, 1], float32[8, 6] strides [6, 1] -> "
-                          "out: float32[4, 6] strides [6, 1]")
+    assert mm.strip() == (
+        "in: float32[4, 8] strides [8, 1], float32[8, 6] strides [6, 1] -> "
+        "out: float32[4, 6] strides [6, 1]"
+    )
 
 
 def summary(line):
@@ -75,8 +86,10 @@ def test_level_3_summarizes_values_like_eager(dump_file, monkeypatch):
     tanh_out = summary(lines[op_line(lines, "aten.tanh.default") + 3])
     finite_log = torch.log(h)[h > 0]
     log_out = summary(lines[op_line(lines, "aten.log.default") + 3])
-    expected = {"aten.tanh.default": (tanh_out, h, 0),
-                "aten.log.default": (log_out, finite_log, int((h < 0).sum()))}
+    expected = {
+        "aten.tanh.default": (tanh_out, h, 0),
+        "aten.log.default": (log_out, finite_log, int((h < 0).sum())),
+    }
     for op, (got, values, nans) in expected.items():
         assert got["min"] == pytest.approx(values.min().item(), rel=1e-5), op
         assert got["max"] == pytest.approx(values.max().item(), rel=1e-5), op

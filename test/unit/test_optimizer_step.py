@@ -2,6 +2,7 @@
 
 Dynamo writes the steps' `addcmul_`, `addcdiv_` and `add_` with a value as `prims.fma`; the
 steps run under DICP_STRICT=1, so a missing converter fails instead of falling back."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -12,13 +13,16 @@ from .helpers import compiled, warm_cache  # noqa: F401  (fixture)
 STEPS = 3
 OPTIMIZER_TOLERANCE = {torch.float32: (1e-5, 1e-6)}  # (rtol, atol)
 OPTIMIZERS = {
-    "sgd_nesterov": lambda p, **kw: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True,
-                                                    weight_decay=1e-2, **kw),
+    "sgd_nesterov": lambda p, **kw: torch.optim.SGD(
+        p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-2, **kw
+    ),
     "adam": lambda p, **kw: torch.optim.Adam(p, lr=1e-2, **kw),
-    "adamw_amsgrad": lambda p, **kw: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1,
-                                                       amsgrad=True, **kw),
-    "rmsprop_centered": lambda p, **kw: torch.optim.RMSprop(p, lr=1e-2, momentum=0.5,
-                                                            centered=True, **kw),
+    "adamw_amsgrad": lambda p, **kw: torch.optim.AdamW(
+        p, lr=1e-2, weight_decay=0.1, amsgrad=True, **kw
+    ),
+    "rmsprop_centered": lambda p, **kw: torch.optim.RMSprop(
+        p, lr=1e-2, momentum=0.5, centered=True, **kw
+    ),
     "adagrad": lambda p, **kw: torch.optim.Adagrad(p, lr=1e-2, **kw),
     "nadam": lambda p, **kw: torch.optim.NAdam(p, lr=1e-2, **kw),
 }
@@ -35,8 +39,7 @@ def train(optimizer_factory, foreach, compile_step, dtype=torch.float32):
         optimizer.zero_grad()
         ((model(x) - y) ** 2).mean().backward()
         step()
-    state = [t for s in optimizer.state.values() for t in s.values()
-             if isinstance(t, torch.Tensor)]
+    state = [t for s in optimizer.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
     return [p.detach() for p in model.parameters()], state
 
 
@@ -51,6 +54,7 @@ def test_compiled_step_matches_eager(warm_cache, monkeypatch, name, foreach):
     # about as close as eager's to the same steps in float64
     reference, reference_state = train(OPTIMIZERS[name], foreach, False, torch.float64)
     assert len(state) == len(eager_state)
-    for got, expected, exact in zip(params + state, eager_params + eager_state,
-                                    reference + reference_state, strict=True):
+    for got, expected, exact in zip(
+        params + state, eager_params + eager_state, reference + reference_state, strict=True
+    ):
         assert_close_or_as_accurate(got, expected, exact, table=OPTIMIZER_TOLERANCE)

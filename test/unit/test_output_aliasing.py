@@ -1,5 +1,6 @@
 """An output eager computes as new memory is not a view at run time either (aliasing.py), so a
 caller may modify it in place, under autograd too."""
+
 import pytest
 import torch
 import torch.nn.functional as F

@@ -4,14 +4,21 @@ buffer must give that buffer the offset too, or the rebuilt view is shifted (fou
 fuzzer: x.narrow(2, 1, 2).reshape(-1, 2) under dynamic shapes read one element early). The
 input itself may sit at an offset: torch 2.15 reads the offset of an output on another storage
 relative to the input's, so only a real view of the input is read right by every release."""
+
 import importlib.util
 
 import pytest
 import torch
 
-BACKENDS = ["new_backendgraph",
-            pytest.param("ovgraph", marks=pytest.mark.skipif(
-                importlib.util.find_spec("openvino") is None, reason="openvino not installed"))]
+BACKENDS = [
+    "new_backendgraph",
+    pytest.param(
+        "ovgraph",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("openvino") is None, reason="openvino not installed"
+        ),
+    ),
+]
 
 VIEWS = {
     "narrow_reshape": lambda x: x.narrow(2, 1, 2).reshape(-1, 2),

@@ -1,5 +1,6 @@
 """ovgraph, the graph-engine backend on OpenVINO: whole graphs in OpenVINO under DICP_STRICT=1,
 one compile per graph across sizes, partitioning around ops OpenVINO lacks, training."""
+
 import importlib
 import textwrap
 
@@ -70,8 +71,7 @@ def check_step(model, compiled_model, rows):
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
-def test_mlp_runs_entirely_in_openvino_under_strict(warm_cache, monkeypatch, parts_built,
-                                                    dynamic):
+def test_mlp_runs_entirely_in_openvino_under_strict(warm_cache, monkeypatch, parts_built, dynamic):
     monkeypatch.setenv("DICP_STRICT", "1")
     model = MLP()
     compiled_model = compiled(model, dynamic)
@@ -123,20 +123,25 @@ def test_dynamic_views_and_integer_ops(warm_cache, monkeypatch):
 
 def test_an_int64_input_outside_int32_is_refused_not_wrapped(warm_cache):
     """The CPU plugin computes int64 as int32: 2**40 + 3 plus 2 came back as 5."""
+
     def fn(a, b):
         return a + b
 
     compiled_fn = compiled(fn, dynamic=False)
-    small = torch.tensor([2 ** 31 - 1, -2 ** 31, 7])
+    small = torch.tensor([2**31 - 1, -(2**31), 7])
     assert torch.equal(compiled_fn(small, torch.zeros(3, dtype=torch.int64)), small)
     with pytest.raises(ovgraph.runtime.Int64RangeError, match="outside int32"):
-        compiled_fn(torch.tensor([2 ** 40 + 3, 5, 1]), torch.tensor([2, 3, 7]))
+        compiled_fn(torch.tensor([2**40 + 3, 5, 1]), torch.tensor([2, 3, 7]))
 
 
 BOOL_PROGRAMS = {
-    "add": torch.add, "add_alpha": lambda a, b: torch.add(a, b, alpha=-1),
-    "add_alpha_zero": lambda a, b: torch.add(a, b, alpha=0), "mul": torch.mul,
-    "maximum": torch.maximum, "minimum": torch.minimum, "where": lambda a, b: torch.where(a, b, a),
+    "add": torch.add,
+    "add_alpha": lambda a, b: torch.add(a, b, alpha=-1),
+    "add_alpha_zero": lambda a, b: torch.add(a, b, alpha=0),
+    "mul": torch.mul,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "where": lambda a, b: torch.where(a, b, a),
 }
 
 
@@ -174,6 +179,7 @@ def test_output_aliasing_a_permuted_input_keeps_its_layout(warm_cache, dynamic):
     from the input with the output's strides and offset: the engine's dense result must be
     handed back in that layout, or the rebuilt view reads the wrong elements (a silent wrong
     result, found by the dynamic op test of expand)."""
+
     def fn(a, shape):
         return torch.ops.aten.expand.default(a, shape)
 
@@ -191,7 +197,8 @@ def test_output_aliasing_a_permuted_input_keeps_its_layout(warm_cache, dynamic):
 PLUGIN_CRASHES = {
     # a 0-d tensor of a symbolic size: Broadcast of a non-constant to an empty shape
     # (segfault; found by DICP's upstream upsample_nearest2d test under dynamic=True)
-    "zero_dim_broadcast": ("""
+    "zero_dim_broadcast": (
+        """
         def fn(x):
             return torch.full((), x.shape[0] * 0.5), x + 1
         compiled_fn = torch.compile(fn, backend="ovgraph", dynamic=True)
@@ -199,9 +206,11 @@ PLUGIN_CRASHES = {
             x = torch.randn(rows, 4)
             for got, want in zip(compiled_fn(x), fn(x), strict=True):
                 torch.testing.assert_close(got, want)
-        """),
+        """
+    ),
     # a Gather with static empty indices (SIGFPE; repeat_interleave with all-zero repeats)
-    "empty_gather": ("""
+    "empty_gather": (
+        """
         def fn(x, idx, rows):
             return (torch.index_select(x, 1, idx) + 1, torch.embedding(x, idx) * 2,
                     torch.gather(x, 0, rows) - 1)
@@ -211,15 +220,20 @@ PLUGIN_CRASHES = {
         for got, want in zip(compiled_fn(x, idx, rows), fn(x, idx, rows), strict=True):
             assert got.shape == want.shape
             torch.testing.assert_close(got, want)
-        """),
+        """
+    ),
 }
 
 
 @pytest.mark.parametrize("case", PLUGIN_CRASHES)
 def test_models_the_cpu_plugin_crashed_on_are_not_built(tmp_path, case):
     from .helpers import check_fresh
-    code = "import torch\nimport dicp.vendor.ovgraph\n" + \
-        textwrap.dedent(PLUGIN_CRASHES[case]) + "print('ok')\n"
+
+    code = (
+        "import torch\nimport dicp.vendor.ovgraph\n"
+        + textwrap.dedent(PLUGIN_CRASHES[case])
+        + "print('ok')\n"
+    )
     assert check_fresh(code, tmp_path / "cache", DICP_STRICT="1") == "ok"
 
 
@@ -259,7 +273,7 @@ def test_attention_runs_in_openvino_with_fully_masked_rows(warm_cache, monkeypat
 
     compiled_fn = compiled(fn, dynamic=dynamic)
     with observe_fallbacks() as fallbacks:
-        for length in ((5, 8) if dynamic else (5,)):
+        for length in (5, 8) if dynamic else (5,):
             q, k, v = (torch.randn(2, 3, length, 4, requires_grad=True) for _ in range(3))
             mask = torch.rand(2, 1, length, length) > 0.5
             mask[0, 0, 1] = False  # a fully masked row
@@ -267,11 +281,15 @@ def test_attention_runs_in_openvino_with_fully_masked_rows(warm_cache, monkeypat
             got, want = compiled_fn(q, k, v, mask), fn(q, k, v, mask)
             torch.testing.assert_close(got, want)
             grad = torch.randn_like(want)
-            for g, w in zip(torch.autograd.grad(got, (q, k, v), grad),
-                            torch.autograd.grad(want, (q, k, v), grad), strict=True):
+            for g, w in zip(
+                torch.autograd.grad(got, (q, k, v), grad),
+                torch.autograd.grad(want, (q, k, v), grad),
+                strict=True,
+            ):
                 torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
-    assert {f.op for f in fallbacks} == \
-        {"aten._scaled_dot_product_flash_attention_for_cpu_backward.default"}
+    assert {f.op for f in fallbacks} == {
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward.default"
+    }
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
@@ -284,13 +302,18 @@ def test_integer_indexing_runs_in_openvino(warm_cache, monkeypatch, dynamic):
     index = torch.ops.aten.index.Tensor
 
     def fn(x, i, j, k):
-        return (index(x, [i]), index(x, [None, j]), index(x, [i[:, None], j]),
-                index(x, [None, j[:, None], k[:3]]), index(x, [i[:3], None, k[:3]]),
-                index(x, [i[0], j]))
+        return (
+            index(x, [i]),
+            index(x, [None, j]),
+            index(x, [i[:, None], j]),
+            index(x, [None, j[:, None], k[:3]]),
+            index(x, [i[:3], None, k[:3]]),
+            index(x, [i[0], j]),
+        )
 
     compiled_fn = compiled(fn, dynamic=dynamic)
     with observe_fallbacks() as fallbacks:
-        for shape in (((4, 5, 6), (7, 3, 9)) if dynamic else ((4, 5, 6),)):
+        for shape in ((4, 5, 6), (7, 3, 9)) if dynamic else ((4, 5, 6),):
             x = torch.randn(shape)
             i, j, k = (torch.randint(-n, n, (5,)) for n in shape)
             for got, want in zip(compiled_fn(x, i, j, k), fn(x, i, j, k), strict=True):
@@ -309,9 +332,12 @@ def test_strided_reads_of_a_dense_value_run_in_openvino(warm_cache, monkeypatch)
     def fn(a):
         rows, cols = a.shape
         fused = a * 2 + 1
-        return (strided(fused, [rows, 2], [cols, 1], 0), strided(fused, [rows, 2], [cols, 1], 2),
-                strided(fused, [min(rows, cols)], [cols + 1], 0),  # the diagonal
-                strided(fused, [3, rows], [0, cols], 1))  # a repeated column
+        return (
+            strided(fused, [rows, 2], [cols, 1], 0),
+            strided(fused, [rows, 2], [cols, 1], 2),
+            strided(fused, [min(rows, cols)], [cols + 1], 0),  # the diagonal
+            strided(fused, [3, rows], [0, cols], 1),
+        )  # a repeated column
 
     compiled_fn = compiled(fn, dynamic=False)
     with observe_fallbacks() as fallbacks:

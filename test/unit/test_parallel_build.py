@@ -1,6 +1,7 @@
 """A graph with more kernels than one source holds (KERNELS_PER_SOURCE) is built from several
 sources at once: every kernel is found and right, with and without bounds checks, and a warm
 process builds nothing."""
+
 import json
 
 import pytest

@@ -1,4 +1,5 @@
 """The round-trip cast rewrite: Convert(Convert(x, wide), narrow) with narrow == x.dtype is x."""
+
 import pytest
 import torch
 import torch.fx as fx
@@ -9,7 +10,6 @@ from dicp.vendor.new_backendGraph.opset import ops
 from dicp.vendor.new_backendGraph.pattern_replacement import REWRITES
 
 from .helpers import cold_cache, compiled  # noqa: F401  (fixture)
-
 
 
 def cast_chain(source, wide, narrow):
@@ -36,8 +36,9 @@ def test_hand_built_chain_has_two_converts():
     assert len(converts(cast_chain(torch.float16, torch.float32, torch.float16))) == 2
 
 
-@pytest.mark.parametrize("source, wide", [(torch.float16, torch.float32),
-                                          (torch.bfloat16, torch.float64)])
+@pytest.mark.parametrize(
+    "source, wide", [(torch.float16, torch.float32), (torch.bfloat16, torch.float64)]
+)
 def test_widening_round_trip_is_removed(source, wide):
     gm = rewrite_patterns(cast_chain(source, wide, source), REWRITES)
     assert converts(gm) == []
@@ -47,11 +48,14 @@ def test_widening_round_trip_is_removed(source, wide):
     torch.testing.assert_close(gm(x), torch.exp(x))
 
 
-@pytest.mark.parametrize("source, wide, narrow", [
-    (torch.float32, torch.float16, torch.float32),   # inner cast narrows: loses precision
-    (torch.float16, torch.float32, torch.bfloat16),  # different final dtype
-    (torch.float32, torch.bfloat16, torch.float32),
-])
+@pytest.mark.parametrize(
+    "source, wide, narrow",
+    [
+        (torch.float32, torch.float16, torch.float32),  # inner cast narrows: loses precision
+        (torch.float16, torch.float32, torch.bfloat16),  # different final dtype
+        (torch.float32, torch.bfloat16, torch.float32),
+    ],
+)
 def test_lossy_or_type_changing_round_trip_is_kept(source, wide, narrow):
     gm = rewrite_patterns(cast_chain(source, wide, narrow), REWRITES)
     assert [n.args[1] for n in converts(gm)] == [wide, narrow]

@@ -1,6 +1,7 @@
 """Each pointwise op is one row (pointwise.py): its vocabulary entry, conversion, lowering,
 renderings and cost. The tables built from the rows, and the loop level's own ops, agree key
 for key: a row missing a renderer's function, or an op without a cost, fails here."""
+
 import pytest
 
 from dicp.vendor.new_backendGraph import conversion, opset
@@ -21,8 +22,11 @@ def test_a_row_is_an_op_of_the_vocabulary_with_its_lowering(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_a_rows_aten_ops_convert_to_it(name):
     for aten_op in ROWS[name].aten:
-        overloads = [getattr(aten_op, o) for o in aten_op.overloads()] \
-            if hasattr(aten_op, "overloads") else [aten_op]
+        overloads = (
+            [getattr(aten_op, o) for o in aten_op.overloads()]
+            if hasattr(aten_op, "overloads")
+            else [aten_op]
+        )
         for overload in overloads:
             assert conversion.CONVERSIONS[overload].__name__ == f"to_{name}"
 

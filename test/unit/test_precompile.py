@@ -3,6 +3,7 @@ torch.compiler.load_compiled_function in another with an empty dicp cache and no
 compared with eager. Also: torch's AOTAutogradCache (which aot_compile consults) must not hand
 a graph compiled under other dicp knobs to a later aot_compile.
 """
+
 import json
 import os
 import sys
@@ -52,7 +53,9 @@ def outputs(fn, args):
     return [out.detach(), grad]
 """
 
-SAVE = COMMON + """
+SAVE = (
+    COMMON
+    + """
 fn = FUNCTIONS[CASE]
 compiled = torch.compile(fn, fullgraph=True, backend=os.environ["BACKEND"],
                          dynamic=CASE == "dynamic").aot_compile((inputs(6), {}))
@@ -62,8 +65,11 @@ pairs = zip(on_device(outputs(compiled, args)), on_device(outputs(fn, args)))
 ok = all(torch.allclose(a, b, atol=1e-5) for a, b in pairs)
 print(json.dumps({"ok": ok}))
 """
+)
 
-LOAD = COMMON + """
+LOAD = (
+    COMMON
+    + """
 import shutil
 from dicp.bridge.cache.build import cache_stats
 assert shutil.which("g++") is None and shutil.which("c++") is None, "a compiler is reachable"
@@ -80,15 +86,24 @@ libraries = list(os.path.join(d, f) for d, _, files in os.walk(os.environ["DICP_
                  for f in files if f.endswith(".so"))
 print(json.dumps({"ok": ok, "builds": cache_stats()["builds"], "libraries": len(libraries)}))
 """
+)
 
-NO_COMPILER = {"DICP_CXX": "/nonexistent/dicp-no-compiler", "CXX": "/nonexistent/c++",
-               "PATH": os.path.dirname(sys.executable)}
+NO_COMPILER = {
+    "DICP_CXX": "/nonexistent/dicp-no-compiler",
+    "CXX": "/nonexistent/c++",
+    "PATH": os.path.dirname(sys.executable),
+}
 
 
 def _save_and_load(tmp_path, case, backend="new_backendgraph", device="cpu"):
     artifact = str(tmp_path / f"{case}.pt2")
-    env = {"CASE": case, "ARTIFACT": artifact, "BACKEND": backend, "DEVICE": device,
-           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    env = {
+        "CASE": case,
+        "ARTIFACT": artifact,
+        "BACKEND": backend,
+        "DEVICE": device,
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+    }
     saved = json.loads(check_fresh(SAVE, tmp_path / "save-cache", **env))
     assert saved == {"ok": True}
     empty = tmp_path / "load-cache"
@@ -102,8 +117,9 @@ def _save_and_load(tmp_path, case, backend="new_backendgraph", device="cpu"):
 HAS_AOT_COMPILE = hasattr(torch.compile(lambda x: x), "aot_compile")
 
 
-@pytest.mark.skipif(not HAS_AOT_COMPILE, reason=f"torch {torch.__version__}: compiled functions "
-                    "have no aot_compile")
+@pytest.mark.skipif(
+    not HAS_AOT_COMPILE, reason=f"torch {torch.__version__}: compiled functions have no aot_compile"
+)
 @pytest.mark.parametrize("case", ["inference", "training", "dynamic", "constant"])
 def test_precompiled_function_loads_without_cache_or_compiler(case, tmp_path):
     loaded = _save_and_load(tmp_path, case)
@@ -112,8 +128,9 @@ def test_precompiled_function_loads_without_cache_or_compiler(case, tmp_path):
     assert loaded["libraries"] >= 1  # the kernels came from the artifact into the cache
 
 
-@pytest.mark.skipif(not HAS_AOT_COMPILE, reason=f"torch {torch.__version__}: compiled functions "
-                    "have no aot_compile")
+@pytest.mark.skipif(
+    not HAS_AOT_COMPILE, reason=f"torch {torch.__version__}: compiled functions have no aot_compile"
+)
 @pytest.mark.parametrize("case", ["inference", "training", "dynamic", "constant"])
 def test_a_precompiled_emugraph_function_loads_onto_the_device(case, tmp_path):
     """emugraph's artifact in a process with the device's runtime (built, as a vendor's comes
@@ -127,7 +144,9 @@ def test_a_precompiled_emugraph_function_loads_onto_the_device(case, tmp_path):
 # torch's AOTAutogradCache holding dicp graphs (what torch.compile does with these two flags
 # on): a graph compiled under an injected wrong result must not be reused by a process with
 # other dicp knobs; one with the same knobs reuses it (so the miss is the key's doing).
-AUTOGRAD_CACHE = COMMON + """
+AUTOGRAD_CACHE = (
+    COMMON
+    + """
 from torch._dynamo.utils import counters
 torch._functorch.config.force_autograd_cache = True
 torch._functorch.config.bundled_autograd_cache = True
@@ -136,14 +155,19 @@ compiled = torch.compile(pointwise, backend="new_backendgraph")
 ok = torch.allclose(compiled(*args), pointwise(*args), atol=1e-5)
 print(json.dumps({"ok": ok, "hit": counters["aot_autograd"]["autograd_cache_hit"]}))
 """
+)
 
 
 def test_autograd_cache_does_not_cross_dicp_knobs(tmp_path):
     env = {"CASE": "inference", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
     fault = {"DICP_INJECT_BUG_TESTING_ONLY": "aten.mul.Tensor:accuracy"}
-    runs = [json.loads(check_fresh(AUTOGRAD_CACHE, tmp_path / name, **env, **extra))
-            for name, extra in (("a", fault), ("b", {}), ("c", {}), ("d", fault))]
-    assert runs == [{"ok": False, "hit": 0},   # the injected fault shows
-                    {"ok": True, "hit": 0},    # other knobs: torch's cache misses
-                    {"ok": True, "hit": 1},    # same knobs: it hits
-                    {"ok": False, "hit": 1}]
+    runs = [
+        json.loads(check_fresh(AUTOGRAD_CACHE, tmp_path / name, **env, **extra))
+        for name, extra in (("a", fault), ("b", {}), ("c", {}), ("d", fault))
+    ]
+    assert runs == [
+        {"ok": False, "hit": 0},  # the injected fault shows
+        {"ok": True, "hit": 0},  # other knobs: torch's cache misses
+        {"ok": True, "hit": 1},  # same knobs: it hits
+        {"ok": False, "hit": 1},
+    ]

@@ -1,5 +1,6 @@
 """The compile profile: stage timers, counters, compiles per function, the shape-recompile
 warning, DICP_PROFILE's table at exit and the TORCH_LOGS=dicp.profile lines."""
+
 import itertools
 import logging
 
@@ -21,8 +22,8 @@ def test_stage_times_are_self_times(monkeypatch):
     clock = itertools.count()  # every perf_counter() call advances one "second"
     monkeypatch.setattr(profile.time, "perf_counter", lambda: float(next(clock)))
     with profile.collect() as stats:
-        with profile.stage("outer"):          # t=0
-            with profile.stage("inner"):      # t=1 .. t=2
+        with profile.stage("outer"):  # t=0
+            with profile.stage("inner"):  # t=1 .. t=2
                 pass
         # outer ends at t=3: 3 s in total, 1 of them inside "inner"
     assert stats.stages == {"outer": 2.0, "inner": 1.0}
@@ -30,7 +31,7 @@ def test_stage_times_are_self_times(monkeypatch):
 
 def test_a_cold_training_compile_is_fully_accounted(cold_cache):
     x = torch.randn(4, 8, requires_grad=True)
-    torch._dynamo.reset()   # drops dynamo's compile hooks; a backend registers them again
+    torch._dynamo.reset()  # drops dynamo's compile hooks; a backend registers them again
     dynamo_context.install()
     with profile.collect() as stats:
         torch.compile(block, backend="new_backendgraph")(x).backward()
@@ -68,7 +69,7 @@ def test_shape_recompiles_are_counted_and_warned_about_once(warm_cache, monkeypa
     with profile.collect() as stats:
         for n in range(2, 7):
             fn(torch.randn(3, n))
-    (name, compiles), = stats.compiles.items()
+    ((name, compiles),) = stats.compiles.items()
     assert compiles == 5 and stats.recompiles == {name: 4}
     warnings = [r.getMessage() for r in caplog.records if "recompiled" in r.getMessage()]
     assert len(warnings) == 1, warnings
@@ -126,9 +127,20 @@ SCRIPT = """
 def test_dicp_profile_prints_the_table_at_exit(tmp_path):
     result = run_fresh(SCRIPT, tmp_path, DICP_PROFILE="1")
     assert result.returncode == 0, result.stderr[-3000:]
-    table = result.stderr[result.stderr.index("dicp compile profile"):]
-    for row in ("dynamo", "aot_autograd", "conversion", "shape_inference", "codegen", "build",
-                "load", "total", "graphs (inference)", "kernels", "compiles per function"):
+    table = result.stderr[result.stderr.index("dicp compile profile") :]
+    for row in (
+        "dynamo",
+        "aot_autograd",
+        "conversion",
+        "shape_inference",
+        "codegen",
+        "build",
+        "load",
+        "total",
+        "graphs (inference)",
+        "kernels",
+        "compiles per function",
+    ):
         assert row in table, table
 
 
@@ -144,6 +156,7 @@ def test_torch_logs_shows_each_graph(tmp_path):
 
 def _profiled_events(fn, *inputs):
     from torch.profiler import ProfilerActivity, profile as torch_profile
+
     with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         result = fn(*inputs)
         result.sum().backward()
@@ -154,8 +167,7 @@ def test_profile_kernels_names_each_call_in_torch_profiler(cold_cache, monkeypat
     """DICP_PROFILE_KERNELS=1: each kernel and library call of the forward and backward graphs
     is a torch.profiler range named for its graph, call and ATen op; results stay eager's."""
     monkeypatch.setenv("DICP_PROFILE_KERNELS", "1")
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16),
-                                torch.nn.GELU())
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.GELU())
     x = torch.randn(5, 8)
     result, events = _profiled_events(compiled(model), x)
     torch.testing.assert_close(result, model(x))
@@ -168,7 +180,7 @@ def test_profile_kernels_names_each_call_in_torch_profiler(cold_cache, monkeypat
 
 
 def test_without_profile_kernels_no_call_is_named(cold_cache):
-    _, events = _profiled_events(compiled(torch.nn.Sequential(torch.nn.Linear(8, 16),
-                                                              torch.nn.GELU())),
-                                 torch.randn(5, 8))
+    _, events = _profiled_events(
+        compiled(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU())), torch.randn(5, 8)
+    )
     assert not [e for e in events if e.startswith("new_backendgraph_")], events

@@ -1,4 +1,5 @@
 """DICP_NEW_BACKENDGRAPH_TARGET=python: vendor ops run as their torch reference kernels."""
+
 import pytest
 import torch
 

@@ -6,6 +6,7 @@ compares with eager; the structural cases also count the kernels. The cases that
 fuse (a reduction read under a mask, through a gathered index, across another dim, after its
 input is overwritten) check that the value stays right when the reduction is realized first.
 """
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -62,8 +63,9 @@ def test_fused_rows_match_eager_in_every_float_type_and_dynamic_shape(case, dtyp
         assert_close(compiled_fn(x, weight), fn(x, weight))
 
 
-@pytest.mark.parametrize("case", ["softmax", "log_softmax", "layer_norm", "rms_norm",
-                                  "causal softmax"])
+@pytest.mark.parametrize(
+    "case", ["softmax", "log_softmax", "layer_norm", "rms_norm", "causal softmax"]
+)
 def test_fused_rows_backward_matches_eager(case):
     fn = ONE_ROW_KERNEL[case][0]
     x, weight = torch.randn(6, 33, requires_grad=True), torch.randn(33, requires_grad=True)
@@ -76,8 +78,8 @@ def test_fused_rows_backward_matches_eager(case):
 
 
 def overwritten_after_reading(x):
-    total = x.sum(-1, keepdim=True)   # lazy until its consumer runs
-    x.mul_(2)                          # the consumer must still see the old x
+    total = x.sum(-1, keepdim=True)  # lazy until its consumer runs
+    x.mul_(2)  # the consumer must still see the old x
     return x * total
 
 
@@ -136,8 +138,9 @@ def test_a_norm_read_through_merged_rows_keeps_one_reduction_per_row(cold_cache,
     once per row, not once per element of it (64 times the work, as LLaMA's did)."""
     x, weight = torch.randn(2, length, 64), torch.randn(64)
     torch._dynamo.mark_dynamic(x, 1)
-    torch.testing.assert_close(compiled(normed_rows_merged)(x, weight),
-                               normed_rows_merged(x, weight))
+    torch.testing.assert_close(
+        compiled(normed_rows_merged)(x, weight), normed_rows_merged(x, weight)
+    )
     source = kernel_sources(cold_cache)
     assert "s" in source.split("void kernel_0(")[1].split(")")[0]  # the length is symbolic
     assert "for (int64_t i1 " not in source  # one loop over rows; the row's loops inside
@@ -157,7 +160,7 @@ def test_a_norm_read_through_merged_rows_matches_eager_with_its_gradient(length)
 
 
 def softmax_read_by_three_kernels(x):
-    shifted = x - x.amax(-1, keepdim=True)   # cheap: inlined into each output's kernel
+    shifted = x - x.amax(-1, keepdim=True)  # cheap: inlined into each output's kernel
     return shifted.exp(), shifted.sin(), shifted.cos()
 
 
@@ -165,8 +168,9 @@ def test_a_reduction_read_by_three_kernels_is_computed_at_most_twice(cold_cache)
     """The first kernel computes it inside; the second reads it from memory, so a cheap value
     inlined into many kernels does not recompute its reduction in each."""
     x = torch.randn(6, 10)
-    torch.testing.assert_close(compiled(softmax_read_by_three_kernels)(x),
-                               softmax_read_by_three_kernels(x))
+    torch.testing.assert_close(
+        compiled(softmax_read_by_three_kernels)(x), softmax_read_by_three_kernels(x)
+    )
     source = "".join(p.read_text() for p in cold_cache.glob("kernels/*/*.cpp"))
     assert source.count("reduction(max:") <= 2
 
@@ -190,8 +194,13 @@ def sum_then_truncate(x):  # the fuzzer's finding, shrunk (seed 2711, program 24
 
 def test_a_sum_fed_to_an_integer_cast_matches_eager(cold_cache, monkeypatch):
     monkeypatch.setenv("DICP_BOUNDS_CHECK", "1")  # as the fuzzer ran it
-    x = torch.randn(7, 28, 28, generator=torch.Generator().manual_seed(2735407451384),
-                    dtype=torch.float64).mul(2).float()
+    x = (
+        torch.randn(
+            7, 28, 28, generator=torch.Generator().manual_seed(2735407451384), dtype=torch.float64
+        )
+        .mul(2)
+        .float()
+    )
     assert torch.equal(compiled(sum_then_truncate)(x), sum_then_truncate(x))
 
 

@@ -1,4 +1,5 @@
 """The backend registry: a second vendor plugs in without touching shared code."""
+
 import ast
 import dataclasses
 from pathlib import Path
@@ -31,8 +32,8 @@ class ThrowawayVendor:
     """Everything a vendor writes: a one-row conversion table, a codegen and a compile job."""
 
     def __init__(self):
-        self.converted = []     # ATen nodes the converter saw
-        self.graphs = []        # vendor graphs handed to codegen
+        self.converted = []  # ATen nodes the converter saw
+        self.graphs = []  # vendor graphs handed to codegen
         self.vendor_add = VendorAdd()
         self.conversions = {aten.add.Tensor: self.convert_add}
 
@@ -50,12 +51,18 @@ class ThrowawayVendor:
     def compile_job(self, gm, ctx):
         def call(args):
             return fx.Interpreter(gm).run(*args)
+
         return call
 
     def backend(self):
-        return Backend(name=NAME, opset_transform=self.opset_transform, codegen=self.codegen,
-                       compile_job=self.compile_job, conversions=self.conversions,
-                       conversion_table="test_registry.py")
+        return Backend(
+            name=NAME,
+            opset_transform=self.opset_transform,
+            codegen=self.codegen,
+            compile_job=self.compile_job,
+            conversions=self.conversions,
+            conversion_table="test_registry.py",
+        )
 
 
 @pytest.fixture
@@ -80,11 +87,10 @@ def test_second_backend_compiles_through_shared_bridge(vendor, cold_cache):
 def test_second_backend_graph_holds_its_vendor_op(vendor, cold_cache):
     x = torch.randn(3)
     torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, get_backend(NAME)))(x, x)
-    targets = [n.target for gm in vendor.graphs for n in gm.graph.nodes
-               if n.op == "call_function"]
+    targets = [n.target for gm in vendor.graphs for n in gm.graph.nodes if n.op == "call_function"]
     assert vendor.vendor_add in targets
     assert aten.add.Tensor not in targets  # converted, not fallen back
-    assert aten.relu.default in targets    # no converter: stays ATen (eager fallback)
+    assert aten.relu.default in targets  # no converter: stays ATen (eager fallback)
 
 
 def test_unknown_backend_raises_key_error_naming_it():
@@ -119,8 +125,9 @@ def test_debug_dumps_work_for_any_backend(vendor, cold_cache, monkeypatch):
     compiled = torch.compile(fn, backend=lambda gm, ex: compile_fx(gm, ex, get_backend(NAME)))
     torch.testing.assert_close(compiled(x, x), fn(x, x))
     (dump,) = (cold_cache / "debug").iterdir()
-    assert {"aten_graph.txt", "vendor_graph.txt", "config.txt", "sources.txt"} <= \
-        {p.name for p in dump.iterdir()}
+    assert {"aten_graph.txt", "vendor_graph.txt", "config.txt", "sources.txt"} <= {
+        p.name for p in dump.iterdir()
+    }
     assert "VendorAdd" in (dump / "sources.txt").read_text()
 
 
@@ -151,16 +158,21 @@ def dicp_imports(path: Path) -> list:
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found += [node.module] if node.module != "dicp" else \
-                [f"dicp.{alias.name}" for alias in node.names]
+            found += (
+                [node.module]
+                if node.module != "dicp"
+                else [f"dicp.{alias.name}" for alias in node.names]
+            )
         elif isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
     return [name for name in found if name.split(".")[0] == "dicp"]
 
 
-BACKEND_SOURCES = [Path(dicp.__file__).parent / "vendor",
-                   Path(dicp.__file__).parent / "tools" / "backend_template",
-                   Path(dicp.__file__).parent / "tools" / "backend_template_device"]
+BACKEND_SOURCES = [
+    Path(dicp.__file__).parent / "vendor",
+    Path(dicp.__file__).parent / "tools" / "backend_template",
+    Path(dicp.__file__).parent / "tools" / "backend_template_device",
+]
 
 
 @pytest.mark.parametrize("folder", BACKEND_SOURCES, ids=lambda p: p.name)
@@ -169,6 +181,10 @@ def test_backends_import_only_the_public_api(folder):
     the bridge's modules are free to move."""
     files = sorted(folder.rglob("*.py"))
     assert files, f"no sources found under {folder}"
-    offenders = {str(p.relative_to(folder)): names for p in files
-                 for names in [[n for n in dicp_imports(p) if n != "dicp.api"]] if names}
+    offenders = {
+        str(p.relative_to(folder)): names
+        for p in files
+        for names in [[n for n in dicp_imports(p) if n != "dicp.api"]]
+        if names
+    }
     assert offenders == {}, "import these through dicp.api (add them there if missing)"

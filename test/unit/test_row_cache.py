@@ -4,13 +4,18 @@ exp(x - max) is the case: the structural tests count the exps in the kernel's so
 case compares with eager, with sizes 1, odd and even; the cases where a cache must not serve
 (another index, a mask, dynamic sizes, a row too long) check that the values stay right.
 """
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from ..common.tolerance import assert_close
-from .helpers import (cold_cache, compiled, compiled_and_eager_grads,  # noqa: F401  (fixture)
-                      kernel_sources)
+from .helpers import (  # noqa: F401  (fixtures)
+    cold_cache,
+    compiled,
+    compiled_and_eager_grads,
+    kernel_sources,
+)
 
 
 def exp_normalized(x):
@@ -36,9 +41,11 @@ def test_the_cache_is_read_at_the_index_it_was_stored_at(cold_cache):
     """The division reads exp(x - max) rolled along the row by a cat of two slices: at each
     position another element than the sum's loop stored there, so it is computed, not
     served from the cache."""
+
     def rolled(x):
         e = torch.exp(x - x.amax(-1, keepdim=True))
         return torch.cat([e[:, 1:], e[:, :1]], -1) / e.sum(-1, keepdim=True)
+
     x = torch.randn(5, 33)
     torch.testing.assert_close(compiled(rolled)(x), rolled(x))
 
@@ -46,9 +53,11 @@ def test_the_cache_is_read_at_the_index_it_was_stored_at(cold_cache):
 def test_a_value_stored_under_a_condition_is_not_cached(cold_cache):
     """The sum reads each half of the row under the condition of its part of the cat: the
     halves' exps may not fill the array alone; the cat as a whole does."""
+
     def two_halves(a, b):
         y = torch.cat([a.exp(), b.exp()], -1)
         return y / y.sum(-1, keepdim=True)
+
     a, b = torch.randn(3, 5), torch.randn(3, 4)
     torch.testing.assert_close(compiled(two_halves)(a, b), two_halves(a, b))
 
@@ -56,10 +65,12 @@ def test_a_value_stored_under_a_condition_is_not_cached(cold_cache):
 def test_a_value_read_under_a_condition_does_not_fill_the_cache(cold_cache):
     """The sum reads exp(a) only where the cat takes it (its first two columns); the division
     reads all of it. Stored from the sum, the array would miss three columns."""
+
     def partly(a):
         e = a.exp()
         y = torch.cat([e[:, :2], torch.zeros_like(e[:, 2:])], -1)
         return e / y.sum(-1, keepdim=True)
+
     a = torch.randn(3, 5)
     torch.testing.assert_close(compiled(partly)(a), partly(a))
 
@@ -68,6 +79,7 @@ def test_a_reduction_over_two_dims_caches_the_whole_plane(cold_cache):
     def plane_softmax(x):
         e = torch.exp(x - x.amax((-2, -1), keepdim=True))
         return e / e.sum((-2, -1), keepdim=True)
+
     x = torch.randn(3, 5, 6)
     torch.testing.assert_close(compiled(plane_softmax)(x), plane_softmax(x))
     assert kernel_sources(cold_cache).count("dicp::exp<float>") == 1
@@ -76,9 +88,11 @@ def test_a_reduction_over_two_dims_caches_the_whole_plane(cold_cache):
 def test_a_max_phase_fills_the_cache_and_zero_rows_keep_their_sign(cold_cache):
     """The max phase stores exp(x); its zero rescan (all of a row's exps underflow to 0) reads
     the values again in the same phase, computed, not from the half-filled array."""
+
     def over_max(x):
         e = torch.exp(x)
         return e / e.amax(-1, keepdim=True) + e.amax(-1, keepdim=True)
+
     x = torch.randn(4, 9)
     x[1] = -200.0
     torch.testing.assert_close(compiled(over_max)(x), over_max(x), equal_nan=True)
@@ -107,6 +121,7 @@ def test_softmax_in_other_float_types(cold_cache, dtype):
 def test_softmax_and_log_softmax_of_one_row_together(cold_cache):
     def both(x):
         return torch.softmax(x, -1) * 2 + torch.log_softmax(x, -1)
+
     x = torch.randn(4, 33)
     torch.testing.assert_close(compiled(both)(x), both(x))
 

@@ -3,14 +3,20 @@ type, which does not take part in type promotion) is exactly as precise as in ea
 kernels round it to the half type, except the second operand of mul and div (true, floor,
 trunc), which they read in float. Rounding it the other way moves floor_divide, remainder and
 fmod across a step: found by the fuzzer (bfloat16 `x // y` with a float32 0-d `y`)."""
+
 import pytest
 import torch
 
 OPS = {
-    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
     "floor_divide": torch.floor_divide,
     "trunc_div": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
-    "remainder": torch.remainder, "fmod": torch.fmod, "lt": torch.lt,
+    "remainder": torch.remainder,
+    "fmod": torch.fmod,
+    "lt": torch.lt,
 }
 SCALAR_FIRST = ["add", "sub", "mul", "div"]
 
@@ -45,9 +51,11 @@ def test_number_first_operand(op, dtype):
 
 
 # An integer tensor clamped to a float number is float, with the number itself as the bound.
-CLAMPS = {"clamp": lambda x: torch.clamp(x, min=-1.5, max=2.5),
-          "clamp_min": lambda x: torch.clamp_min(x, 1.5),
-          "clamp_max": lambda x: torch.clamp_max(x, -0.5)}
+CLAMPS = {
+    "clamp": lambda x: torch.clamp(x, min=-1.5, max=2.5),
+    "clamp_min": lambda x: torch.clamp_min(x, 1.5),
+    "clamp_max": lambda x: torch.clamp_max(x, -0.5),
+}
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])

@@ -3,6 +3,7 @@ clamp, clamp_min/max and relu keep x when it equals the bound, amax/amin keep th
 equal elements. Sizes 1, 3 and 64 take eager's scalar and vector loops. (torch.maximum on a
 tie is not checked: eager's vector loop returns the second operand, its scalar loop the first.)
 Found by the fuzzer: 1 / clamp(x, -1.5, 0.0) was inf for x = -0.0 where eager gives -inf."""
+
 import pytest
 import torch
 
@@ -33,8 +34,10 @@ def test_zero_sign_matches_eager(warm_cache, name, size, dynamic):
 def both_zeros(x):
     """-0.0 and 0.0 in one kernel: Python says -0.0 == 0.0, so a CSE keyed on the number
     itself made the second clamp reuse the first (x = -1 gave -0.0 where eager gives +0.0)."""
-    return (torch.clamp(x, min=-0.0, max=1.0) + torch.clamp(x, min=0.0, max=1.0) * 0,
-            torch.where(x > 5, x, -0.0) - torch.where(x > 5, x, 0.0))
+    return (
+        torch.clamp(x, min=-0.0, max=1.0) + torch.clamp(x, min=0.0, max=1.0) * 0,
+        torch.where(x > 5, x, -0.0) - torch.where(x > 5, x, 0.0),
+    )
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])

@@ -2,6 +2,7 @@
 multiplication per element (pattern_replacement.softmax_division_*). That is within an ulp
 of the quotient only because the sum lies in [1, row length]; any other division by a
 row-wise value keeps its division, since 1 / d of a denormal d is inf."""
+
 import pytest
 import torch
 
@@ -26,15 +27,15 @@ def test_softmax_multiplies_by_its_row_sums_reciprocal(cold_cache, shape, specia
     torch.testing.assert_close(got, fn(x), equal_nan=True)
     assert RECIPROCAL in kernel_sources(cold_cache)
     grad = torch.randn_like(got)
-    torch.testing.assert_close(torch.autograd.grad(got, x, grad)[0],
-                               torch.autograd.grad(fn(x), x, grad)[0], equal_nan=True)
+    torch.testing.assert_close(
+        torch.autograd.grad(got, x, grad)[0], torch.autograd.grad(fn(x), x, grad)[0], equal_nan=True
+    )
 
 
 @pytest.mark.parametrize("dim", [0, 1])
 def test_softmax_over_an_inner_dim(cold_cache, dim):
     x = _rows((6, 5, 4))
-    torch.testing.assert_close(compiled(lambda t: torch.softmax(t, dim))(x),
-                               torch.softmax(x, dim))
+    torch.testing.assert_close(compiled(lambda t: torch.softmax(t, dim))(x), torch.softmax(x, dim))
 
 
 def test_a_division_by_any_other_row_sum_keeps_its_division(cold_cache):

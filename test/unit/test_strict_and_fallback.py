@@ -1,5 +1,6 @@
 """Eager fallback of unconverted ops, DICP_STRICT, DICP_FALLBACK_OPS, declared fallbacks, dtypes
 and DICP_DEBUG."""
+
 import logging
 
 import pytest
@@ -12,11 +13,17 @@ from dicp.api import get_backend
 from dicp.vendor.new_backendGraph import config
 from dicp.vendor.new_backendGraph.conversion import CONVERSIONS
 
-from .helpers import (BACKEND, cause_of, check_fresh, cold_cache, compiled,  # noqa: F401
-                      warm_cache)
+from .helpers import (  # noqa: F401  (fixtures)
+    BACKEND,
+    cause_of,
+    check_fresh,
+    cold_cache,
+    compiled,
+    warm_cache,
+)
 
 aten = torch.ops.aten
-UNCONVERTED = aten.lgamma.default   # no converter, no decomposition (checked below)
+UNCONVERTED = aten.lgamma.default  # no converter, no decomposition (checked below)
 
 
 @pytest.fixture
@@ -76,8 +83,9 @@ def test_forced_fallback_by_pattern_is_correct_and_logged(warm_cache, monkeypatc
     monkeypatch.setenv("DICP_FALLBACK_OPS", "aten.mul.*")
     x, y = torch.randn(5, 6), torch.randn(5, 6)
     torch.testing.assert_close(compiled(mul_fn)(x, y), mul_fn(x, y))
-    assert any("aten.mul.Tensor" in m and "DICP_FALLBACK_OPS" in m
-               for m in messages(dicp_log)), messages(dicp_log)
+    assert any("aten.mul.Tensor" in m and "DICP_FALLBACK_OPS" in m for m in messages(dicp_log)), (
+        messages(dicp_log)
+    )
 
 
 def test_forced_fallback_is_allowed_in_strict_mode(warm_cache, monkeypatch):
@@ -92,8 +100,9 @@ def test_forced_fallback_pattern_matches_default_overloads(warm_cache, monkeypat
     x, w = torch.randn(4, 8), torch.randn(8, 3)
     fn = torch.mm
     torch.testing.assert_close(compiled(fn)(x, w), fn(x, w))
-    assert any("aten.mm" in m and "DICP_FALLBACK_OPS" in m for m in messages(dicp_log)), \
-        messages(dicp_log)
+    assert any("aten.mm" in m and "DICP_FALLBACK_OPS" in m for m in messages(dicp_log)), messages(
+        dicp_log
+    )
 
 
 def test_keep_torch_default_pattern_removes_default_overload(monkeypatch):
@@ -103,6 +112,7 @@ def test_keep_torch_default_pattern_removes_default_overload(monkeypatch):
 
 
 # ---- dtypes the kernels cannot hold -------------------------------------------------------
+
 
 def complex_add(x, y):
     return x + y
@@ -148,6 +158,7 @@ def test_tuple_output_of_fallback_feeds_fused_kernel(cold_cache):
 
 # ---- debug dumps -------------------------------------------------------------------------
 
+
 def test_debug_mode_dumps_graphs_wrapper_and_kernels(cold_cache, monkeypatch):
     monkeypatch.setenv("DICP_DEBUG", "1")
     x, y = torch.randn(5, 6), torch.randn(5, 6)
@@ -170,6 +181,7 @@ def test_no_debug_dir_without_debug_mode(cold_cache):
 
 # ---- declared fallbacks (Backend.expected_fallbacks) and observing fallbacks ----------------
 
+
 def real_parts(z):
     return torch.view_as_real(z) * 2
 
@@ -191,7 +203,8 @@ def test_forced_fallbacks_are_observed(warm_cache, monkeypatch):
     with observe_fallbacks() as seen:
         compiled(mul_fn)(x, y)
     assert {(f.backend, f.op, f.reason) for f in seen} == {
-        (BACKEND, "aten.mul.Tensor", "forced by DICP_FALLBACK_OPS")}
+        (BACKEND, "aten.mul.Tensor", "forced by DICP_FALLBACK_OPS")
+    }
 
 
 def _spd(n):
@@ -208,8 +221,10 @@ LINALG_CASES = {
     "lu_factor": (lambda a: torch.linalg.lu_factor(a), lambda: (_spd(4),)),
     "ldl_factor": (lambda a: torch.linalg.ldl_factor(a), lambda: (_spd(3),)),
     "tensorinv": (lambda a: torch.linalg.tensorinv(a, ind=1), lambda: (_spd(4),)),
-    "tensorsolve": (lambda a, b: torch.linalg.tensorsolve(a, b),
-                    lambda: (_spd(6).reshape(6, 2, 3), torch.randn(6))),
+    "tensorsolve": (
+        lambda a, b: torch.linalg.tensorsolve(a, b),
+        lambda: (_spd(6).reshape(6, 2, 3), torch.randn(6)),
+    ),
 }
 
 
@@ -223,6 +238,7 @@ def test_linalg_ops_fall_back_and_match_eager(case, warm_cache):
 
 
 # ---- a converter that fails ---------------------------------------------------------------
+
 
 def broken_converter(ctx, *args, **kwargs):
     raise ZeroDivisionError("a bug in the converter")
@@ -254,9 +270,10 @@ def test_failing_converter_in_strict_mode_raises_naming_op(warm_cache, monkeypat
 
 def test_nested_fallback_observers_each_see_their_own_fallbacks():
     from dicp.bridge.pipeline.fallback import Fallback, observe_fallbacks, record_fallback
+
     first, second = Fallback("b", "aten.x", "r"), Fallback("b", "aten.y", "r")
     with observe_fallbacks() as outer:
         with observe_fallbacks() as inner:
-            record_fallback(first)   # both lists now equal: the inner one must leave, by identity
+            record_fallback(first)  # both lists now equal: the inner one must leave, by identity
         record_fallback(second)
     assert outer == [first, second] and inner == [first]

@@ -6,6 +6,7 @@ newer in-range release offered on a local index. pip decides from metadata alone
 the decision it takes for a real build with that version. (test/scripts/torch_versions.sh checks
 the same with real torch releases: `pip install -e '.[test]'` must not change their torch.)
 """
+
 import json
 import os
 import subprocess
@@ -15,15 +16,33 @@ from pathlib import Path
 
 import pytest
 
-from dicp.supported_torch import (TESTED_RELEASES, TORCH_REQUIREMENT, TORCH_SPECIFIER,
-                                  untested_torch_message)
+from dicp.supported_torch import (
+    TESTED_RELEASES,
+    TORCH_REQUIREMENT,
+    TORCH_SPECIFIER,
+    untested_torch_message,
+)
 
 from .helpers import check_fresh, cold_cache  # noqa: F401  (fixture)
 
-SUPPORTED = ["2.11.0", "2.11.0a0+gitc263bd4", "2.11.0rc1", "2.13.0+cpu", "2.13.0a0+gitc263bd4",
-             "2.15.0", "2.15.0+cu132", "2.15.2"]
-UNSUPPORTED = ["2.10.0", "2.10.1+gitabc", "2.11.0.dev20260101", "2.16.0a0+gitc263bd4", "2.16.0",
-               "3.0.0"]
+SUPPORTED = [
+    "2.11.0",
+    "2.11.0a0+gitc263bd4",
+    "2.11.0rc1",
+    "2.13.0+cpu",
+    "2.13.0a0+gitc263bd4",
+    "2.15.0",
+    "2.15.0+cu132",
+    "2.15.2",
+]
+UNSUPPORTED = [
+    "2.10.0",
+    "2.10.1+gitabc",
+    "2.11.0.dev20260101",
+    "2.16.0a0+gitc263bd4",
+    "2.16.0",
+    "3.0.0",
+]
 OFFERED = "2.15.0"  # the newer release the local index offers pip
 
 
@@ -48,8 +67,10 @@ def offer_wheel(index, version):
     info = f"torch-{version}.dist-info"
     with zipfile.ZipFile(index / f"torch-{version}-py3-none-any.whl", "w") as wheel:
         wheel.writestr(f"{info}/METADATA", metadata_text(version))
-        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: dicp-test\n"
-                                        "Root-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(
+            f"{info}/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: dicp-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
         wheel.writestr(f"{info}/RECORD", "")
 
 
@@ -58,7 +79,8 @@ def venv_with_torch(root, version):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / "bin" / "python"
     purelib = subprocess.check_output(
-        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], text=True)
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], text=True
+    )
     info = Path(purelib.strip()) / f"torch-{version}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(metadata_text(version))
@@ -74,16 +96,35 @@ def pip_would_install(tmp_path, installed):
     offer_wheel(tmp_path / "index", OFFERED)
     report = tmp_path / "report.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--dry-run",
-                    "--no-index", "--find-links", str(tmp_path / "index"), "--quiet",
-                    "--report", str(report), TORCH_REQUIREMENT],
-                   check=True, env={**env, "PIP_CONFIG_FILE": os.devnull})
-    return [(item["metadata"]["name"], item["metadata"]["version"])
-            for item in json.loads(report.read_text())["install"]]
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--dry-run",
+            "--no-index",
+            "--find-links",
+            str(tmp_path / "index"),
+            "--quiet",
+            "--report",
+            str(report),
+            TORCH_REQUIREMENT,
+        ],
+        check=True,
+        env={**env, "PIP_CONFIG_FILE": os.devnull},
+    )
+    return [
+        (item["metadata"]["name"], item["metadata"]["version"])
+        for item in json.loads(report.read_text())["install"]
+    ]
 
 
-@pytest.mark.parametrize("installed", ["2.11.0a0+gitc263bd4", "2.13.0a0+gitc263bd4", "2.11.0",
-                                       "2.15.0+cu132"])
+@pytest.mark.parametrize(
+    "installed", ["2.11.0a0+gitc263bd4", "2.13.0a0+gitc263bd4", "2.11.0", "2.15.0+cu132"]
+)
 def test_pip_keeps_an_installed_torch_in_the_range(tmp_path, installed):
     assert pip_would_install(tmp_path, installed) == []
 
@@ -99,8 +140,11 @@ def test_import_dicp_warns_once_outside_the_range(tmp_path, cold_cache):
     fake = tmp_path / "meta"
     (fake / "torch-2.16.0a0+gitc263bd4.dist-info").mkdir(parents=True)
     (fake / "torch-2.16.0a0+gitc263bd4.dist-info" / "METADATA").write_text(
-        metadata_text("2.16.0a0+gitc263bd4"))
-    caught = json.loads(check_fresh(f"""
+        metadata_text("2.16.0a0+gitc263bd4")
+    )
+    caught = json.loads(
+        check_fresh(
+            f"""
         import json, sys, warnings
         sys.path.insert(0, {str(fake)!r})
         with warnings.catch_warnings(record=True) as caught:
@@ -108,7 +152,10 @@ def test_import_dicp_warns_once_outside_the_range(tmp_path, cold_cache):
             import dicp
             import dicp.vendor
         print(json.dumps([[w.category.__name__, w.filename, str(w.message)] for w in caught]))
-    """, cold_cache))
+    """,
+            cold_cache,
+        )
+    )
     assert len(caught) == 1
     category, filename, message = caught[0]
     assert category == "UntestedTorchWarning"
@@ -118,9 +165,15 @@ def test_import_dicp_warns_once_outside_the_range(tmp_path, cold_cache):
 
 def test_import_dicp_is_silent_under_the_running_torch(cold_cache):
     """The torch this suite runs under is a supported one (else the suite's claim is void)."""
-    assert check_fresh("""
+    assert (
+        check_fresh(
+            """
         import warnings
         warnings.simplefilter("error")
         import dicp
         print("ok")
-    """, cold_cache) == "ok"
+    """,
+            cold_cache,
+        )
+        == "ok"
+    )

@@ -4,6 +4,7 @@ such a dim with min(i, size - 1), right whether it is 1 or the output's size (fu
 2722: maximum(x1[::3], x0) read past x1's end). The same class in expand (copy_), index_put's
 accumulated values and broadcast index tensors: all read out of bounds before 838b5f9's fix
 reached them."""
+
 import pytest
 import torch
 
@@ -14,13 +15,14 @@ PROGRAMS = {
     "add": lambda x0, x1: x0 + x1[::3] * 2,
     "where": lambda x0, x1: torch.where(x1[::3] > 0, x0, x1[::3]),
     "equal_sizes": lambda x0, x1: x0[::2] - x1[::3],
-    "index_put_values": lambda x0, x1: x0.index_put((torch.arange(len(x0)).flip(0),),
-                                                    x1[::3] + 1),
-    "index_put_accumulate": lambda x0, x1: x0.index_put((torch.arange(len(x0)) // 2,),
-                                                        x1[::3].exp(), accumulate=True),
+    "index_put_values": lambda x0, x1: x0.index_put((torch.arange(len(x0)).flip(0),), x1[::3] + 1),
+    "index_put_accumulate": lambda x0, x1: x0.index_put(
+        (torch.arange(len(x0)) // 2,), x1[::3].exp(), accumulate=True
+    ),
     "copy_into": lambda x0, x1: x0.clone().mul_(2).copy_(x1[::3]).add_(x0),
     "index_tensors": lambda x0, x1: torch.outer(x0, x0)[
-        (torch.arange(len(x1)) % len(x0))[::3], torch.arange(len(x0))],
+        (torch.arange(len(x1)) % len(x0))[::3], torch.arange(len(x0))
+    ],
 }
 # (x0 size, x1 size): the slice of x1 broadcasting (size 1) or matching x0
 SIZES = [(3, 2), (6, 1), (5, 3), (2, 4), (4, 12)]
@@ -28,8 +30,9 @@ SIZES = [(3, 2), (6, 1), (5, 3), (2, 4), (4, 12)]
 
 @pytest.mark.parametrize("bounds_check", ["0", "1"])
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_a_symbolic_size_that_broadcasts_reads_inside_its_buffer(cold_cache, monkeypatch, name,
-                                                                 bounds_check):
+def test_a_symbolic_size_that_broadcasts_reads_inside_its_buffer(
+    cold_cache, monkeypatch, name, bounds_check
+):
     monkeypatch.setenv("DICP_BOUNDS_CHECK", bounds_check)
     fn = compiled(PROGRAMS[name], dynamic=True)
     compared = 0

@@ -1,11 +1,16 @@
 """The accuracy rules: agree with eager, or be about as accurate as eager is against float64
 (models: root mean square error; ops: element by element)."""
+
 import pytest
 import torch
 
 from ..common.accuracy import recorded_reference, recording_eager_calls
-from ..common.tolerance import (FP64_ERROR_MULTIPLIER, assert_close, assert_close_or_as_accurate,
-                                fp64_multiplier)
+from ..common.tolerance import (
+    FP64_ERROR_MULTIPLIER,
+    assert_close,
+    assert_close_or_as_accurate,
+    fp64_multiplier,
+)
 
 REFERENCE = torch.linspace(-10, 10, 1000, dtype=torch.float64)
 EAGER_NOISE = 0.1 * torch.sin(torch.arange(1000, dtype=torch.float64) * 1.7)
@@ -13,7 +18,7 @@ EAGER_NOISE = 0.1 * torch.sin(torch.arange(1000, dtype=torch.float64) * 1.7)
 
 def test_closer_to_float64_than_eager_passes_outside_the_table():
     eager = (REFERENCE + EAGER_NOISE).bfloat16()
-    ours = (REFERENCE - 0.5 * EAGER_NOISE).bfloat16()   # 0.15 from eager, beyond 0.08
+    ours = (REFERENCE - 0.5 * EAGER_NOISE).bfloat16()  # 0.15 from eager, beyond 0.08
     assert_close_or_as_accurate(ours, eager, REFERENCE)
 
 
@@ -25,6 +30,7 @@ def test_much_less_accurate_than_eager_fails_and_says_why():
 
 
 # ---- the op rule: per element, against a float64 run ----------------------------------------
+
 
 def eager_and_exact():
     """An eager bfloat16 result far (0.1) from exact arithmetic everywhere."""
@@ -38,7 +44,7 @@ def test_op_result_closer_to_float64_than_eager_passes():
 
 def test_op_result_within_the_multiple_of_eagers_error_passes():
     eager, exact = eager_and_exact()
-    ours = (exact - 1.5 * EAGER_NOISE).bfloat16()   # 1.5x eager's error, beyond the table
+    ours = (exact - 1.5 * EAGER_NOISE).bfloat16()  # 1.5x eager's error, beyond the table
     assert_close(ours, eager, reference=exact)
 
 
@@ -51,8 +57,8 @@ def test_op_result_beyond_the_multiple_of_eagers_error_fails():
 
 def test_one_wrong_element_fails_even_where_eager_is_far_from_exact():
     eager, exact = eager_and_exact()
-    ours = (exact - 0.5 * EAGER_NOISE).bfloat16()   # more accurate than eager...
-    ours[123] += 1.0                                 # ...but for one element
+    ours = (exact - 0.5 * EAGER_NOISE).bfloat16()  # more accurate than eager...
+    ours[123] += 1.0  # ...but for one element
     with pytest.raises(AssertionError, match=r"largest error .* worst at \(123,\)"):
         assert_close(ours, eager, reference=exact)
 
@@ -67,11 +73,13 @@ def test_eager_overflow_does_not_excuse_a_wrong_infinity():
     exact = torch.tensor([1e5, 1.0], dtype=torch.float64)
     eager = torch.tensor([float("inf"), 1.0], dtype=torch.float16)
     with pytest.raises(AssertionError):
-        assert_close(torch.tensor([-float("inf"), 1.0], dtype=torch.float16), eager,
-                     reference=exact)
+        assert_close(
+            torch.tensor([-float("inf"), 1.0], dtype=torch.float16), eager, reference=exact
+        )
 
 
 # ---- float64 references of recorded eager calls ---------------------------------------------
+
 
 class Cumsum(torch.nn.Module):
     def forward(self, x):
@@ -95,7 +103,7 @@ class AddInPlace(torch.nn.Module):
 
 def test_reference_sees_inputs_before_the_call_in_their_storage_layout():
     base = torch.arange(12, dtype=torch.float32)
-    x = base[2:].view(2, 5).t()   # offset 2, transposed
+    x = base[2:].view(2, 5).t()  # offset 2, transposed
     with recording_eager_calls(AddInPlace()) as model:
         out = model(x)
         reference = recorded_reference(out)

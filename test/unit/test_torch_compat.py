@@ -1,6 +1,7 @@
 """torch's private names reach dicp through its isolation modules only: torch_compat.py (the
 internals dicp's core and tools use), dynamo_context.py (dynamo's compile-context hooks) and
 precompile.py (torch's precompile and AOTAutogradCache)."""
+
 import ast
 from pathlib import Path
 
@@ -25,23 +26,36 @@ def private_torch_names(source):
     ATen ops (torch.ops.aten._softmax) are public."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        torch_import = isinstance(node, ast.ImportFrom) and node.module and \
-            node.module.split(".")[0] == "torch"
+        torch_import = (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] == "torch"
+        )
         if torch_import:
             found += [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names]
         elif isinstance(node, ast.Attribute):
             found += [dotted(node) or ""]
-    return sorted({name for name in found if name.startswith("torch.")
-                   and not name.startswith("torch.ops.")
-                   and any(part.startswith("_") for part in name.split("."))})
+    return sorted(
+        {
+            name
+            for name in found
+            if name.startswith("torch.")
+            and not name.startswith("torch.ops.")
+            and any(part.startswith("_") for part in name.split("."))
+        }
+    )
 
 
 def test_private_torch_names_only_in_isolation_modules():
-    found = {str(path.relative_to(PACKAGE.parent)): names
-             for path in sorted(PACKAGE.rglob("*.py")) if path.name not in ISOLATION_MODULES
-             for names in [private_torch_names(path.read_text())] if names}
+    found = {
+        str(path.relative_to(PACKAGE.parent)): names
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.name not in ISOLATION_MODULES
+        for names in [private_torch_names(path.read_text())]
+        if names
+    }
     assert not found, f"import these through dicp/bridge/pipeline/torch_compat.py: {found}"
 
 
@@ -50,8 +64,10 @@ def test_the_check_sees_private_names_in_code_only():
     assert private_torch_names("from torch.utils import _pytree as pytree")
     assert private_torch_names("ok = isinstance(t, torch._ops.OpOverload)")
     assert not private_torch_names("y = torch.ops.aten._softmax.default(x, 0, False)")
-    assert not private_torch_names("import torch.fx as fx  # see torch._dynamo.reset()\n"
-                                   "msg = 'call torch._dynamo.mark_dynamic'")
+    assert not private_torch_names(
+        "import torch.fx as fx  # see torch._dynamo.reset()\n"
+        "msg = 'call torch._dynamo.mark_dynamic'"
+    )
 
 
 def test_compat_names_resolve():

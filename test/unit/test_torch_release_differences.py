@@ -9,6 +9,7 @@ for the first two, an explicit entry in the backend's decomposition list for the
 and every release below 2.15 ran vector norms as eager fallback. The version runner
 (test/scripts/torch_versions.sh) runs these on each release.
 """
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -39,11 +40,16 @@ def deterministic(request):
 
 def test_each_listed_decomposition_exists_in_this_torch():
     table = backend_config.decompositions()
-    missing = [str(packet) for packet in backend_config.EXTRA_DECOMPOSITIONS
-               if not any(overload in table for overload in overloads_of([packet]))]
-    assert not missing, (f"torch {torch.__version__} has no decomposition for {missing}: "
-                         "give them a converter instead of listing them in "
-                         "EXTRA_DECOMPOSITIONS")
+    missing = [
+        str(packet)
+        for packet in backend_config.EXTRA_DECOMPOSITIONS
+        if not any(overload in table for overload in overloads_of([packet]))
+    ]
+    assert not missing, (
+        f"torch {torch.__version__} has no decomposition for {missing}: "
+        "give them a converter instead of listing them in "
+        "EXTRA_DECOMPOSITIONS"
+    )
 
 
 def input_grad(f, x, dynamic):
@@ -57,8 +63,12 @@ def input_grad(f, x, dynamic):
 # dilation, so several windows pick one element and some windows hang over the edge.
 POOLS = [(3, 2, 1, 1, False), (3, 1, 1, 1, False), (2, 2, 0, 1, True), (3, 2, 1, 2, True)]
 # input sizes 1, odd and even, where the (dilated) window fits the padded input
-CASES = [(pool, size) for pool in POOLS for size in (1, 7, 8)
-         if (pool[0] - 1) * pool[3] + 1 <= size + 2 * pool[2]]
+CASES = [
+    (pool, size)
+    for pool in POOLS
+    for size in (1, 7, 8)
+    if (pool[0] - 1) * pool[3] + 1 <= size + 2 * pool[2]
+]
 
 
 def pool_id(case):
@@ -76,6 +86,7 @@ def test_max_pool2d_backward(strict, deterministic, case, dynamic):
 
     def f(x):
         return F.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode).pow(2).sum()
+
     got, eager = input_grad(f, x, dynamic)
     torch.testing.assert_close(got, eager)
 
@@ -96,6 +107,7 @@ def test_vector_norm(strict, ord, dynamic):
 
     def f(x):
         return torch.linalg.vector_norm(x, ord, -1), torch.linalg.vector_norm(x, ord, (0, 2), True)
+
     for got, eager in zip(compiled(f, dynamic)(x), f(x), strict=True):
         torch.testing.assert_close(got, eager)
 
@@ -112,6 +124,7 @@ def test_vector_norm_backward(strict, dynamic):
 def test_hann_window(strict, length, periodic, dtype):
     def f(x):
         return x * torch.hann_window(length, periodic, dtype=dtype)
+
     x = torch.randn(length).to(dtype)
     # eager rounds every step to float16, dicp computes in float32: the per-dtype table
     assert_close(compiled(f)(x), f(x))

@@ -1,4 +1,5 @@
 """Training through torch.compile: loss, gradients, BatchNorm state, input mutation = eager."""
+
 import copy
 
 import pytest
@@ -123,8 +124,8 @@ def attention_scores(x, w):
 def test_saved_tensors_keep_eager_strides_for_the_backward(warm_cache, dynamic):
     x = torch.randn(2, 8, 64)
     w = torch.randn(64, 64, requires_grad=True)
-    expected, = torch.autograd.grad(attention_scores(x, w), w)
-    actual, = torch.autograd.grad(compiled(attention_scores, dynamic=dynamic)(x, w), w)
+    (expected,) = torch.autograd.grad(attention_scores(x, w), w)
+    (actual,) = torch.autograd.grad(compiled(attention_scores, dynamic=dynamic)(x, w), w)
     torch.testing.assert_close(actual, expected)
 
 
@@ -168,8 +169,9 @@ def test_gradients_of_outputs_that_overlap_themselves(warm_cache, case, dynamic)
     for got, want in zip(outputs[half:], outputs[:half]):
         torch.testing.assert_close(got, want)
         assert got.stride() == want.stride()
-    (grad,), (eager_grad,) = (torch.autograd.grad(outs, x, tangents)
-                              for outs in (outputs[half:], outputs[:half]))
+    (grad,), (eager_grad,) = (
+        torch.autograd.grad(outs, x, tangents) for outs in (outputs[half:], outputs[:half])
+    )
     torch.testing.assert_close(grad, eager_grad)
 
 
@@ -201,7 +203,7 @@ def test_an_output_also_saved_for_the_backward_is_computed_once(dumps):
     weight = torch.randn(4, 7, 10)
     out = compiled(lambda x: x.softmax(-1))(x)
     assert kernel_count(dumps) == 1  # the forward's; the backward compiles at its first call
-    got, = torch.autograd.grad(out, x, weight)
-    want, = torch.autograd.grad(x.softmax(-1), x, weight)
+    (got,) = torch.autograd.grad(out, x, weight)
+    (want,) = torch.autograd.grad(x.softmax(-1), x, weight)
     torch.testing.assert_close(out, x.softmax(-1))
     torch.testing.assert_close(got, want)

@@ -3,11 +3,16 @@ loads walk memory along different dims runs over tiles through a local array. Ev
 compares with eager exactly (the values are only moved and ReLU'd); the structural ones check
 the kernel is tiled, the rest that a kernel which is not stays right.
 """
+
 import pytest
 import torch
 
-from .helpers import (cold_cache, compiled, compiled_and_eager_grads,  # noqa: F401  (fixture)
-                      kernel_sources)
+from .helpers import (  # noqa: F401  (fixtures)
+    cold_cache,
+    compiled,
+    compiled_and_eager_grads,
+    kernel_sources,
+)
 
 
 def transposed_relu(x):
@@ -18,8 +23,11 @@ def transposed_relu(x):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
 def test_a_transposed_copy_runs_in_tiles(cold_cache, shape, dtype):
     x = (torch.randn(shape) * 10).to(dtype)
-    fn = (lambda x: x.transpose(-2, -1).contiguous() | True) if dtype == torch.bool \
+    fn = (
+        (lambda x: x.transpose(-2, -1).contiguous() | True)
+        if dtype == torch.bool
         else transposed_relu
+    )
     got = compiled(fn)(x)
     torch.testing.assert_close(got, fn(x), rtol=0, atol=0)
     assert got.is_contiguous() and "tile[" in kernel_sources(cold_cache)
@@ -53,14 +61,19 @@ def test_dynamic_sizes_are_not_tiled_and_stay_right(cold_cache):
 
 
 @pytest.mark.parametrize("bounds_check", ["0", "1"])
-def test_channels_last_net_returns_eager_layout_with_gradients(cold_cache, monkeypatch,
-                                                               bounds_check):
+def test_channels_last_net_returns_eager_layout_with_gradients(
+    cold_cache, monkeypatch, bounds_check
+):
     """A conv net runs channels-last; its NCHW output is a transposing kernel, and so are
     gradients crossing layouts."""
     monkeypatch.setenv("DICP_BOUNDS_CHECK", bounds_check)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 24, 3, padding=1), torch.nn.ReLU(),
-                                torch.nn.Conv2d(24, 20, 3, padding=1), torch.nn.Sigmoid())
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 24, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(24, 20, 3, padding=1),
+        torch.nn.Sigmoid(),
+    )
     x = torch.randn(2, 3, 19, 18)
     got, expected = compiled_and_eager_grads(model, x, lambda out: (out * out).sum())
     for g, e in zip(got, expected):
@@ -73,9 +86,11 @@ def test_channels_last_net_returns_eager_layout_with_gradients(cold_cache, monke
 def test_a_head_split_key_transposed_for_attention_is_tiled(cold_cache):
     """As q @ k.transpose(-1, -2) reads a fused QKV projection: batch and heads merge into one
     dim, which the load indexes by division and modulo; the two transposed dims are linear."""
+
     def keys_transposed(qkv):
         k = qkv.view(2, 16, 3, 4, 8).permute(2, 0, 3, 1, 4)[1]
         return k.transpose(-1, -2).reshape(8, 8, 16).contiguous() * 2
+
     qkv = torch.randn(2, 16, 96)
     torch.testing.assert_close(compiled(keys_transposed)(qkv), keys_transposed(qkv))
     assert "tile[" in kernel_sources(cold_cache)
@@ -115,6 +130,7 @@ def scaled_transposed_product(a, b):
 
 def test_a_matrix_product_of_a_transposed_value(cold_cache):
     a, b = torch.randn(33, 20), torch.randn(33, 9)
-    torch.testing.assert_close(compiled(scaled_transposed_product)(a, b),
-                               scaled_transposed_product(a, b))
+    torch.testing.assert_close(
+        compiled(scaled_transposed_product)(a, b), scaled_transposed_product(a, b)
+    )
     assert "tile[" not in kernel_sources(cold_cache)

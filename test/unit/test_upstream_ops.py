@@ -7,6 +7,7 @@ relies on, run as users run them: in a subprocess, on a scratch folder laid out 
   failure again with a reference backend and tells the failures every backend shares from the
   backend's own; only the latter fail the run.
 """
+
 import hashlib
 import os
 import shutil
@@ -27,7 +28,7 @@ try:
 finally:
     sys.path.pop(0)
 
-ALIASED_INPUT_TEST = '''
+ALIASED_INPUT_TEST = """
 import torch
 from ..common.utils import compile_model, dynamo, get_device, parse_args
 
@@ -49,35 +50,57 @@ def test_aliased_input():
     dynamo.reset()
     dicp_output = compile_model(model, args.backend, args.dynamic)[0].model(dicp_input1)
     assert torch.equal(output, dicp_output)
-'''
+"""
 
 
 def junit_fallbacks(junit):
-    return sorted(p.get("value") for p in ElementTree.parse(junit).iter("property")
-                  if p.get("name") == "eager_fallback")
+    return sorted(
+        p.get("value")
+        for p in ElementTree.parse(junit).iter("property")
+        if p.get("name") == "eager_fallback"
+    )
 
 
 def test_allow_fallback_passes_op_tests_and_reports_each_fallback(test_tree, tmp_path):
     shutil.copy(REPO / "test" / "op" / "test_view_as_real.py", test_tree / "op")
     junit = tmp_path / "report.xml"
-    status, output = pytest_run(["test/dicp_op", "test/op/test_view_as_real.py", "--rootdir",
-                                 ".", "-k", "mul or float32", "--dynamic", "false",
-                                 "--allow-fallback", "-o", "junit_family=xunit1",
-                                 f"--junitxml={junit}"], test_tree.parent, tmp_path / "cache",
-                                DICP_FALLBACK_OPS="aten.mul.*", DICP_STRICT="1")
+    status, output = pytest_run(
+        [
+            "test/dicp_op",
+            "test/op/test_view_as_real.py",
+            "--rootdir",
+            ".",
+            "-k",
+            "mul or float32",
+            "--dynamic",
+            "false",
+            "--allow-fallback",
+            "-o",
+            "junit_family=xunit1",
+            f"--junitxml={junit}",
+        ],
+        test_tree.parent,
+        tmp_path / "cache",
+        DICP_FALLBACK_OPS="aten.mul.*",
+        DICP_STRICT="1",
+    )
     assert status == 0 and "4 passed" in output, output[-3000:]
     # view_as_real's fallback is one new_backendgraph declares (complex input)
     assert junit_fallbacks(junit) == (
         ["aten.mul.Tensor (forced by DICP_FALLBACK_OPS)"] * 2
-        + ["aten.view_as_real.default (no converter; declared)"] * 2), junit_fallbacks(junit)
+        + ["aten.view_as_real.default (no converter; declared)"] * 2
+    ), junit_fallbacks(junit)
 
 
 @pytest.fixture
 def upstream_root(tmp_path):
     """A scratch root as the runner expects it: src/op/ with DICP's conftest and two tests,
     and the manifest of those files."""
-    files = {"op/conftest.py": DICP_CONFTEST, "op/test_mul.py": DICP_OP_TEST,
-             "op/test_aliased_input.py": ALIASED_INPUT_TEST}
+    files = {
+        "op/conftest.py": DICP_CONFTEST,
+        "op/test_mul.py": DICP_OP_TEST,
+        "op/test_aliased_input.py": ALIASED_INPUT_TEST,
+    }
     rows = []
     for path, text in files.items():
         file = tmp_path / "src" / path
@@ -92,22 +115,37 @@ def upstream_root(tmp_path):
 def run_upstream(root, *args, **env):
     full_env = {k: v for k, v in os.environ.items() if k not in KNOBS}
     full_env.update(DICP_CACHE_DIR=str(root / "cache"), **env)
-    command = [sys.executable, str(REPO / "test" / "scripts" / "upstream_ops.py"), "--root",
-               str(root), "--manifest", str(root / "manifest.tsv"), *args]
+    command = [
+        sys.executable,
+        str(REPO / "test" / "scripts" / "upstream_ops.py"),
+        "--root",
+        str(root),
+        "--manifest",
+        str(root / "manifest.tsv"),
+        *args,
+    ]
     result = subprocess.run(command, env=full_env, capture_output=True, text=True, timeout=600)
     return result.returncode, result.stdout + result.stderr
 
 
 def test_runner_tells_failures_every_backend_shares_from_its_own(upstream_root):
-    status, output = run_upstream(upstream_root, "--dynamic", "false", "--reference",
-                                  "aot_eager", DICP_FALLBACK_OPS="aten.mul.*")
+    status, output = run_upstream(
+        upstream_root,
+        "--dynamic",
+        "false",
+        "--reference",
+        "aot_eager",
+        DICP_FALLBACK_OPS="aten.mul.*",
+    )
     # test_mul falls back on mul (forced): new_backendgraph's own failure, aot_eager passes it
-    assert ("upstream ops new_backendgraph dynamic=false: 3 tests, 0 passed (0 with eager "
-            "fallback), 3 failed, 0 skipped; 1 also fail with aot_eager, 2 do not") in output, \
-        output[-3000:]
+    assert (
+        "upstream ops new_backendgraph dynamic=false: 3 tests, 0 passed (0 with eager "
+        "fallback), 3 failed, 0 skipped; 1 also fail with aot_eager, 2 do not"
+    ) in output, output[-3000:]
     assert status == 1, output[-3000:]
-    assert "| test_aliased_input.py | 1 | 0 | 1 | 0 | 1x assert False [also aot_eager] |" \
-        in output, output[-3000:]
+    assert (
+        "| test_aliased_input.py | 1 | 0 | 1 | 0 | 1x assert False [also aot_eager] |" in output
+    ), output[-3000:]
     report = (upstream_root / "results" / "new_backendgraph-report.md").read_text()
     assert "ran aten.mul.Tensor (forced by DICP_FALLBACK_OPS) as eager fallback" in report
 

@@ -2,14 +2,20 @@
 softmax or a sigmoid), and both branches everywhere else. The two agree there, so every case
 compares with eager, special values and gradients included; a bound proved where it does not
 hold would take erf's central polynomial past 1, where it is wrong, and fail the comparison."""
+
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from dicp.vendor.new_backendGraph.codegen.value_range import UNBOUNDED, Interval, _mul, \
-    _reciprocal, _widened
+from dicp.vendor.new_backendGraph.codegen.value_range import (
+    UNBOUNDED,
+    Interval,
+    _mul,
+    _reciprocal,
+    _widened,
+)
 
 from .helpers import cold_cache, compiled, kernel_sources  # noqa: F401  (fixture)
 
@@ -62,8 +68,9 @@ def _check(fn, x, cache):
     got = compiled(fn)(x)
     torch.testing.assert_close(got, fn(x), equal_nan=True)
     grad = torch.randn_like(got)
-    torch.testing.assert_close(torch.autograd.grad(got, x, grad)[0],
-                               torch.autograd.grad(fn(x), x, grad)[0], equal_nan=True)
+    torch.testing.assert_close(
+        torch.autograd.grad(got, x, grad)[0], torch.autograd.grad(fn(x), x, grad)[0], equal_nan=True
+    )
     return kernel_sources(cache)
 
 
@@ -131,12 +138,22 @@ def test_python_loops_target(cold_cache, monkeypatch):
 # them, erf must agree with eager (a bound proved where it does not hold takes the central
 # polynomial past 1, where it is off by up to 0.16).
 STEPS = {
-    "sigmoid": torch.sigmoid, "tanh": torch.tanh, "cos": torch.cos, "sin": torch.sin,
-    "relu": torch.relu, "abs": torch.abs, "neg": torch.neg, "exp": torch.exp,
-    "softmax": lambda t: torch.softmax(t, -1), "erf": torch.erf,
-    "reciprocal": lambda t: 1 / (t.abs() + 1), "rsqrt": lambda t: torch.rsqrt(t.abs() + 1),
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "cos": torch.cos,
+    "sin": torch.sin,
+    "relu": torch.relu,
+    "abs": torch.abs,
+    "neg": torch.neg,
+    "exp": torch.exp,
+    "softmax": lambda t: torch.softmax(t, -1),
+    "erf": torch.erf,
+    "reciprocal": lambda t: 1 / (t.abs() + 1),
+    "rsqrt": lambda t: torch.rsqrt(t.abs() + 1),
     "max minus": lambda t: t - t.amax(-1, keepdim=True),
-    "scale": None, "shift": None, "clamp": None,
+    "scale": None,
+    "shift": None,
+    "clamp": None,
 }
 
 
@@ -147,8 +164,11 @@ def _random_chain(seed):
     for _ in range(int(torch.randint(1, 5, (), generator=rng))):
         name = names[int(torch.randint(len(names), (), generator=rng))]
         c = round(float(torch.rand((), generator=rng)) * 1.7 + 0.3, 2)
-        step = {"scale": lambda t, c=c: t * c, "shift": lambda t, c=c: t + (c - 1),
-                "clamp": lambda t, c=c: t.clamp(-c, c)}.get(name, STEPS[name])
+        step = {
+            "scale": lambda t, c=c: t * c,
+            "shift": lambda t, c=c: t + (c - 1),
+            "clamp": lambda t, c=c: t.clamp(-c, c),
+        }.get(name, STEPS[name])
         chain.append(step)
         labels.append(f"{name} {c}" if STEPS[name] is None else name)
 
@@ -156,6 +176,7 @@ def _random_chain(seed):
         for step in chain:
             t = step(t)
         return torch.erf(t)
+
     return fn, " -> ".join(labels)
 
 

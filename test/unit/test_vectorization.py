@@ -4,6 +4,7 @@ the kernels new_backendgraph generates, built with the backend's real command an
 A libm call (std::tanh, std::log, ...) in a loop body keeps g++ from vectorizing the loop; the
 runtime header's inline versions must not.
 """
+
 import re
 import subprocess
 
@@ -117,15 +118,19 @@ def test_rows_scattered_to_computed_positions_vectorize_along_the_row(cold_cache
     the row's columns are the lanes, and the position is the same in every lane."""
     cache, rows = torch.randn(64, 128), torch.randn(16, 128)
     positions = torch.randperm(64, generator=torch.Generator().manual_seed(0))[:16]
-    torch.testing.assert_close(compiled(kv_cache_write)(cache, positions, rows),
-                               kv_cache_write(cache, positions, rows))
+    torch.testing.assert_close(
+        compiled(kv_cache_write)(cache, positions, rows), kv_cache_write(cache, positions, rows)
+    )
     sources = sorted(cold_cache.glob("kernels/*/*.cpp"))
     assert len(sources) == 1, sources
     text = sources[0].read_text()
     scatter = next(k for k in text.split('extern "C"') if "wrap_index" in k)
     first = text.splitlines().index(scatter.splitlines()[1]) + 1  # 1-based line of the kernel
-    simd = [first + i + 1 for i, line in enumerate(scatter.splitlines()[1:])
-            if "#pragma omp simd" in line]
+    simd = [
+        first + i + 1
+        for i, line in enumerate(scatter.splitlines()[1:])
+        if "#pragma omp simd" in line
+    ]
     assert simd, scatter
     assert_vectorized(sources[0], tmp_path, simd, scatter)
 
@@ -151,6 +156,7 @@ def test_layer_norm_backward_loops_vectorize(cold_cache, tmp_path):
     assert len(sources) == 2, sources  # the forward and the backward
     for source in sources:
         text = source.read_text()
-        simd = [line for line, header in simd_loops(text.splitlines())
-                if " < 1L;" not in header]  # a loop of one trip has nothing to vectorize
+        simd = [
+            line for line, header in simd_loops(text.splitlines()) if " < 1L;" not in header
+        ]  # a loop of one trip has nothing to vectorize
         assert_vectorized(source, tmp_path, simd, text)

@@ -2,6 +2,7 @@
 sum over a list of hundreds. Each op is one nested expression in its kernel, so one kernel
 for all of them passed Python's recursion limit, or (bounds-checked: 3 arguments a tensor)
 ctypes' 1024 arguments. They are split into kernels of bounded size and match eager."""
+
 import functools
 import operator
 
@@ -20,19 +21,26 @@ def summed(*xs):
 
 
 def inputs(count, generator):
-    return [torch.randn(2, (i % 3) + 1, generator=generator, requires_grad=True)
-            for i in range(count)]
+    return [
+        torch.randn(2, (i % 3) + 1, generator=generator, requires_grad=True) for i in range(count)
+    ]
 
 
-@pytest.mark.parametrize("fn, count, bounds_check", [(doubled_and_concatenated, 400, "1"),
-                                                     (summed, 400, "0")],
-                         ids=["cat-400-bounds-checked", "sum-400"])
-def test_wide_and_deep_graphs_match_eager_with_gradients(warm_cache, monkeypatch, fn, count,
-                                                         bounds_check):
+@pytest.mark.parametrize(
+    "fn, count, bounds_check",
+    [(doubled_and_concatenated, 400, "1"), (summed, 400, "0")],
+    ids=["cat-400-bounds-checked", "sum-400"],
+)
+def test_wide_and_deep_graphs_match_eager_with_gradients(
+    warm_cache, monkeypatch, fn, count, bounds_check
+):
     monkeypatch.setenv("DICP_BOUNDS_CHECK", bounds_check)
     generator = torch.Generator().manual_seed(6)
-    xs = inputs(count, generator) if fn is doubled_and_concatenated else \
-        [torch.randn(2, 3, generator=generator, requires_grad=True) for _ in range(count)]
+    xs = (
+        inputs(count, generator)
+        if fn is doubled_and_concatenated
+        else [torch.randn(2, 3, generator=generator, requires_grad=True) for _ in range(count)]
+    )
     got = compiled(fn)(*xs)
     grad = torch.randn(got.shape, generator=generator)
     got_grads = torch.autograd.grad(got, xs, grad)

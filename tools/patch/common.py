@@ -6,6 +6,7 @@ Layout (relative to the repository root):
     tools/patch/hetero.txt                                   "<base>: A_X100 B_Y100" lines
 where <base> is the first ABBREV_LEN hex digits of the base commit's full hash.
 """
+
 import re
 import sys
 from pathlib import PurePosixPath
@@ -53,7 +54,8 @@ def validate_devices(names):
         if not _DEVICE_RE.match(name):
             raise PatchError(
                 f"invalid device type {name!r}: use <Vendor>_<Model> made of letters and "
-                "digits, starting with a letter, e.g. A_X100")
+                "digits, starting with a letter, e.g. A_X100"
+            )
     if len(set(names)) != len(names):
         raise PatchError(f"device types {' '.join(names)} repeat a name; list each device once")
     return list(names)

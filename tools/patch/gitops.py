@@ -4,6 +4,7 @@ Nothing here touches the user's working tree, index, stash or current branch: re
 plumbing commands, trees are built in a temporary index file, and patches are applied in
 temporary worktrees whose new objects land in a private object store deleted on exit.
 """
+
 import os
 import shutil
 import subprocess
@@ -15,13 +16,14 @@ from common import SOURCE_PATHSPEC, PatchError
 
 # Our temporary worktrees must not run the user's hooks, and automatic gc/maintenance must not
 # start in the user's repository in the middle of a run.
-_SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0",
-                "-c", "maintenance.auto=false")
+_SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
 
 # `git am` records commits in scratch worktrees; they are thrown away, so any identity will do
 # and the user needs none configured.
-_SCRATCH_IDENTITY = {"GIT_COMMITTER_NAME": "dicp-patch",
-                     "GIT_COMMITTER_EMAIL": "dicp-patch@localhost"}
+_SCRATCH_IDENTITY = {
+    "GIT_COMMITTER_NAME": "dicp-patch",
+    "GIT_COMMITTER_EMAIL": "dicp-patch@localhost",
+}
 
 
 class GitError(PatchError):
@@ -40,8 +42,9 @@ class Repo:
     @classmethod
     def from_cwd(cls):
         try:
-            proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True,
-                                  text=True)
+            proc = subprocess.run(
+                ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True
+            )
         except FileNotFoundError:
             raise PatchError("git is not installed; install git and retry") from None
         if proc.returncode:
@@ -51,8 +54,9 @@ class Repo:
     def run(self, *args, input=None, env=None, cwd=None):
         """Run git and return stdout bytes; raise GitError with git's message on failure."""
         cmd = ["git", *_SAFE_CONFIG, "-C", str(cwd or self.top), *args]
-        proc = subprocess.run(cmd, input=input, capture_output=True,
-                              env={**os.environ, **(env or {})})
+        proc = subprocess.run(
+            cmd, input=input, capture_output=True, env={**os.environ, **(env or {})}
+        )
         if proc.returncode:
             raise GitError(args, proc.stderr)
         return proc.stdout
@@ -70,8 +74,10 @@ class Repo:
     def resolve_commit(self, rev, option):
         """Full hash of `rev`; `option` names the flag the user should fix."""
         if rev.startswith("-") or not self.succeeds("rev-parse", "--verify", f"{rev}^{{commit}}"):
-            raise PatchError(f"{option} {rev!r} is not a commit in {self.top}; pass an existing "
-                             "commit id (see `git log`) or `git fetch` it first")
+            raise PatchError(
+                f"{option} {rev!r} is not a commit in {self.top}; pass an existing "
+                "commit id (see `git log`) or `git fetch` it first"
+            )
         return self.text("rev-parse", "--verify", f"{rev}^{{commit}}")
 
     def require_identity(self, commit):
@@ -81,14 +87,17 @@ class Repo:
         commit-tree, writing into a throwaway object store.
         """
         with tempfile.TemporaryDirectory(prefix="dicp-patch-probe-") as tmp:
-            env = {"GIT_OBJECT_DIRECTORY": tmp,
-                   "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(self.objects_dir())}
+            env = {
+                "GIT_OBJECT_DIRECTORY": tmp,
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(self.objects_dir()),
+            }
             try:
                 self.run("commit-tree", f"{commit}^{{tree}}", "-m", "probe", env=env)
             except GitError:
-                raise PatchError("git does not know who you are; run `git config user.name "
-                                 "\"Your Name\"` and `git config user.email you@example.com`"
-                                 ) from None
+                raise PatchError(
+                    "git does not know who you are; run `git config user.name "
+                    '"Your Name"` and `git config user.email you@example.com`'
+                ) from None
 
     def is_ancestor(self, ancestor, descendant):
         return self.succeeds("merge-base", "--is-ancestor", ancestor, descendant)
@@ -100,8 +109,10 @@ class Repo:
     def require_clean(self, why):
         dirty = self.dirty_tracked_paths()
         if dirty:
-            raise PatchError(f"uncommitted changes to tracked files ({', '.join(dirty[:5])}): "
-                             f"{why}; commit or stash them first")
+            raise PatchError(
+                f"uncommitted changes to tracked files ({', '.join(dirty[:5])}): "
+                f"{why}; commit or stash them first"
+            )
 
     def tree_entries(self, commit, *paths):
         """[(mode, sha, path)] of the blobs under `paths` in `commit`."""
@@ -121,8 +132,18 @@ class Repo:
 
     def source_differences(self, tree_a, tree_b, env=None):
         """Paths (outside the patch bookkeeping) whose content or mode differ."""
-        out = self.run("diff-tree", "-r", "--name-only", "--no-renames", "-z", tree_a, tree_b,
-                       "--", *SOURCE_PATHSPEC, env=env)
+        out = self.run(
+            "diff-tree",
+            "-r",
+            "--name-only",
+            "--no-renames",
+            "-z",
+            tree_a,
+            tree_b,
+            "--",
+            *SOURCE_PATHSPEC,
+            env=env,
+        )
         return [p for p in out.decode(errors="replace").split("\0") if p]
 
     def format_series(self, base, cur):
@@ -131,10 +152,21 @@ class Repo:
         Options are spelled out so user config (prefixes, cover letters, signatures, auto base)
         cannot change what `git am` later sees.
         """
-        return self.run("format-patch", "--stdout", "--binary", "--full-index", "-M",
-                        "--no-cover-letter", "--no-signature", "--no-base",
-                        "--src-prefix=a/", "--dst-prefix=b/", f"{base}..{cur}",
-                        "--", *SOURCE_PATHSPEC)
+        return self.run(
+            "format-patch",
+            "--stdout",
+            "--binary",
+            "--full-index",
+            "-M",
+            "--no-cover-letter",
+            "--no-signature",
+            "--no-base",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            f"{base}..{cur}",
+            "--",
+            *SOURCE_PATHSPEC,
+        )
 
     def hash_blob(self, data):
         return self.text("hash-object", "-w", "--stdin", input=data)
@@ -158,8 +190,10 @@ class Repo:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             self.run("read-tree", parent, env=env)
             zero = "0" * len(parent)
-            lines = [f"{edit[0] if edit else '0'} {edit[1] if edit else zero}\t{path}\0"
-                     for path, edit in edits.items()]
+            lines = [
+                f"{edit[0] if edit else '0'} {edit[1] if edit else zero}\t{path}\0"
+                for path, edit in edits.items()
+            ]
             self.run("update-index", "-z", "--index-info", input="".join(lines).encode(), env=env)
             tree = self.text("write-tree", env=env)
         return self.text("commit-tree", tree, "-p", parent, "-F", "-", input=message)
@@ -194,8 +228,11 @@ class Scratch:
 
 def _am_reason(detail):
     # Drop `git am --continue/--skip/--abort` advice: the scratch worktree is already gone.
-    lines = [line.removeprefix("error: ") for line in detail.splitlines()
-             if not line.startswith("hint:") and "git am --" not in line]
+    lines = [
+        line.removeprefix("error: ")
+        for line in detail.splitlines()
+        if not line.startswith("hint:") and "git am --" not in line
+    ]
     return "; ".join(lines) or "git am reported no reason"
 
 
@@ -209,9 +246,11 @@ def scratch_checkout(repo, commit, keep_at=None):
     """
     holder = Path(tempfile.mkdtemp(prefix="dicp-patch-"))
     path = Path(keep_at) if keep_at else holder / "tree"
-    env = {**_SCRATCH_IDENTITY,
-           "GIT_OBJECT_DIRECTORY": str(holder / "objects"),
-           "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(repo.objects_dir())}
+    env = {
+        **_SCRATCH_IDENTITY,
+        "GIT_OBJECT_DIRECTORY": str(holder / "objects"),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(repo.objects_dir()),
+    }
     (holder / "objects").mkdir()
     try:
         repo.run("worktree", "add", "--detach", "--quiet", str(path), commit, env=env)

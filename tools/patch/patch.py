@@ -6,6 +6,7 @@
 Writes hardware/<device>/<base>/<base>.patch (or .patch.encrypted) on a new branch made from
 BASE and prints the branch name. See docs/patches.md.
 """
+
 import argparse
 import itertools
 import sys
@@ -13,25 +14,51 @@ import sys
 # Keep the user's checkout free of tools/patch/__pycache__; must precede the local imports.
 sys.dont_write_bytecode = True
 
-from common import (EXCLUDED_PATHS, HARDWARE_DIR, HETERO_FILE, PatchError, abbrev,
-                    add_hetero_line, hetero_line, patch_dir, patch_paths, run_main,
-                    validate_devices)
+from common import (
+    EXCLUDED_PATHS,
+    HARDWARE_DIR,
+    HETERO_FILE,
+    PatchError,
+    abbrev,
+    add_hetero_line,
+    hetero_line,
+    patch_dir,
+    patch_paths,
+    run_main,
+    validate_devices,
+)
 from gitops import Repo, scratch_checkout
 from sealing import KEY_FILE, checked_key_dir, load_or_create_key, seal
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device-type", nargs="+", required=True, metavar="VENDOR_MODEL",
-                        help="device being adapted; with several, the last one is adapted and "
-                             "the earlier ones must already have a patch for BASE")
-    parser.add_argument("--base-commit-id", required=True, metavar="BASE",
-                        help="upstream dicp commit the adaptation starts from")
-    parser.add_argument("--current-commit-id", default="HEAD", metavar="CUR",
-                        help="commit holding the adapted sources (default: HEAD)")
-    parser.add_argument("--key-path", metavar="DIR",
-                        help=f"encrypt the patch with DIR/{KEY_FILE} (created if missing); "
-                             "DIR must be outside the repository")
+    parser.add_argument(
+        "--device-type",
+        nargs="+",
+        required=True,
+        metavar="VENDOR_MODEL",
+        help="device being adapted; with several, the last one is adapted and "
+        "the earlier ones must already have a patch for BASE",
+    )
+    parser.add_argument(
+        "--base-commit-id",
+        required=True,
+        metavar="BASE",
+        help="upstream dicp commit the adaptation starts from",
+    )
+    parser.add_argument(
+        "--current-commit-id",
+        default="HEAD",
+        metavar="CUR",
+        help="commit holding the adapted sources (default: HEAD)",
+    )
+    parser.add_argument(
+        "--key-path",
+        metavar="DIR",
+        help=f"encrypt the patch with DIR/{KEY_FILE} (created if missing); "
+        "DIR must be outside the repository",
+    )
     return parser.parse_args(argv)
 
 
@@ -56,12 +83,16 @@ def main(argv=None):
 
 def require_ancestor(repo, base, cur):
     if base == cur:
-        raise PatchError(f"BASE and CUR are the same commit ({abbrev(base)}); commit your "
-                         "adaptation, then pass the upstream commit it starts from as BASE")
+        raise PatchError(
+            f"BASE and CUR are the same commit ({abbrev(base)}); commit your "
+            "adaptation, then pass the upstream commit it starts from as BASE"
+        )
     if not repo.is_ancestor(base, cur):
-        raise PatchError(f"--base-commit-id {abbrev(base)} is not an ancestor of CUR "
-                         f"{abbrev(cur)}; pass the upstream dicp commit your work is based on "
-                         "(e.g. `git merge-base HEAD origin/main`)")
+        raise PatchError(
+            f"--base-commit-id {abbrev(base)} is not an ancestor of CUR "
+            f"{abbrev(cur)}; pass the upstream dicp commit your work is based on "
+            "(e.g. `git merge-base HEAD origin/main`)"
+        )
 
 
 def require_partner_patches(repo, base, cur, devices):
@@ -72,13 +103,16 @@ def require_partner_patches(repo, base, cur, devices):
                 f"{device} has no patch for base {abbrev(base)} in CUR {abbrev(cur)} "
                 f"(expected {patch_dir(device, base)}/); the last --device-type is the one "
                 "being adapted, the earlier ones must already be published: merge their "
-                "patch branch into yours first")
+                "patch branch into yours first"
+            )
 
 
 def build_series(repo, base, cur):
     if not repo.source_differences(base, cur):
-        raise PatchError(f"{abbrev(base)}..{abbrev(cur)} changes nothing outside "
-                         f"{' and '.join(EXCLUDED_PATHS)}; commit your adaptation first")
+        raise PatchError(
+            f"{abbrev(base)}..{abbrev(cur)} changes nothing outside "
+            f"{' and '.join(EXCLUDED_PATHS)}; commit your adaptation first"
+        )
     return repo.format_series(base, cur)
 
 
@@ -94,7 +128,8 @@ def verify_series(repo, base, cur, series):
         raise PatchError(
             f"verification failed, BASE + patch differs from CUR in: {', '.join(differing)}. "
             "Merge commits are left out by git format-patch: rebase your work onto BASE as "
-            "plain commits and retry. Nothing was written.")
+            "plain commits and retry. Nothing was written."
+        )
 
 
 def stored_form(series, key_dir, device, base):
@@ -120,8 +155,13 @@ def bookkeeping_edits(repo, base, cur, devices):
     """hardware/ and hetero.txt as in CUR, minus the patch being replaced, plus the new line."""
     edits = {path: None for _, _, path in repo.tree_entries(base, *EXCLUDED_PATHS)}
     replaced = set(patch_paths(devices[-1], base))  # plain and encrypted alike
-    edits.update({path: (mode, sha) for mode, sha, path in repo.tree_entries(cur, HARDWARE_DIR)
-                  if path not in replaced})
+    edits.update(
+        {
+            path: (mode, sha)
+            for mode, sha, path in repo.tree_entries(cur, HARDWARE_DIR)
+            if path not in replaced
+        }
+    )
     hetero = repo.read_file(cur, HETERO_FILE)
     if len(devices) > 1:
         hetero = add_hetero_line((hetero or b"").decode(), base, devices).encode()
@@ -139,8 +179,10 @@ def free_branch_name(repo, devices, base):
 
 
 def report(base, cur, devices, path, branch, new_key_dir):
-    print(f"verified: {abbrev(base)} + patch reproduces {abbrev(cur)} "
-          f"(outside {' and '.join(EXCLUDED_PATHS)})")
+    print(
+        f"verified: {abbrev(base)} + patch reproduces {abbrev(cur)} "
+        f"(outside {' and '.join(EXCLUDED_PATHS)})"
+    )
     print(f"wrote {path}")
     if len(devices) > 1:
         print(f"recorded `{hetero_line(base, devices)}` in {HETERO_FILE}")

@@ -4,6 +4,7 @@ An encrypted patch is MAGIC + 12-byte random nonce + ciphertext-with-tag. The de
 base abbreviation are authenticated too (associated data), so a sealed patch moved to another
 device's or base's folder fails to open just like a modified one.
 """
+
 import base64
 import binascii
 import os
@@ -21,8 +22,10 @@ def checked_key_dir(repo, key_path):
     key_dir = Path(key_path).expanduser().resolve()
     for inside in {repo.top.resolve(), repo.objects_dir().parent.resolve()}:
         if key_dir == inside or inside in key_dir.parents:
-            raise PatchError(f"--key-path {key_path} is inside the repository ({inside}); keep "
-                             "the key outside it, e.g. --key-path ~/.dicp-patch-keys")
+            raise PatchError(
+                f"--key-path {key_path} is inside the repository ({inside}); keep "
+                "the key outside it, e.g. --key-path ~/.dicp-patch-keys"
+            )
     return key_dir
 
 
@@ -31,8 +34,10 @@ def load_key(key_dir):
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise PatchError(f"no key at {path}; ask the vendor of the patch for their {KEY_FILE} "
-                         f"and put it in {key_dir}") from None
+        raise PatchError(
+            f"no key at {path}; ask the vendor of the patch for their {KEY_FILE} "
+            f"and put it in {key_dir}"
+        ) from None
     try:
         key = base64.b64decode(text.strip(), validate=True)
     except binascii.Error:
@@ -69,13 +74,14 @@ def unseal(sealed, key, device, base, where):
     aesgcm = _aesgcm(key)
     from cryptography.exceptions import InvalidTag
 
-    nonce = sealed[len(MAGIC):len(MAGIC) + NONCE_LEN]
+    nonce = sealed[len(MAGIC) : len(MAGIC) + NONCE_LEN]
     try:
-        return aesgcm.decrypt(nonce, sealed[len(MAGIC) + NONCE_LEN:],
-                                    _context(device, base))
+        return aesgcm.decrypt(nonce, sealed[len(MAGIC) + NONCE_LEN :], _context(device, base))
     except InvalidTag:
-        raise PatchError(f"cannot decrypt {where}: wrong key, or the file was modified or moved; "
-                         "use the vendor's key and an untouched copy of the patch") from None
+        raise PatchError(
+            f"cannot decrypt {where}: wrong key, or the file was modified or moved; "
+            "use the vendor's key and an untouched copy of the patch"
+        ) from None
 
 
 def _context(device, base):
@@ -87,6 +93,7 @@ def _aesgcm(key):
     try:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     except ImportError:
-        raise PatchError("encrypted patches need the `cryptography` package; "
-                         "run `pip install cryptography`") from None
+        raise PatchError(
+            "encrypted patches need the `cryptography` package; run `pip install cryptography`"
+        ) from None
     return AESGCM(key)

@@ -7,6 +7,7 @@ With --dir, writes <dir>/<device>/dicp (BASE with the device's patch applied, a 
 tree) for each device. Without --dir, applies one device's patch to this clean checkout.
 See docs/patches.md.
 """
+
 import argparse
 import os
 import shutil
@@ -17,23 +18,46 @@ from pathlib import Path
 # Keep the user's checkout free of tools/patch/__pycache__; must precede the local imports.
 sys.dont_write_bytecode = True
 
-from common import (HARDWARE_DIR, HETERO_FILE, PatchError, abbrev, hetero_sets, patch_paths,
-                    run_main, validate_devices)
+from common import (
+    HARDWARE_DIR,
+    HETERO_FILE,
+    PatchError,
+    abbrev,
+    hetero_sets,
+    patch_paths,
+    run_main,
+    validate_devices,
+)
 from gitops import GitError, Repo, scratch_checkout
 from sealing import KEY_FILE, checked_key_dir, load_key, unseal
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device-type", nargs="+", required=True, metavar="VENDOR_MODEL",
-                        help="device(s) to build; several must match a line of " + HETERO_FILE)
-    parser.add_argument("--commit-id", required=True, metavar="BASE",
-                        help="dicp commit the patches were made against")
-    parser.add_argument("--dir", metavar="DIR",
-                        help="write DIR/<device>/dicp for each device (default: apply one "
-                             "device's patch to this checkout)")
-    parser.add_argument("--key-path", metavar="DIR",
-                        help=f"directory holding the vendor's {KEY_FILE} for encrypted patches")
+    parser.add_argument(
+        "--device-type",
+        nargs="+",
+        required=True,
+        metavar="VENDOR_MODEL",
+        help="device(s) to build; several must match a line of " + HETERO_FILE,
+    )
+    parser.add_argument(
+        "--commit-id",
+        required=True,
+        metavar="BASE",
+        help="dicp commit the patches were made against",
+    )
+    parser.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="write DIR/<device>/dicp for each device (default: apply one "
+        "device's patch to this checkout)",
+    )
+    parser.add_argument(
+        "--key-path",
+        metavar="DIR",
+        help=f"directory holding the vendor's {KEY_FILE} for encrypted patches",
+    )
     return parser.parse_args(argv)
 
 
@@ -64,7 +88,8 @@ def require_hetero_entry(repo, base, devices):
         raise PatchError(
             f"{' '.join(devices)} is not a heterogeneous set published for base {abbrev(base)} "
             f"in {HETERO_FILE} (recorded: {known}); use a recorded set, or build each device "
-            "on its own")
+            "on its own"
+        )
 
 
 def read_series(repo, device, base, key_dir):
@@ -77,28 +102,35 @@ def read_series(repo, device, base, key_dir):
     if not (repo.top / sealed).exists():
         raise PatchError(missing_patch_message(repo, device, base, plain))
     if key_dir is None:
-        raise PatchError(f"{sealed} is encrypted; pass --key-path DIR with the vendor's "
-                         f"{KEY_FILE} in DIR")
+        raise PatchError(
+            f"{sealed} is encrypted; pass --key-path DIR with the vendor's {KEY_FILE} in DIR"
+        )
     return unseal((repo.top / sealed).read_bytes(), load_key(key_dir), device, base, sealed)
 
 
 def missing_patch_message(repo, device, base, plain):
     device_dir = repo.top / HARDWARE_DIR / device
     if not device_dir.is_dir():
-        return (f"no {HARDWARE_DIR}/{device}/ in {repo.top}; check out the branch that carries "
-                f"the {device} patch")
+        return (
+            f"no {HARDWARE_DIR}/{device}/ in {repo.top}; check out the branch that carries "
+            f"the {device} patch"
+        )
     bases = sorted(entry.name for entry in device_dir.iterdir() if entry.is_dir())
-    return (f"no patch for {device} at base {abbrev(base)} (expected {plain}); "
-            f"{device} has patches for: {', '.join(bases) or 'no base'}")
+    return (
+        f"no patch for {device} at base {abbrev(base)} (expected {plain}); "
+        f"{device} has patches for: {', '.join(bases) or 'no base'}"
+    )
 
 
 def apply_patch(scratch, mbox, device, base):
     try:
         scratch.apply_series(mbox, patch_paths(device, base)[0])
     except PatchError as err:
-        raise PatchError(f"{err}. The file is damaged or was made against another commit "
-                         f"than {abbrev(base)}: check --commit-id, or check the file out "
-                         "again") from None
+        raise PatchError(
+            f"{err}. The file is damaged or was made against another commit "
+            f"than {abbrev(base)}: check --commit-id, or check the file out "
+            "again"
+        ) from None
 
 
 def apply_in_place(repo, base, device, mbox):
@@ -106,9 +138,11 @@ def apply_in_place(repo, base, device, mbox):
     repo.require_clean("in-place unpatch writes into your working tree")
     head = repo.resolve_commit("HEAD", "HEAD")
     if repo.source_differences(base, head):
-        raise PatchError(f"this checkout ({abbrev(head)}) is not dicp {abbrev(base)} outside "
-                         f"{HARDWARE_DIR}/; check out {abbrev(base)} or the patch's branch, or "
-                         "pass --dir build to get a separate tree")
+        raise PatchError(
+            f"this checkout ({abbrev(head)}) is not dicp {abbrev(base)} outside "
+            f"{HARDWARE_DIR}/; check out {abbrev(base)} or the patch's branch, or "
+            "pass --dir build to get a separate tree"
+        )
     where = patch_paths(device, base)[0]
     with scratch_checkout(repo, base) as scratch:
         apply_patch(scratch, mbox, device, base)
@@ -117,10 +151,14 @@ def apply_in_place(repo, base, device, mbox):
     try:
         repo.run("apply", "--whitespace=nowarn", input=diff)
     except GitError as err:
-        raise PatchError(f"cannot apply {where} in place: {err.detail}; move those files away "
-                         "or pass --dir build") from None
-    print(f"applied the {device} patch for {abbrev(base)} to {repo.top}; "
-          "`git status` lists the changes")
+        raise PatchError(
+            f"cannot apply {where} in place: {err.detail}; move those files away "
+            "or pass --dir build"
+        ) from None
+    print(
+        f"applied the {device} patch for {abbrev(base)} to {repo.top}; "
+        "`git status` lists the changes"
+    )
 
 
 def build_trees(repo, base, out_dir, series):

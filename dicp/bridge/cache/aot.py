@@ -45,6 +45,7 @@ are in precompile.py (`serializable_results`, `serialize_result`, `load_result`)
   the result is whole when stored. A graph that needs a backward but never runs one (inference
   without torch.no_grad()) compiles it anyway, once; DICP_AOT_CACHE=0 turns this cache off.
 """
+
 import hashlib
 import pickle
 
@@ -55,8 +56,13 @@ from dicp import config
 
 from . import graph as graph_cache
 from .entry_store import EntryStore
-from .precompile import (autograd_config_text, bundling, load_result, result_input_flags,
-                         serialize_result)
+from .precompile import (
+    autograd_config_text,
+    bundling,
+    load_result,
+    result_input_flags,
+    serialize_result,
+)
 from ..pipeline.symbolic import example_values, free_symbols, input_symbol, shape_env_of
 from ..pipeline.torch_compat import evaluate_guards, guards_over_inputs, shape_env_state
 from ..pipeline.utils import log
@@ -73,9 +79,14 @@ def enabled() -> bool:
     """On with the graph cache, except under the tools that wrap each compiled graph, inside
     torch's precompile (aot_compile), which bundles results itself, and where torch's caches
     are turned off (`torch.compiler.config.force_disable_caches`: a miss goes through them)."""
-    return (config.aot_cache and graph_cache.enabled() and config.autocompare == "off"
-            and not config.dump_op_args and not bundling()
-            and not torch.compiler.config.force_disable_caches)
+    return (
+        config.aot_cache
+        and graph_cache.enabled()
+        and config.autocompare == "off"
+        and not config.dump_op_args
+        and not bundling()
+        and not torch.compiler.config.force_disable_caches
+    )
 
 
 def key(gm: fx.GraphModule, example_inputs, backend) -> str | None:
@@ -85,9 +96,15 @@ def key(gm: fx.GraphModule, example_inputs, backend) -> str | None:
     lifted = lifted_inputs(gm)
     try:
         inputs = _inputs_text([*lifted.values(), *example_inputs])
-        parts = ["aot", backend.name, graph_cache.backend_fingerprint(backend), inputs,
-                 "lifted:" + ",".join(lifted), global_state_text(),
-                 graph_cache.shape_env_fingerprint(shape_env_of(example_inputs))]
+        parts = [
+            "aot",
+            backend.name,
+            graph_cache.backend_fingerprint(backend),
+            inputs,
+            "lifted:" + ",".join(lifted),
+            global_state_text(),
+            graph_cache.shape_env_fingerprint(shape_env_of(example_inputs)),
+        ]
         skip = {id(value) for value in lifted.values()}
         for name, module in gm.named_modules():
             if isinstance(module, fx.GraphModule):
@@ -106,8 +123,10 @@ def lifted_inputs(gm: fx.GraphModule) -> dict:
     (aot_module_simplified). Its result takes them first; a result loaded from this cache is
     handed them by `lookup`, since torch's loader does not (a warm optimizer step received 4
     arguments where its graph took 8)."""
-    return {**dict(gm.named_parameters(remove_duplicate=False)),
-            **dict(gm.named_buffers(remove_duplicate=False))}
+    return {
+        **dict(gm.named_parameters(remove_duplicate=False)),
+        **dict(gm.named_buffers(remove_duplicate=False)),
+    }
 
 
 def lookup(entry_key: str, gm: fx.GraphModule, example_inputs):
@@ -116,13 +135,13 @@ def lookup(entry_key: str, gm: fx.GraphModule, example_inputs):
     entry's shape guards to the graph's shape environment."""
     lifted = list(lifted_inputs(gm).values())
     expected = _input_flags([*lifted, *example_inputs])
-    loaded = _STORE.read(entry_key, lambda entry: _load_fitting(entry, expected,
-                                                                example_inputs))
+    loaded = _STORE.read(entry_key, lambda entry: _load_fitting(entry, expected, example_inputs))
     if loaded is None or not lifted:
         return loaded
 
     def with_lifted_inputs(*runtime_args):
         return loaded(*lifted, *runtime_args)
+
     return with_lifted_inputs
 
 
@@ -147,8 +166,12 @@ def store(entry_key: str, compiled, gm: fx.GraphModule, example_inputs, mark=Non
         return
     caller = _input_flags([*lifted_inputs(gm).values(), *example_inputs])
     if takes != caller:  # every load would refuse it
-        log.warning("dicp: AOT cache does not store a graph whose result takes inputs %s "
-                    "where its caller passes %s", takes, caller)
+        log.warning(
+            "dicp: AOT cache does not store a graph whose result takes inputs %s "
+            "where its caller passes %s",
+            takes,
+            caller,
+        )
         return
     _STORE.write(entry_key, pickle.dumps((_ENTRY_FORMAT, takes, guards, data)))
 
@@ -166,8 +189,10 @@ def _load_fitting(entry: bytes, expected: list, example_inputs):
         raise MisfitEntry(f"entry format {version}, this dicp reads {_ENTRY_FORMAT}")
     takes, guards, data = fields
     if takes != expected:
-        raise MisfitEntry(f"its result takes {len(takes)} inputs (requires_grad {takes}); "
-                          f"the graph passes {len(expected)} (requires_grad {expected})")
+        raise MisfitEntry(
+            f"its result takes {len(takes)} inputs (requires_grad {takes}); "
+            f"the graph passes {len(expected)} (requires_grad {expected})"
+        )
     env, symints = shape_env_of(example_inputs), _symint_inputs(example_inputs)
     if guards is not None:
         hints = [int(example_values(env)[input_symbol(s)]) for s in symints]
@@ -215,8 +240,12 @@ def _inputs_text(example_inputs) -> str:
     storages: dict = {}
     text = "|".join(_input_text(value, storages) for value in example_inputs)
     symints = _symint_inputs(example_inputs)
-    layouts = [n for v in example_inputs if isinstance(v, torch.Tensor)
-               for n in (*v.shape, *v.stride(), v.storage_offset())]
+    layouts = [
+        n
+        for v in example_inputs
+        if isinstance(v, torch.Tensor)
+        for n in (*v.shape, *v.stride(), v.storage_offset())
+    ]
     if not free_symbols(layouts) <= {input_symbol(s) for s in symints}:
         raise _NotCacheable("a symbolic size not among the graph's inputs")
     return text
@@ -238,9 +267,11 @@ def _input_text(value, storages: dict) -> str:
         raise _NotCacheable(f"a tensor subclass {type(value).__name__}")
     storage = value.untyped_storage()._cdata  # inputs sharing a storage alias: in the key
     shared = storages.setdefault(storage, len(storages))
-    return (f"T({value.dtype},{value.device},{_sizes(value.shape)},{_sizes(value.stride())},"
-            f"{value.storage_offset()},{value.layout},{value.requires_grad},{value.is_leaf},"
-            f"{value._is_view()},{value.is_conj()},{value.is_neg()},storage {shared})")
+    return (
+        f"T({value.dtype},{value.device},{_sizes(value.shape)},{_sizes(value.stride())},"
+        f"{value.storage_offset()},{value.layout},{value.requires_grad},{value.is_leaf},"
+        f"{value._is_view()},{value.is_conj()},{value.is_neg()},storage {shared})"
+    )
 
 
 def _sizes(values) -> str:
@@ -253,8 +284,19 @@ def global_state_text() -> str:
     default dtype and device, which a factory call without them (torch.ones(5)) takes when
     traced; a float64 default once got a float32 graph's result. Also salts torch's own
     AOTAutogradCache key (compile_fx), whose key lacks the default dtype on torch 2.11."""
-    autocast = [(device, torch.get_autocast_dtype(device))
-                for device in ("cpu", "cuda") if torch.is_autocast_enabled(device)]
-    return repr((torch.is_grad_enabled(), torch.is_inference_mode_enabled(), autocast,
-                 torch.are_deterministic_algorithms_enabled(), torch.get_default_dtype(),
-                 str(torch.get_default_device()), autograd_config_text()))
+    autocast = [
+        (device, torch.get_autocast_dtype(device))
+        for device in ("cpu", "cuda")
+        if torch.is_autocast_enabled(device)
+    ]
+    return repr(
+        (
+            torch.is_grad_enabled(),
+            torch.is_inference_mode_enabled(),
+            autocast,
+            torch.are_deterministic_algorithms_enabled(),
+            torch.get_default_dtype(),
+            str(torch.get_default_device()),
+            autograd_config_text(),
+        )
+    )

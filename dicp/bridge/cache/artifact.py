@@ -6,6 +6,7 @@ Turning it back into a callable replays only the backend's compile job: no conve
 inference or rendering. With `with_artifacts=True` the bytes of the built libraries travel
 too, so a process with an empty cache and no compiler can load it (`install`, `prebuilt`).
 """
+
 import dataclasses
 import io
 import pickle
@@ -28,10 +29,10 @@ class CompiledGraph:
     backend: str
     kind: str
     generated: GeneratedGraph
-    artifacts: tuple = ()          # ArtifactRef of every build-cache entry the graph loads
+    artifacts: tuple = ()  # ArtifactRef of every build-cache entry the graph loads
     blobs: dict = field(default_factory=dict)  # key -> artifact bytes, when they travel
-    fallbacks: tuple = ()          # fallback.Fallback the conversion took, replayed on a hit
-    arity: tuple = ()              # (inputs, outputs) of the ATen graph it was compiled from
+    fallbacks: tuple = ()  # fallback.Fallback the conversion took, replayed on a hit
+    arity: tuple = ()  # (inputs, outputs) of the ATen graph it was compiled from
     # the shape guards the stages added (an expression over the graph's inputs): a hit adds
     # them again, so that dynamo guards a warm process's frame as it guarded the cold one's
     guards: str | None = None
@@ -40,19 +41,31 @@ class CompiledGraph:
         """Pickled; vendor ops are stored by name (their backend resolves them on load)."""
         missing = set(self.generated.vendor_ops) - set(get_backend(self.backend).vendor_ops)
         if missing:  # it could not load back
-            raise NotSerializable(f"{self.generated.name}: vendor ops {sorted(missing)} are "
-                                  f"not in backend {self.backend!r}'s Backend.vendor_ops table")
+            raise NotSerializable(
+                f"{self.generated.name}: vendor ops {sorted(missing)} are "
+                f"not in backend {self.backend!r}'s Backend.vendor_ops table"
+            )
         blobs = {ref.key: ref.read() for ref in self.artifacts} if with_artifacts else {}
         names = dict.fromkeys(sorted(self.generated.vendor_ops))
         generated = dataclasses.replace(self.generated, vendor_ops=names)
-        state = (FORMAT, self.backend, self.kind, generated, tuple(self.artifacts), blobs,
-                 tuple(self.fallbacks), self.arity, self.guards)
+        state = (
+            FORMAT,
+            self.backend,
+            self.kind,
+            generated,
+            tuple(self.artifacts),
+            blobs,
+            tuple(self.fallbacks),
+            self.arity,
+            self.guards,
+        )
         try:
             with unset_fake_temporarily():  # constants are real tensors: keep them real
                 return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as error:  # pickle raises many kinds
-            raise NotSerializable(f"{self.generated.name}: {_unpicklable(state)} cannot be "
-                                  f"pickled ({error})") from error
+            raise NotSerializable(
+                f"{self.generated.name}: {_unpicklable(state)} cannot be pickled ({error})"
+            ) from error
 
     @classmethod
     def loads(cls, data: bytes) -> "CompiledGraph":
@@ -89,9 +102,11 @@ class MisfitGraph(ValueError):
 def fitting(compiled: "CompiledGraph", expected: tuple) -> "CompiledGraph":
     """`compiled`, if it takes and returns as many values as `expected` says, else raise."""
     if compiled.arity != expected:
-        raise MisfitGraph(f"it was compiled from a graph of {compiled.arity[0]} inputs and "
-                          f"{compiled.arity[1]} outputs; this graph has {expected[0]} and "
-                          f"{expected[1]}")
+        raise MisfitGraph(
+            f"it was compiled from a graph of {compiled.arity[0]} inputs and "
+            f"{compiled.arity[1]} outputs; this graph has {expected[0]} and "
+            f"{expected[1]}"
+        )
     return compiled
 
 
@@ -105,16 +120,19 @@ def recorded(stages, run):
     generated = stages.sources
     if not isinstance(generated, GeneratedGraph):
         return fn, None
-    return fn, CompiledGraph(stages.backend.name, stages.ctx.kind, generated,
-                             tuple(dict.fromkeys(refs)))
+    return fn, CompiledGraph(
+        stages.backend.name, stages.ctx.kind, generated, tuple(dict.fromkeys(refs))
+    )
 
 
 def _vendor_ops(backend_name, names):
     table = get_backend(backend_name).vendor_ops
     missing = [name for name in names if name not in table]
     if missing:
-        raise KeyError(f"backend {backend_name!r} has no vendor ops {missing} in its "
-                       f"Backend.vendor_ops table; a compiled graph naming them cannot load")
+        raise KeyError(
+            f"backend {backend_name!r} has no vendor ops {missing} in its "
+            f"Backend.vendor_ops table; a compiled graph naming them cannot load"
+        )
     return {name: table[name] for name in names}
 
 

@@ -18,6 +18,7 @@ with their bytes installs them under the same keys (`install`) and replays the c
 inside `prebuilt(refs)`, where a source the refs name loads that entry without computing the
 toolchain's key (which may need a compiler) and is never rebuilt.
 """
+
 import ctypes
 import hashlib
 import os
@@ -54,6 +55,7 @@ class Toolchain:
     depends on that the command does not spell (chip variant, header texts). `prepare(argv)`
     gives the argv a build runs, for what changes how fast the compiler works but not what it
     builds (a precompiled header that may not be ready yet): it is not in the key."""
+
     command: tuple
     source_suffix: str = ".cpp"
     artifact_suffix: str = ".so"
@@ -62,8 +64,10 @@ class Toolchain:
     prepare: Callable = list
 
     def argv(self, source: Path, artifact: Path) -> list:
-        return [str(arg).replace("{source}", str(source)).replace("{artifact}", str(artifact))
-                for arg in self.command]
+        return [
+            str(arg).replace("{source}", str(source)).replace("{artifact}", str(artifact))
+            for arg in self.command
+        ]
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,14 @@ class BuildSpec:
 
     def key(self) -> str:
         chain = self.toolchain
-        parts = [self.source, "\0".join(map(str, chain.command)), chain.source_suffix,
-                 chain.artifact_suffix, dicp.__version__, *map(str, chain.key)]
+        parts = [
+            self.source,
+            "\0".join(map(str, chain.command)),
+            chain.source_suffix,
+            chain.artifact_suffix,
+            dicp.__version__,
+            *map(str, chain.key),
+        ]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -82,6 +92,7 @@ class BuildSpec:
 class ArtifactRef:
     """One cache entry a compiled graph uses: its key, the digest of the source it was built
     from and of the artifact, the file suffixes, and the toolchain's loader."""
+
     key: str
     source_digest: str
     source_suffix: str
@@ -126,8 +137,7 @@ def recording():
 def prebuilt(refs):
     """Inside the block, a source that one of `refs` was built from loads that entry."""
     outer = getattr(_SCOPE, "prebuilt", None)
-    _SCOPE.prebuilt = {**(outer or {}), **{(r.source_digest, r.artifact_suffix): r
-                                           for r in refs}}
+    _SCOPE.prebuilt = {**(outer or {}), **{(r.source_digest, r.artifact_suffix): r for r in refs}}
     try:
         yield
     finally:
@@ -158,8 +168,11 @@ def _record(spec, key):
     refs = getattr(_SCOPE, "recorded", None)
     if refs is not None:
         chain = spec.toolchain
-        refs.append(ArtifactRef(key, _digest(spec.source), chain.source_suffix,
-                                chain.artifact_suffix, chain.load))
+        refs.append(
+            ArtifactRef(
+                key, _digest(spec.source), chain.source_suffix, chain.artifact_suffix, chain.load
+            )
+        )
 
 
 def cache_stats() -> dict:
@@ -292,12 +305,16 @@ def _compile(spec: BuildSpec, directory: Path, key: str) -> None:
         try:
             result = subprocess.run(command, capture_output=True, text=True)
         except OSError as error:  # no such compiler: say which one and what to do
-            raise CompileError(f"cannot run the compiler {command[0]!r} to build {source} "
-                               f"({error}); install it or point the backend's compiler knob "
-                               f"at one") from error
+            raise CompileError(
+                f"cannot run the compiler {command[0]!r} to build {source} "
+                f"({error}); install it or point the backend's compiler knob "
+                f"at one"
+            ) from error
         if result.returncode != 0:
-            raise CompileError(f"{command[0]} failed to build generated source {source}:\n"
-                               f"{result.stderr.strip()}\ncommand: {' '.join(command)}")
+            raise CompileError(
+                f"{command[0]} failed to build generated source {source}:\n"
+                f"{result.stderr.strip()}\ncommand: {' '.join(command)}"
+            )
         with _STATS_LOCK:
             _STATS["builds"] += 1
             profile.count("cache builds")

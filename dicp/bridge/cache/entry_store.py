@@ -4,6 +4,7 @@ An entry is `<cache>/<folder>/<key[:2]>/<key>.pkl` with its sha256 in `<key>.sha
 written atomically, the digest last: an entry without one is a miss. One that fails its digest
 or does not load is reported, counted as rejected and compiled again, never trusted.
 """
+
 from pathlib import Path
 from collections.abc import Callable
 
@@ -30,8 +31,9 @@ class EntryStore:
         try:
             value = load(read_with_digest(path))
         except Exception as error:  # whatever a damaged entry raises: compile again
-            log.warning("dicp: %s entry %s is corrupt (%s); compiling again", self.what, path,
-                        error)
+            log.warning(
+                "dicp: %s entry %s is corrupt (%s); compiling again", self.what, path, error
+            )
             self.stats["rejected"] += 1
             return None
         self.stats["hits"] += 1

@@ -15,6 +15,7 @@ backend's package, and the dicp, torch and Python versions. An entry is `<key>.p
 `<key>.sha256` under `<cache>/graphs/`; one that fails its digest or does not load is rebuilt,
 never trusted. Graphs holding a constant pickle cannot store are not cached.
 """
+
 import ctypes
 import functools
 import hashlib
@@ -35,8 +36,13 @@ from dicp import config
 from .artifact import CompiledGraph, MisfitGraph, NotSerializable, arity, fitting
 from .entry_store import EntryStore
 from ..pipeline.symbolic import example_values
-from ..pipeline.torch_compat import (TORCH_VERSION, FakeTensor, StorageWeakRef, guards_since,
-                                     replay_guards)
+from ..pipeline.torch_compat import (
+    TORCH_VERSION,
+    FakeTensor,
+    StorageWeakRef,
+    guards_since,
+    replay_guards,
+)
 from ..pipeline.utils import log
 
 _FILE_KINDS = (".py", ".j2", ".h", ".txt", ".ini")
@@ -61,8 +67,11 @@ def graph_key(gm: fx.GraphModule, kind: str, backend, fake_mode) -> str | None:
         for name, module in gm.named_modules():
             if isinstance(module, fx.GraphModule):
                 storages: dict = {}
-                parts += [name, module.code,
-                          *(_node_fingerprint(n, storages) for n in module.graph.nodes)]
+                parts += [
+                    name,
+                    module.code,
+                    *(_node_fingerprint(n, storages) for n in module.graph.nodes),
+                ]
                 parts += constant_fingerprints(module)
     except Unhashable as error:
         log.info("dicp: graph cache skips a graph holding %s", error)
@@ -76,8 +85,9 @@ def lookup(key: str, gm: fx.GraphModule, fake_mode):
     loadable, or compiled from a graph of other inputs or outputs). A hit adds to the shape
     environment the guards its compile added."""
     expected = arity(gm)
-    return _STORE.read(key, lambda data: _guarded(fitting(CompiledGraph.loads(data), expected),
-                                                  gm, fake_mode))
+    return _STORE.read(
+        key, lambda data: _guarded(fitting(CompiledGraph.loads(data), expected), gm, fake_mode)
+    )
 
 
 def recorded_guards(fake_mode, mark: int, gm: fx.GraphModule) -> str | None:
@@ -108,39 +118,60 @@ def store(key: str, compiled: CompiledGraph) -> None:
 
 # ---- the backend's part of the key ----
 
+
 def backend_fingerprint(backend) -> str:
     """What besides the graph decides a backend's output: its fields and tables, the knobs,
     the code of dicp and the backend, the versions."""
-    parts = [backend.name, backend.device, backend.conversion_table,
-             repr(sorted(map(str, backend.supported_dtypes))),
-             repr(sorted(backend.expected_fallbacks.items())),
-             repr(sorted((str(d), why) for d, why in backend.dtype_fallbacks.items())),
-             repr(sorted(backend.options)),
-             *(_function_fingerprint(getattr(backend, name))
-               for name in ("opset_transform", "codegen", "compile_job")),
-             _table_fingerprint(backend.conversions), _decomposition_fingerprint(backend),
-             repr(sorted(backend.vendor_ops)), _knob_fingerprint(),
-             _source_fingerprint(_package_dir(dicp.__name__)),
-             _source_fingerprint(_package_dir(backend.codegen.__module__)),
-             dicp.__version__, TORCH_VERSION, sys.version, platform.machine()]
+    parts = [
+        backend.name,
+        backend.device,
+        backend.conversion_table,
+        repr(sorted(map(str, backend.supported_dtypes))),
+        repr(sorted(backend.expected_fallbacks.items())),
+        repr(sorted((str(d), why) for d, why in backend.dtype_fallbacks.items())),
+        repr(sorted(backend.options)),
+        *(
+            _function_fingerprint(getattr(backend, name))
+            for name in ("opset_transform", "codegen", "compile_job")
+        ),
+        _table_fingerprint(backend.conversions),
+        _decomposition_fingerprint(backend),
+        repr(sorted(backend.vendor_ops)),
+        _knob_fingerprint(),
+        _source_fingerprint(_package_dir(dicp.__name__)),
+        _source_fingerprint(_package_dir(backend.codegen.__module__)),
+        dicp.__version__,
+        TORCH_VERSION,
+        sys.version,
+        platform.machine(),
+    ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 # Knobs that change no generated code: where the cache lives, what is reported about compiles,
 # and what the test harness runs. A warm start profiled with DICP_PROFILE=1 must be the warm
 # start it profiles. Every other knob is in the key, whether or not it changes the output.
-OUTPUT_NEUTRAL_KNOBS = ("cache_dir", "profile", "recompile_warn_limit", "record_results",
-                        "test_backend", "test_dynamic")
+OUTPUT_NEUTRAL_KNOBS = (
+    "cache_dir",
+    "profile",
+    "recompile_warn_limit",
+    "record_results",
+    "test_backend",
+    "test_dynamic",
+)
 
 
 def _knob_fingerprint() -> str:
-    return repr([(k.env, value) for k, value, _ in config.effective()
-                 if k.name not in OUTPUT_NEUTRAL_KNOBS])
+    return repr(
+        [(k.env, value) for k, value, _ in config.effective() if k.name not in OUTPUT_NEUTRAL_KNOBS]
+    )
 
 
 def _table_fingerprint(table) -> str:
-    return "\n".join(f"{op}:{_function_fingerprint(fn)}"
-                     for op, fn in sorted(table.items(), key=lambda item: str(item[0])))
+    return "\n".join(
+        f"{op}:{_function_fingerprint(fn)}"
+        for op, fn in sorted(table.items(), key=lambda item: str(item[0]))
+    )
 
 
 def _decomposition_fingerprint(backend) -> str:
@@ -166,8 +197,13 @@ def _function_fingerprint(fn) -> str:
 
 def _fingerprint_now(fn) -> str:
     if isinstance(fn, functools.partial):
-        return repr((_function_fingerprint(fn.func), [_value_text_of(a) for a in fn.args],
-                     sorted((k, _value_text_of(v)) for k, v in fn.keywords.items())))
+        return repr(
+            (
+                _function_fingerprint(fn.func),
+                [_value_text_of(a) for a in fn.args],
+                sorted((k, _value_text_of(v)) for k, v in fn.keywords.items()),
+            )
+        )
     code = getattr(fn, "__code__", None)
     if code is None:
         return _address_free(repr(fn))
@@ -211,6 +247,7 @@ def _source_fingerprint(directory: Path) -> str:
 
 # ---- the graph's part of the key ----
 
+
 class Unhashable(Exception):
     """A graph holds a constant the key cannot describe: it is not cached."""
 
@@ -224,8 +261,10 @@ def _node_fingerprint(node: fx.Node, storages: dict) -> str:
 def _value_text(val, storages: dict) -> str:
     if isinstance(val, torch.Tensor):
         storage = storages.setdefault(StorageWeakRef(val.untyped_storage()), len(storages))
-        return (f"T({val.dtype},{val.device},{tuple(val.shape)},{val.stride()},"
-                f"{val.storage_offset()},{val.layout},view {val._is_view()},storage {storage})")
+        return (
+            f"T({val.dtype},{val.device},{tuple(val.shape)},{val.stride()},"
+            f"{val.storage_offset()},{val.layout},view {val._is_view()},storage {storage})"
+        )
     if isinstance(val, (list, tuple)):
         return "(" + ",".join(_value_text(v, storages) for v in val) + ")"
     return f"{type(val).__name__}:{val}"
@@ -256,8 +295,10 @@ def _tensor_fingerprint(name, tensor) -> str:
         raise Unhashable(f"constant {name} on {tensor.device}")
     storage = tensor.untyped_storage()
     data = ctypes.string_at(storage.data_ptr(), storage.nbytes()) if storage.nbytes() else b""
-    return (f"{tensor.dtype}{tuple(tensor.shape)}{tensor.stride()}{tensor.storage_offset()}"
-            f"{hashlib.sha256(data).hexdigest()}")
+    return (
+        f"{tensor.dtype}{tuple(tensor.shape)}{tensor.stride()}{tensor.storage_offset()}"
+        f"{hashlib.sha256(data).hexdigest()}"
+    )
 
 
 def _shape_env_fingerprint(fake_mode) -> str:
@@ -269,8 +310,10 @@ def shape_env_fingerprint(env) -> str:
     prove, e.g. that a size is at least 2)."""
     if env is None:
         return "no shape env"
-    facts = [sorted((str(s), str(r)) for s, r in env.var_to_range.items()),
-             sorted((str(s), str(v)) for s, v in example_values(env).items()),
-             sorted((str(s), str(v)) for s, v in env.replacements.items()),
-             sorted(map(str, getattr(env, "divisible", ())))]
+    facts = [
+        sorted((str(s), str(r)) for s, r in env.var_to_range.items()),
+        sorted((str(s), str(v)) for s, v in example_values(env).items()),
+        sorted((str(s), str(v)) for s, v in env.replacements.items()),
+        sorted(map(str, getattr(env, "divisible", ()))),
+    ]
     return repr(facts)

@@ -22,6 +22,7 @@ delegates to the inner one, and loading gives back a single wrapper.
 `OutputCode` has the same four methods on torch 2.11, 2.13 and 2.15. On a torch without it,
 dicp returns plain callables and saving a precompiled function raises `PrecompileUnsupported`.
 """
+
 import contextlib
 import contextvars
 import dataclasses
@@ -85,10 +86,16 @@ def serializable_results(key: str):
     state = random.getstate()
     random.seed(f"{key}|{config.cache_dir.resolve()}")
     try:
-        with torch._functorch.config.patch(bundled_autograd_cache=True, force_autograd_cache=True,
-                                           force_non_lazy_backward_lowering=True,
-                                           bypass_autograd_cache_key=True), \
-                torch._inductor.config.patch(fx_graph_cache=False), artifacts_by_reference():
+        with (
+            torch._functorch.config.patch(
+                bundled_autograd_cache=True,
+                force_autograd_cache=True,
+                force_non_lazy_backward_lowering=True,
+                bypass_autograd_cache_key=True,
+            ),
+            torch._inductor.config.patch(fx_graph_cache=False),
+            artifacts_by_reference(),
+        ):
             yield
     finally:
         random.setstate(state)
@@ -97,6 +104,7 @@ def serializable_results(key: str):
 def serialize_result(compiled_fn) -> bytes:
     """A result compiled under `serializable_results()` as bytes (raises if it cannot be)."""
     from torch._dynamo.aot_compile_types import BundledAOTAutogradSerializableCallable
+
     with artifacts_by_reference():
         return BundledAOTAutogradSerializableCallable.serialize_compile_artifacts(compiled_fn)
 
@@ -112,6 +120,7 @@ def result_input_flags(compiled_fn) -> list:
 def load_result(data: bytes):
     """The callable `serialize_result` saved."""
     from torch._dynamo.aot_compile_types import BundledAOTAutogradSerializableCallable
+
     return BundledAOTAutogradSerializableCallable.deserialize_compile_artifacts(data)
 
 
@@ -129,7 +138,8 @@ def keyed_autograd_cache(fingerprint: str):
     """A context in which torch's AOTAutogradCache keys include dicp's `fingerprint`."""
     tag = torch.compiler.config.cache_key_tag
     return torch.compiler.config.patch(  # type: ignore[attr-defined]  # torch config modules
-        cache_key_tag=f"{tag}|dicp:{fingerprint}")
+        cache_key_tag=f"{tag}|dicp:{fingerprint}"
+    )
 
 
 def serializable(compiled_fn: Callable) -> Callable:
@@ -137,6 +147,7 @@ def serializable(compiled_fn: Callable) -> Callable:
     if not bundling() or getattr(compiled_fn, "serialize", None) is None:
         return compiled_fn
     from torch._dynamo.aot_compile_types import BundledAOTAutogradSerializableCallable
+
     return BundledAOTAutogradSerializableCallable(compiled_fn)
 
 
@@ -163,16 +174,22 @@ def _boxed(code):
 
 def _why_not(compiled) -> str:
     if OutputCode is None:
-        return (f"torch {torch.__version__} has no torch._inductor.output_code.OutputCode: "
-                f"dicp cannot precompile (aot_compile) on it; use torch 2.11 to 2.15")
-    return ("this backend's codegen does not return a dicp GeneratedGraph, so its compiled "
-            "graphs cannot be saved (aot_compile); return one from Backend.codegen")
+        return (
+            f"torch {torch.__version__} has no torch._inductor.output_code.OutputCode: "
+            f"dicp cannot precompile (aot_compile) on it; use torch 2.11 to 2.15"
+        )
+    return (
+        "this backend's codegen does not return a dicp GeneratedGraph, so its compiled "
+        "graphs cannot be saved (aot_compile); return one from Backend.codegen"
+    )
 
 
 if OutputCode is not None:
+
     @dataclasses.dataclass
     class DicpOutputCode(OutputCode):
         """A dicp graph's compiled code as torch's AOTAutogradCache and precompile keep it."""
+
         compiled: CompiledGraph | None = None
         fn: Callable | None = None
         serialized: bytes | None = None
@@ -183,10 +200,11 @@ if OutputCode is not None:
         def prepare_for_serialization(self) -> None:
             # torch calls this on a shallow copy: the live callable stays with the original
             if self.compiled is None:  # torch skips saving it, quietly
-                from torch._functorch._aot_autograd.autograd_cache import (
-                    BypassAOTAutogradCache)
-                raise BypassAOTAutogradCache("a dicp graph whose codegen returned no "
-                                             "GeneratedGraph cannot be saved")
+                from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
+
+                raise BypassAOTAutogradCache(
+                    "a dicp graph whose codegen returned no GeneratedGraph cannot be saved"
+                )
             self.serialized = self.compiled.dumps(with_artifacts=_CARRY_ARTIFACTS.get())
             self.compiled = self.fn = None
 

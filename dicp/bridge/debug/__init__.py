@@ -4,6 +4,7 @@ They attach to the pipeline through its hooks (pipeline/hooks.py), registered he
 never imports them. The entry imports this package, so every compile has them; each does nothing
 unless its knob is set.
 """
+
 from ..pipeline import hooks
 from . import autocompare, fault_injection, op_dump, result_record
 

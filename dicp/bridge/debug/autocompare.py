@@ -6,6 +6,7 @@ mismatch the graph is built once more with every op's value as an output (instru
 each op is re-run eagerly on the values the generated code gave its inputs: the first op whose
 own result differs beyond the single-op table is the culprit, whatever came before it.
 """
+
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +22,14 @@ from ..pipeline.provenance import SourceLine, module_of, source_line
 from ..pipeline.stages import GraphTransformer
 from ..pipeline.torch_compat import FakeTensorMode, OpOverload
 from ..pipeline.utils import leaves, log, matches_any, op_name
-from .instrument import (InstrumentedGraph, clone_inputs, eager_values, mutated_inputs,
-                         value_nodes, writes_first_arg)
+from .instrument import (
+    InstrumentedGraph,
+    clone_inputs,
+    eager_values,
+    mutated_inputs,
+    value_nodes,
+    writes_first_arg,
+)
 from .repro import load_graph, write_repro
 
 # Ops whose eager result cannot be reproduced by re-running them: uninitialized memory.
@@ -43,6 +50,7 @@ class AutocompareError(AssertionError):
 @dataclass
 class NodeReport:
     """The first op whose generated code disagrees with eager on the same inputs."""
+
     node: str
     aten_op: str
     vendor_ops: list
@@ -54,20 +62,22 @@ class NodeReport:
 
     def lines(self):
         where = f"{self.source}\n      {self.source.code}" if self.source else "unknown"
-        return [f"first diverging op: {self.aten_op} (node {self.node})",
-                f"  vendor ops: {', '.join(self.vendor_ops) or 'none (folded into a neighbour)'}",
-                f"  source: {where}",
-                *([f"  module: {self.module}"] if self.module else []),
-                f"  inputs: {', '.join(self.inputs) or 'none'}",
-                f"  output: {self.output}",
-                f"  {self.difference}"]
+        return [
+            f"first diverging op: {self.aten_op} (node {self.node})",
+            f"  vendor ops: {', '.join(self.vendor_ops) or 'none (folded into a neighbour)'}",
+            f"  source: {where}",
+            *([f"  module: {self.module}"] if self.module else []),
+            f"  inputs: {', '.join(self.inputs) or 'none'}",
+            f"  output: {self.output}",
+            f"  {self.difference}",
+        ]
 
 
 @dataclass
 class Report:
     graph: str
     kind: str
-    outputs: list                 # (label, Difference) of each mismatching output
+    outputs: list  # (label, Difference) of each mismatching output
     culprit: NodeReport | None = None
     notes: list = field(default_factory=list)
 
@@ -104,6 +114,7 @@ def checked(compiled, aten_gm, ctx):
             profile.count("autocompare mismatches")
             analysis.report(mismatches, pristine, rng)
         return outputs
+
     return call
 
 
@@ -122,8 +133,11 @@ def _replaying_rng(rng, gm, inputs):
 def _labelled(outputs, inputs, expected, reference_inputs, mutated):
     pairs = [(f"output {i}", a, e) for i, (a, e) in enumerate(zip(outputs, expected))]
     pairs += [(f"mutated input {i}", inputs[i], reference_inputs[i]) for i in sorted(mutated)]
-    return [(label, compare(a, e, MODEL_TOLERANCES)) for label, a, e in pairs
-            if isinstance(e, torch.Tensor)]
+    return [
+        (label, compare(a, e, MODEL_TOLERANCES))
+        for label, a, e in pairs
+        if isinstance(e, torch.Tensor)
+    ]
 
 
 class _Analysis:
@@ -145,8 +159,9 @@ class _Analysis:
         try:
             self._locate(report, inputs, rng)
         except Exception as error:  # the comparison already failed: say so even if this does
-            report.notes.append(f"  (locating the diverging op failed: "
-                                f"{type(error).__name__}: {error})")
+            report.notes.append(
+                f"  (locating the diverging op failed: {type(error).__name__}: {error})"
+            )
         if config.repro_dir is not None and not self.repro_written:
             self.repro_written = True
             write_repro(config.repro_dir, self.aten_gm, inputs, self.ctx)
@@ -180,7 +195,8 @@ def first_diverging(aten_gm, instrumented, computed, eager):
         if not targets:
             continue
         args, kwargs = torch.fx.node.map_arg(
-            (node.args, node.kwargs), lambda a: computed.get(a.name, eager.get(a.name)))
+            (node.args, node.kwargs), lambda a: computed.get(a.name, eager.get(a.name))
+        )
         with torch.no_grad():
             local = node.target(*args, **kwargs)
         for target, index in targets:
@@ -194,24 +210,36 @@ def first_diverging(aten_gm, instrumented, computed, eager):
 def _rerunnable(node) -> bool:
     if node.op != "call_function" or not isinstance(node.target, OpOverload):
         return False
-    return not (torch.Tag.nondeterministic_seeded in node.target.tags
-                or matches_any(op_name(node.target), UNINITIALIZED)
-                or writes_first_arg(node.target))
+    return not (
+        torch.Tag.nondeterministic_seeded in node.target.tags
+        or matches_any(op_name(node.target), UNINITIALIZED)
+        or writes_first_arg(node.target)
+    )
 
 
 def _value_targets(node, checked):
     """(node holding a value of `node`, index into its result or None)."""
     if node.name in checked:
         return [(node, None)]
-    return [(user, user.args[1]) for user in node.users
-            if user.target.__name__ == "getitem" and user.name in checked]
+    return [
+        (user, user.args[1])
+        for user in node.users
+        if user.target.__name__ == "getitem" and user.name in checked
+    ]
 
 
 def _node_report(node, instrumented, args, output, difference) -> NodeReport:
     inputs = [_describe(a) for a in leaves(args, torch.Tensor)]
-    return NodeReport(node.name, op_name(node.target), instrumented.vendor_ops(node.name),
-                      source_line(node.meta.get("stack_trace")), module_of(node.meta), inputs,
-                      _describe(output), difference)
+    return NodeReport(
+        node.name,
+        op_name(node.target),
+        instrumented.vendor_ops(node.name),
+        source_line(node.meta.get("stack_trace")),
+        module_of(node.meta),
+        inputs,
+        _describe(output),
+        difference,
+    )
 
 
 def _describe(t) -> str:
@@ -220,14 +248,24 @@ def _describe(t) -> str:
 
 
 def _no_culprit_notes(aten_gm):
-    notes = ["  every op agrees with eager on its own inputs (single-op tolerances): the "
-             "difference comes from fusion or accumulates over many ops"]
-    random = sorted({op_name(n.target) for n in aten_gm.graph.nodes if n.op == "call_function"
-                     and isinstance(n.target, OpOverload)
-                     and torch.Tag.nondeterministic_seeded in n.target.tags})
+    notes = [
+        "  every op agrees with eager on its own inputs (single-op tolerances): the "
+        "difference comes from fusion or accumulates over many ops"
+    ]
+    random = sorted(
+        {
+            op_name(n.target)
+            for n in aten_gm.graph.nodes
+            if n.op == "call_function"
+            and isinstance(n.target, OpOverload)
+            and torch.Tag.nondeterministic_seeded in n.target.tags
+        }
+    )
     if random:
-        notes.append(f"  the graph draws random numbers ({', '.join(random)}): the backend may "
-                     f"not reproduce eager's random stream")
+        notes.append(
+            f"  the graph draws random numbers ({', '.join(random)}): the backend may "
+            f"not reproduce eager's random stream"
+        )
     return notes
 
 

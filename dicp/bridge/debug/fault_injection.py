@@ -6,6 +6,7 @@ generated source does not build), runtime_error (the generated code raises when 
 `fault_for` is the pipeline's fault hook (pipeline/hooks.py): a backend's codegen asks it in one
 place and renders the fault its own way.
 """
+
 from dicp import config
 
 from ..pipeline.conversion import is_aten
@@ -22,4 +23,3 @@ def fault_for(node):
         return None  # eager fallback runs torch's own code, which has no injected fault
     pattern, kind = spec
     return kind if matches_any(origin.op, (pattern,)) else None
-

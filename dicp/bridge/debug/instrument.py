@@ -5,6 +5,7 @@ op computes added to the outputs, so each op's value exists in memory after one 
 backend's generated code (fusion is lost there: every value is materialized). `eager_values`
 runs the ATen graph eagerly and keeps every node's value.
 """
+
 import operator
 
 import torch
@@ -19,8 +20,11 @@ from ..pipeline.utils import op_name
 
 def value_nodes(graph: fx.Graph) -> list:
     """The nodes whose values are tensors computed by ops, in graph order."""
-    return [n for n in graph.nodes
-            if n.op == "call_function" and isinstance(n.meta.get("val"), torch.Tensor)]
+    return [
+        n
+        for n in graph.nodes
+        if n.op == "call_function" and isinstance(n.meta.get("val"), torch.Tensor)
+    ]
 
 
 def with_all_values(gm: fx.GraphModule) -> fx.GraphModule:
@@ -47,7 +51,7 @@ class InstrumentedGraph:
         """({node name: value the generated code computed}, the graph's outputs)."""
         results = list(self.compiled(list(inputs)))
         values = dict(zip((n.name for n in self.nodes), results))
-        return values, results[len(self.nodes):]
+        return values, results[len(self.nodes) :]
 
     def vendor_ops(self, aten_node: str) -> list[str]:
         return vendor_ops_by_origin(self.vendor_graph).get(aten_node, [])
@@ -63,7 +67,8 @@ def vendor_ops_by_origin(vendor_graph: fx.Graph) -> dict:
             continue
         fallback = isinstance(node.target, OpOverload)
         ops.setdefault(origin.node, []).append(
-            op_name(node.target) + (" (eager fallback)" if fallback else ""))
+            op_name(node.target) + (" (eager fallback)" if fallback else "")
+        )
     return ops
 
 
@@ -89,18 +94,26 @@ def mutated_inputs(gm: fx.GraphModule) -> set:
     """Positions of the placeholders the graph writes into (copy_ epilogues of input
     mutations that AOTAutograd kept in the graph)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    written = {n.args[0] for n in gm.graph.nodes if n.op == "call_function"
-               and isinstance(n.target, OpOverload) and writes_first_arg(n.target)}
+    written = {
+        n.args[0]
+        for n in gm.graph.nodes
+        if n.op == "call_function"
+        and isinstance(n.target, OpOverload)
+        and writes_first_arg(n.target)
+    }
     return {i for i, p in enumerate(placeholders) if p in written}
 
 
 def writes_first_arg(op) -> bool:
     arguments = op._schema.arguments
-    return bool(arguments) and arguments[0].alias_info is not None and \
-        arguments[0].alias_info.is_write
+    return (
+        bool(arguments) and arguments[0].alias_info is not None and arguments[0].alias_info.is_write
+    )
 
 
 def clone_inputs(inputs, positions) -> list:
     """`inputs` with fresh copies at `positions` (the ones a run would overwrite)."""
-    return [x.clone() if i in positions and isinstance(x, torch.Tensor) else x
-            for i, x in enumerate(inputs)]
+    return [
+        x.clone() if i in positions and isinstance(x, torch.Tensor) else x
+        for i, x in enumerate(inputs)
+    ]

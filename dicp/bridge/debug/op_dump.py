@@ -8,6 +8,7 @@ value materialized; see instrument.py), run on copies of the same inputs after t
 Lines go to the `dicp.op_args` logger (stderr unless logging is configured), or are appended
 to DICP_DUMP_OP_ARGS_FILE.
 """
+
 import itertools
 import logging
 import sys
@@ -19,8 +20,13 @@ from dicp import config
 from ..pipeline.provenance import source_line
 from ..pipeline.torch_compat import OpOverload
 from ..pipeline.utils import leaves, op_name
-from .instrument import (InstrumentedGraph, clone_inputs, eager_values, mutated_inputs,
-                         vendor_ops_by_origin)
+from .instrument import (
+    InstrumentedGraph,
+    clone_inputs,
+    eager_values,
+    mutated_inputs,
+    vendor_ops_by_origin,
+)
 
 log = logging.getLogger("dicp.op_args")
 
@@ -42,14 +48,17 @@ def dumping(compiled, aten_gm, transformer):
         inputs, number = list(args), next(calls)
         pristine = clone_inputs(inputs, mutated) if level >= 2 else None
         rng = torch.get_rng_state()
-        _emit([f"dicp op-args: graph {ctx.graph_name} ({ctx.kind}), call {number}"] +
-              ([f"  #{i} {line}" for i, (_, line) in enumerate(ops)] if level == 1 else []))
+        _emit(
+            [f"dicp op-args: graph {ctx.graph_name} ({ctx.kind}), call {number}"]
+            + ([f"  #{i} {line}" for i, (_, line) in enumerate(ops)] if level == 1 else [])
+        )
         outputs = compiled(args)
         if level >= 2:
             if not instrumented:
                 instrumented.append(InstrumentedGraph(aten_gm, ctx.backend, ctx.kind))
             _emit(_value_lines(aten_gm, instrumented[0], ops, pristine, rng, level, mutated))
         return outputs
+
     return call
 
 
@@ -60,8 +69,13 @@ def _ops(aten_gm, vendor_ops):
         if node.op == "call_function" and isinstance(node.target, OpOverload):
             where = source_line(node.meta.get("stack_trace"))
             vendor = ", ".join(vendor_ops.get(node.name, [])) or "no vendor op: a no-op or view"
-            lines.append((node, f"{op_name(node.target)} [{vendor}]" +
-                          (f" @ {where.file}:{where.line}" if where else "")))
+            lines.append(
+                (
+                    node,
+                    f"{op_name(node.target)} [{vendor}]"
+                    + (f" @ {where.file}:{where.line}" if where else ""),
+                )
+            )
     return lines
 
 
@@ -80,16 +94,16 @@ def _value_lines(aten_gm, instrumented, ops, inputs, rng, level, mutated):
         args = torch.fx.node.map_arg(node.args, lambda a: known.get(a.name))
         output = computed.get(node.name, eager.get(node.name))
         lines.append(f"  #{i} {line}")
-        lines.append(f"      in: {', '.join(_brief(a) for a in args) or 'none'} -> out: "
-                     f"{_brief(output)}")
+        lines.append(
+            f"      in: {', '.join(_brief(a) for a in args) or 'none'} -> out: {_brief(output)}"
+        )
         if level >= 3:
             lines += _summaries("in", args) + _summaries("out", output)
     return lines
 
 
 def _summaries(label, value) -> list:
-    return [f"      {label}{j}: {_summary(t)}"
-            for j, t in enumerate(leaves(value, torch.Tensor))]
+    return [f"      {label}{j}: {_summary(t)}" for j, t in enumerate(leaves(value, torch.Tensor))]
 
 
 def _brief(value) -> str:
@@ -107,11 +121,15 @@ def _summary(t: torch.Tensor) -> str:
         return f"{dtype}{list(t.shape)} empty"
     values = t.detach().double() if not t.is_complex() else t.detach().abs().double()
     finite = values[torch.isfinite(values)]
-    low, high, mean = ((finite.min().item(), finite.max().item(), finite.mean().item())
-                       if finite.numel() else (float("nan"),) * 3)
+    low, high, mean = (
+        (finite.min().item(), finite.max().item(), finite.mean().item())
+        if finite.numel()
+        else (float("nan"),) * 3
+    )
     nan, inf = int(torch.isnan(values).sum()), int(torch.isinf(values).sum())
-    return (f"{dtype}{list(t.shape)} min {low:.6g} max {high:.6g} mean {mean:.6g} "
-            f"nan {nan} inf {inf}")
+    return (
+        f"{dtype}{list(t.shape)} min {low:.6g} max {high:.6g} mean {mean:.6g} nan {nan} inf {inf}"
+    )
 
 
 def _emit(lines) -> None:

@@ -7,6 +7,7 @@ that were in effect (fallback ops, injected faults, ...), compiles the graph wit
 backend, runs it with autocompare in raise mode (`autocompare.run_repro`) and exits 1 on a
 mismatch, 0 on agreement. Symbolic sizes become the sizes of the failing call.
 """
+
 import importlib.util
 import json
 import sys
@@ -17,8 +18,18 @@ import torch
 from dicp import config
 
 # Knobs a repro does not carry over: where things go, and the repro machinery itself.
-NOT_CARRIED = {"cache_dir", "autocompare", "repro_dir", "record_ops", "debug", "profile",
-               "dump_op_args", "dump_op_args_file", "test_backend", "test_dynamic"}
+NOT_CARRIED = {
+    "cache_dir",
+    "autocompare",
+    "repro_dir",
+    "record_ops",
+    "debug",
+    "profile",
+    "dump_op_args",
+    "dump_op_args_file",
+    "test_backend",
+    "test_dynamic",
+}
 
 RUN_PY = '''"""dicp repro of graph {graph} ({kind}): `python run.py` exits 1 if it still disagrees
 with eager, 0 if it agrees. Written by dicp autocompare."""
@@ -42,8 +53,7 @@ def write_repro(root: Path, gm, inputs, ctx) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     gm.to_folder(folder, "ReproGraph")
     torch.save([_concrete(x) for x in inputs], folder / "inputs.pt")
-    (folder / "graph.txt").write_text(gm.print_readable(print_output=False,
-                                                        include_stride=True))
+    (folder / "graph.txt").write_text(gm.print_readable(print_output=False, include_stride=True))
     meta = {"backend": ctx.backend.name, "kind": ctx.kind, "graph": ctx.graph_name}
     (folder / "meta.json").write_text(json.dumps(meta, indent=2))
     write_run_script(folder, carried_knobs())
@@ -56,8 +66,9 @@ def write_run_script(folder: Path, knobs: dict) -> None:
     meta = json.loads((folder / "meta.json").read_text())
     meta["knobs"] = knobs
     (folder / "meta.json").write_text(json.dumps(meta, indent=2))
-    (folder / "run.py").write_text(RUN_PY.format(graph=meta["graph"], kind=meta["kind"],
-                                                 knobs=knobs))
+    (folder / "run.py").write_text(
+        RUN_PY.format(graph=meta["graph"], kind=meta["kind"], knobs=knobs)
+    )
 
 
 def run_script_knobs(folder: Path) -> dict:

@@ -7,6 +7,7 @@ its kind and, per output and then per input after the call (which shows in-place
 as an optimizer's), the dtype, shape, strides and a sha256 of the bytes. Bytes, not values: a
 NaN equals itself and -0.0 differs from 0.0, so equal records mean bit-for-bit equal results.
 """
+
 import atexit
 import hashlib
 import json
@@ -31,6 +32,7 @@ def recording(fn, kind: str):
         outputs = fn(args)
         _CALLS.append({"kind": kind, "outputs": _digests(outputs), "inputs": _digests(inputs)})
         return outputs
+
     return call
 
 
@@ -57,8 +59,9 @@ def _digest(value) -> str:
     # a fresh dense copy: contiguous() keeps a size-1 dim's stride, which view() refuses
     host = torch.empty(value.numel(), dtype=value.dtype).copy_(value.detach().reshape(-1))
     data = host.view(torch.uint8).numpy().tobytes() if host.numel() else b""
-    return (f"{value.dtype}{tuple(value.shape)}{value.stride()}:"
-            f"{hashlib.sha256(data).hexdigest()[:16]}")
+    return (
+        f"{value.dtype}{tuple(value.shape)}{value.stride()}:{hashlib.sha256(data).hexdigest()[:16]}"
+    )
 
 
 def read(path) -> list:

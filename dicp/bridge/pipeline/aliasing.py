@@ -7,6 +7,7 @@ modified in place ("a view created inside a custom Function"): Hugging Face Wav2
 `hidden_states[mask] = ...` after its feature projection failed. The wrapper passes each such
 output through `own`.
 """
+
 import torch
 
 
@@ -20,4 +21,5 @@ def own(tensor):
     if tensor.is_conj() or tensor.is_neg():
         return tensor.resolve_conj().resolve_neg()
     return torch.empty((0,), dtype=tensor.dtype, device=tensor.device).set_(
-        tensor.untyped_storage(), tensor.storage_offset(), tensor.size(), tensor.stride())
+        tensor.untyped_storage(), tensor.storage_offset(), tensor.size(), tensor.stride()
+    )

@@ -8,6 +8,7 @@ vendor supplies is called with and returns; docs/vendor.md has the whole contrac
 This module imports nothing else of dicp at run time: the bridge imports it, never the other
 way round (the names under TYPE_CHECKING are for the signatures only).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -69,16 +70,18 @@ class DecompositionFactory(Protocol):
 class Backend:
     """What a vendor hands to dicp; register it with `dicp.api.register_backend` when its
     package is imported. Only the first four fields are required."""
-    name: str                         # the torch.compile backend name (its entry point's name)
-    opset_transform: OpsetTransform   # ATen graph -> vendor graph
-    codegen: Codegen                  # vendor graph -> sources
-    compile_job: CompileJob           # sources -> call(args)
+
+    name: str  # the torch.compile backend name (its entry point's name)
+    opset_transform: OpsetTransform  # ATen graph -> vendor graph
+    codegen: Codegen  # vendor graph -> sources
+    compile_job: CompileJob  # sources -> call(args)
     # ATen op -> decomposition, for AOTAutograd (a table, or a function returning one)
     decompositions: Mapping[Any, Callable[..., Any]] | DecompositionFactory = field(
-        default_factory=dict)
+        default_factory=dict
+    )
     conversions: Mapping[Any, Converter] = field(default_factory=dict)  # ATen op -> converter
-    conversion_table: str = ""        # where a missing converter goes, named in errors
-    device: str = "cpu"               # the device the test harness puts inputs on
+    conversion_table: str = ""  # where a missing converter goes, named in errors
+    device: str = "cpu"  # the device the test harness puts inputs on
     supported_dtypes: frozenset[torch.dtype] = frozenset()  # empty: every dtype
     # op pattern ("aten.view_as_real.*", fnmatch) -> why the backend leaves it to eager: strict
     # mode and the op test harness allow these fallbacks and no other
@@ -120,8 +123,10 @@ def get_backend(name: str) -> Backend:
         return _REGISTRY[name]
     except KeyError:
         known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise KeyError(f"no dicp backend named {name!r} (registered: {known}); "
-                       f"register one with dicp.api.register_backend") from None
+        raise KeyError(
+            f"no dicp backend named {name!r} (registered: {known}); "
+            f"register one with dicp.api.register_backend"
+        ) from None
 
 
 def registered_backends() -> list[str]:

@@ -7,6 +7,7 @@ the layouts AOTAutograd expects. A backend subclasses it and implements `vendor_
 its op becomes: a kernel call, a graph-building call...) and, when it renders more than the
 wrapper, `finish()`. `PythonCodegen` is complete: each vendor op runs its `impl`.
 """
+
 import operator
 from dataclasses import dataclass, field
 
@@ -27,11 +28,12 @@ class GeneratedGraph:
     """What codegen hands to the compile job: the wrapper's Python source, any other sources
     (file name -> text, e.g. "kernels.cpp"), the vendor ops and constants the wrapper names, and
     whatever the backend's compile job needs besides (`metadata`)."""
+
     name: str
     target: str
     wrapper_source: str
     files: dict = field(default_factory=dict)
-    vendor_ops: dict = field(default_factory=dict)   # name -> Operator
+    vendor_ops: dict = field(default_factory=dict)  # name -> Operator
     constants: dict = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)
 
@@ -73,9 +75,13 @@ class GraphCodegenBase:
         return self.finish()
 
     def finish(self) -> GeneratedGraph:
-        return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(),
-                              vendor_ops=dict(self.vendor_ops),
-                              constants=self.wrapper.constants)
+        return GeneratedGraph(
+            self.ctx.graph_name,
+            self.target,
+            self.wrapper.render(),
+            vendor_ops=dict(self.vendor_ops),
+            constants=self.wrapper.constants,
+        )
 
     # ---- values ----
     def value(self, arg):
@@ -120,7 +126,7 @@ class GraphCodegenBase:
         attribute = getattr(self.gm, node.target)
         name = self.wrapper.constant(attribute)
         if not isinstance(attribute, torch.Tensor):  # a higher-order op's subgraph (torch.cond's
-            return Var(name)                         # branches), passed to its fallback as is
+            return Var(name)  # branches), passed to its fallback as is
         return self.input_value(node, node.meta.get("val", attribute), name)
 
     # ---- ops ----
@@ -137,12 +143,13 @@ class GraphCodegenBase:
             return self.value(node.args[0])[node.args[1]]
         if isinstance(node.target, Operator):
             return self.vendor_op(node)
-        return self.aten_call(node, self.callable_source(node.target), node.target,
-                              as_traced=True)
+        return self.aten_call(node, self.callable_source(node.target), node.target, as_traced=True)
 
     def vendor_op(self, node):
-        raise NotImplementedError(f"{type(self).__name__} does not generate code for vendor op "
-                                  f"{node.target.name}: implement vendor_op()")
+        raise NotImplementedError(
+            f"{type(self).__name__} does not generate code for vendor op "
+            f"{node.target.name}: implement vendor_op()"
+        )
 
     def vendor_op_source(self, op: Operator) -> str:
         """How the wrapper names vendor op `op` (its `impl`, for Python kernels and library
@@ -162,10 +169,12 @@ class GraphCodegenBase:
         """Library kernels and eager fallback: a call from the wrapper on materialized args.
         `as_traced`: tensor results are made to have their traced strides at run time
         (fallback: traced_layout.py)."""
-        args = fx.node.map_aggregate(fx.node.map_arg(node.args, self._materialize_node),
-                                     sizes_as_sympy)
-        kwargs = fx.node.map_aggregate(fx.node.map_arg(node.kwargs, self._materialize_node),
-                                       sizes_as_sympy)
+        args = fx.node.map_aggregate(
+            fx.node.map_arg(node.args, self._materialize_node), sizes_as_sympy
+        )
+        kwargs = fx.node.map_aggregate(
+            fx.node.map_arg(node.kwargs, self._materialize_node), sizes_as_sympy
+        )
         name = self.wrapper.call_op(source, args, kwargs)
         return self.result_value(name, node.meta.get("val"), as_traced)
 
@@ -187,7 +196,7 @@ class GraphCodegenBase:
         for arg, val in zip(node.args[0], self.ctx.output_vals, strict=True):
             if isinstance(arg, fx.Node) and arg.op == "placeholder":  # the input itself
                 self.wrapper.outputs.append(W.Output(Var(arg.name)))  # (a training graph's
-                continue                                              # saved input)
+                continue  # saved input)
             view = self.input_view(val)
             if view is not None:
                 self.wrapper.outputs.append(W.Output(view))
@@ -213,10 +222,18 @@ class GraphCodegenBase:
             return None
         for node in self.gm.graph.find_nodes(op="placeholder"):
             base = node.meta.get("val")
-            if isinstance(base, torch.Tensor) and base.dtype == val.dtype and \
-                    same_storage(base, val):
-                return self.wrapper.view(node.name, shape_of(val), strides_of(val),
-                                         to_sympy(val.storage_offset()), absolute=True)
+            if (
+                isinstance(base, torch.Tensor)
+                and base.dtype == val.dtype
+                and same_storage(base, val)
+            ):
+                return self.wrapper.view(
+                    node.name,
+                    shape_of(val),
+                    strides_of(val),
+                    to_sympy(val.storage_offset()),
+                    absolute=True,
+                )
         return None
 
     def output_in_layout(self, arg, val):
@@ -249,8 +266,9 @@ class GraphCodegenBase:
         if not isinstance(value, Var):  # the backend's own values know their layout
             return self.materialize(value, val)
         produced = arg.meta.get("val") if isinstance(arg, fx.Node) else None
-        if not isinstance(produced, torch.Tensor) or \
-                same_layout(shape_of(val), strides_of(produced), strides_of(val)):
+        if not isinstance(produced, torch.Tensor) or same_layout(
+            shape_of(val), strides_of(produced), strides_of(val)
+        ):
             return value
         restrided = self.wrapper.allocate(val.dtype, shape_of(val), strides_of(val))
         self.wrapper.copy(restrided, value)
@@ -269,8 +287,9 @@ class GraphCodegenBase:
 
     def copy_in_layout(self, value, val, sizes):
         """A copy of `value` (of shape `sizes`) with the strides and storage offset of `val`."""
-        name = self.wrapper.allocate_at(val.dtype, sizes, strides_of(val),
-                                        to_sympy(val.storage_offset()))
+        name = self.wrapper.allocate_at(
+            val.dtype, sizes, strides_of(val), to_sympy(val.storage_offset())
+        )
         self.wrapper.copy(name, value)
         return name
 
@@ -302,11 +321,13 @@ class GraphCodegenBase:
 
 class PythonCodegen(GraphCodegenBase):
     """Python kernels: each vendor op runs as its torch reference implementation (`impl`)."""
+
     target = "python"
 
     def vendor_op(self, node):
-        call = self.wrapper.call_op(self.vendor_op_source(node.target), self.value(node.args),
-                                    self.value(node.kwargs))
+        call = self.wrapper.call_op(
+            self.vendor_op_source(node.target), self.value(node.args), self.value(node.kwargs)
+        )
         return self.result_value(call, node.meta.get("val"))
 
 

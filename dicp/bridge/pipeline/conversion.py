@@ -1,5 +1,6 @@
 """The conversion pass (ATen graph -> vendor graph), its table decorator, and the pattern-rewrite
 utility."""
+
 import dataclasses
 import functools
 import logging
@@ -118,14 +119,16 @@ class OpTransformer:
             self._check_dtypes(node)
             return _mark_results(converter(self.ctx, *args, **kwargs), node)
         except Unsupported as unsupported:
-            return self._fallback(node, args, kwargs, str(unsupported), unsupported.advice,
-                                  unsupported.dtype)
+            return self._fallback(
+                node, args, kwargs, str(unsupported), unsupported.advice, unsupported.dtype
+            )
         except Exception as error:  # a converter bug must not cost the user a working program
             reason = f"its converter failed with {type(error).__name__}: {error}"
             advice = f"fix the converter of {op_name(node.target)} in {self._table()}"
             if config.strict:
-                raise UnsupportedOpError(self._strict_message(op_name(node.target), reason,
-                                                              advice)) from error
+                raise UnsupportedOpError(
+                    self._strict_message(op_name(node.target), reason, advice)
+                ) from error
             return self._fallback(node, args, kwargs, reason, advice)
 
     def _check_dtypes(self, node):
@@ -137,7 +140,8 @@ class OpTransformer:
                     f"dtype {val.dtype} is not supported by {self.backend.name} "
                     f"(supported: {', '.join(sorted(map(str, supported)))})",
                     f"add {val.dtype} to the backend's Backend.supported_dtypes once its "
-                    f"codegen handles that type")
+                    f"codegen handles that type",
+                )
                 unsupported.dtype = str(val.dtype)
                 raise unsupported
 
@@ -180,28 +184,49 @@ class OpTransformer:
         declared = declared_reason(self.backend, name, dtype)
         if declared is not None:
             # expected, so not a warning: DICP_STRICT=1 or logging at INFO shows them
-            log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s), a "
-                     "fallback the backend declares: %s", backend, name, reason, declared,
-                     level=logging.INFO)
+            log_once(
+                (backend, name, reason),
+                "%s: %s runs as eager ATen fallback (%s), a fallback the backend declares: %s",
+                backend,
+                name,
+                reason,
+                declared,
+                level=logging.INFO,
+            )
             return
         if forced:  # the user's choice: nothing to advise
-            log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s)",
-                     backend, name, reason)
+            log_once(
+                (backend, name, reason),
+                "%s: %s runs as eager ATen fallback (%s)",
+                backend,
+                name,
+                reason,
+            )
             return
-        advice = advice or (f"add a converter for {name} in {self._table()}"
-                            if reason == "no converter"
-                            else f"extend the converter of {name} in {self._table()}")
+        advice = advice or (
+            f"add a converter for {name} in {self._table()}"
+            if reason == "no converter"
+            else f"extend the converter of {name} in {self._table()}"
+        )
         if config.strict:
             raise UnsupportedOpError(self._strict_message(name, reason, advice))
-        log_once((backend, name, reason), "%s: %s runs as eager ATen fallback (%s); to run "
-                 "it natively, %s", backend, name, reason, advice)
+        log_once(
+            (backend, name, reason),
+            "%s: %s runs as eager ATen fallback (%s); to run it natively, %s",
+            backend,
+            name,
+            reason,
+            advice,
+        )
 
     def _table(self):
         return self.backend.conversion_table
 
     def _strict_message(self, name, reason, advice):
-        return (f"{self.backend.name}: {name} is not supported ({reason}) and DICP_STRICT=1 "
-                f"forbids eager fallback; {advice}")
+        return (
+            f"{self.backend.name}: {name} is not supported ({reason}) and DICP_STRICT=1 "
+            f"forbids eager fallback; {advice}"
+        )
 
 
 def convert(gm: fx.GraphModule, ctx) -> fx.GraphModule:
@@ -228,8 +253,9 @@ def _mark_results(value, aten_node):
 
 def is_size_arithmetic(node):
     """Arithmetic on symbolic sizes (sym_size, operator.mul on SymInts, ...): not an op."""
-    return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int,
-                                             float, bool))
+    return isinstance(
+        node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -279,12 +305,15 @@ def overloads_of(aten_op):
 
 def register_conversion(table, aten_ops):
     """Decorator adding `fn` as the converter of `aten_ops` (packets expand to overloads)."""
+
     def decorator(fn):
         for overload in overloads_of(aten_ops):
             if overload in table:
                 raise DuplicateConversionError(
                     f"{overload} already has a converter ({table[overload].__name__}); "
-                    f"refusing to register {fn.__name__}")
+                    f"refusing to register {fn.__name__}"
+                )
             table[overload] = fn
         return fn
+
     return decorator

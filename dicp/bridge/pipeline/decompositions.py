@@ -2,6 +2,7 @@
 
 The table is a new dict: torch's own tables are never edited.
 """
+
 from functools import lru_cache
 
 import torch
@@ -43,7 +44,11 @@ def _build(extra_ops, keep_ops, keep_patterns, fallback_random):
     table.update(EAGER_DTYPE)
     for overload in overloads_of(list(keep_ops)) + list(AUTOGRAD_UNSAFE):
         table.pop(overload, None)
-    return {op: fn for op, fn in table.items()
-            if not (isinstance(op, OpOverload)
-                    and (matches_any(op_name(op), list(keep_patterns))
-                         or fallback_random and is_random(op)))}
+    return {
+        op: fn
+        for op, fn in table.items()
+        if not (
+            isinstance(op, OpOverload)
+            and (matches_any(op_name(op), list(keep_patterns)) or fallback_random and is_random(op))
+        )
+    }

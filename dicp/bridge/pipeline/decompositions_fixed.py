@@ -9,6 +9,7 @@ arguments: the graph AOTAutograd traces carries the meta dtype, which every back
 rows rewrite those arguments' calls into ops whose meta agrees, and return NotImplemented for the
 rest (the op stays as it is).
 """
+
 import torch
 
 from .torch_compat import get_decompositions
@@ -29,8 +30,9 @@ def linspace(start, end, steps, *, dtype=None, **kwargs):
     dtype = dtype or torch.get_default_dtype()
     if dtype.is_floating_point or dtype.is_complex:
         return decomposed(start, end, steps, dtype=dtype, **kwargs)
-    values = decomposed(_truncated(start, dtype), _truncated(end, dtype), steps,
-                        dtype=torch.float64, **kwargs)
+    values = decomposed(
+        _truncated(start, dtype), _truncated(end, dtype), steps, dtype=torch.float64, **kwargs
+    )
     return values.to(dtype)
 
 
@@ -84,9 +86,18 @@ def repeat(x, repeats):
     return _torch_decomposition(aten.repeat.default)(x, repeats).contiguous()
 
 
-FIXED = {aten.index_add.default: index_add, aten.tanh_backward.default: tanh_backward,
-         aten.repeat.default: repeat}
-FIXED |= {overload: linspace for overload in (aten.linspace.default, aten.linspace.Tensor_Tensor,
-                                             aten.linspace.Tensor_Scalar,
-                                             aten.linspace.Scalar_Tensor)}
+FIXED = {
+    aten.index_add.default: index_add,
+    aten.tanh_backward.default: tanh_backward,
+    aten.repeat.default: repeat,
+}
+FIXED |= {
+    overload: linspace
+    for overload in (
+        aten.linspace.default,
+        aten.linspace.Tensor_Tensor,
+        aten.linspace.Tensor_Scalar,
+        aten.linspace.Scalar_Tensor,
+    )
+}
 EAGER_DTYPE = {aten.pow.Tensor_Scalar: pow_tensor_scalar}

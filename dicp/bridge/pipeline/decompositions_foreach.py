@@ -6,6 +6,7 @@ ops, and torch's decomposition tables have none of them (Inductor lowers them it
 element: list arguments (`Tensor[]`, `Scalar[]`) are indexed, the others passed as they are.
 The result is then converted like any other op, in the element's own dtype and layout.
 """
+
 import torch
 
 from .utils import opmath_dtype
@@ -45,11 +46,54 @@ LIST_TYPES = ("List[Tensor]", "List[number]")  # Tensor[] and Scalar[]
 # (enumerating its schemas cost the first compile 2-5 s), and a release without one of them
 # skips it. `_foreach_powsum` is left out: no elementwise loop of one ATen op.
 FOREACH_OPS = (
-    "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
-    "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal", "round",
-    "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc", "zero", "clone",
-    "copy", "max", "norm", "mm", "add", "sub", "mul", "div", "clamp_min", "clamp_max",
-    "maximum", "minimum", "pow", "addcmul", "addcdiv", "lerp",
+    "abs",
+    "acos",
+    "asin",
+    "atan",
+    "ceil",
+    "cos",
+    "cosh",
+    "erf",
+    "erfc",
+    "exp",
+    "expm1",
+    "floor",
+    "frac",
+    "lgamma",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "neg",
+    "reciprocal",
+    "round",
+    "rsqrt",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
+    "sqrt",
+    "tan",
+    "tanh",
+    "trunc",
+    "zero",
+    "clone",
+    "copy",
+    "max",
+    "norm",
+    "mm",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "clamp_min",
+    "clamp_max",
+    "maximum",
+    "minimum",
+    "pow",
+    "addcmul",
+    "addcdiv",
+    "lerp",
 )
 
 
@@ -69,16 +113,21 @@ def _per_element(name, overload, overload_name):
     """A decomposition calling the element op once per element of `overload`'s lists."""
     arguments = overload._schema.arguments
     tensor_scalars = name in TENSOR_SCALARS and overload_name == "Tensor"
-    indexed = [str(a.type) in LIST_TYPES or (tensor_scalars and a.name == "scalars")
-               for a in arguments]
+    indexed = [
+        str(a.type) in LIST_TYPES or (tensor_scalars and a.name == "scalars") for a in arguments
+    ]
     element_op = TENSOR_SCALARS[name] if tensor_scalars else _element_op(name)
 
     def decomposition(*args, **kwargs):
         args, keywords = _bound(arguments, args, kwargs)
         length = next(len(arg) for arg, is_list in zip(args, indexed) if is_list)
-        return [element_op(*(arg[i] if is_list else arg for arg, is_list in zip(args, indexed)),
-                           **keywords)
-                for i in range(length)]
+        return [
+            element_op(
+                *(arg[i] if is_list else arg for arg, is_list in zip(args, indexed)), **keywords
+            )
+            for i in range(length)
+        ]
+
     decomposition.__name__ = f"{name}_per_element"
     return decomposition
 
@@ -92,7 +141,9 @@ def _bound(arguments, args, kwargs):
     one given, an omitted one before it as its default."""
     names = [a for a in arguments if not a.kwarg_only]
     given = [i for i, a in enumerate(names) if i < len(args) or a.name in kwargs]
-    positional = [args[i] if i < len(args) else kwargs.get(a.name, a.default_value)
-                  for i, a in enumerate(names[:max(given, default=-1) + 1])]
+    positional = [
+        args[i] if i < len(args) else kwargs.get(a.name, a.default_value)
+        for i, a in enumerate(names[: max(given, default=-1) + 1])
+    ]
     keywords = {a.name: kwargs[a.name] for a in arguments if a.kwarg_only and a.name in kwargs}
     return positional, keywords

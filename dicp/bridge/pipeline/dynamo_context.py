@@ -8,6 +8,7 @@ torch has no public API for these, so every private name dicp uses for them is h
 If one goes away, the profile loses the dynamo/AOTAutograd split and the recompile warning; the
 compile itself does not depend on them.
 """
+
 import os
 import threading
 import time
@@ -21,8 +22,8 @@ _DYNAMO_DIR = f"torch{os.sep}_dynamo{os.sep}"
 
 @dataclass(frozen=True)
 class Frame:
-    compile_id: str | None   # "0/2": third compile of the first frame dynamo compiled
-    function: str            # "forward (model.py:12)", or "<unknown>"
+    compile_id: str | None  # "0/2": third compile of the first frame dynamo compiled
+    function: str  # "forward (model.py:12)", or "<unknown>"
 
 
 def current_frame(gm=None) -> Frame:
@@ -30,6 +31,7 @@ def current_frame(gm=None) -> Frame:
     nn.Module is named by its class's forward rather than dynamo's call wrapper)."""
     try:
         from torch._guards import CompileContext, TracingContext
+
         compile_id = CompileContext.current_compile_id()
         codes = TracingContext.get_traced_code() or []
     except (ImportError, AttributeError):
@@ -60,7 +62,7 @@ class _Timer:
     def __init__(self):
         self.lock = threading.Lock()
         self.starts: dict = {}
-        self.inside: dict = {}   # compile id -> seconds spent in dicp during that compile
+        self.inside: dict = {}  # compile id -> seconds spent in dicp during that compile
         self.depth = threading.local()
 
     def on_start(self, args):
@@ -74,6 +76,7 @@ class _Timer:
         if start is None or inside is None:
             return  # a compile dicp took no part in
         from torch._dynamo.callback import CallbackTrigger
+
         stage = "dynamo" if args.callback_trigger == CallbackTrigger.DYNAMO else "aot_autograd"
         profile.add_time(stage, max(0.0, time.perf_counter() - start - inside))
 
@@ -115,6 +118,7 @@ class inside_dicp:
         compile_id = current_frame().compile_id if self.outermost else None
         if compile_id is not None:  # None: dicp called outside a dynamo compile
             with _TIMER.lock:
-                _TIMER.inside[compile_id] = (_TIMER.inside.get(compile_id, 0.0)
-                                             + time.perf_counter() - self.start)
+                _TIMER.inside[compile_id] = (
+                    _TIMER.inside.get(compile_id, 0.0) + time.perf_counter() - self.start
+                )
         return False

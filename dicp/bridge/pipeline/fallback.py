@@ -5,6 +5,7 @@ A backend lists the ATen ops it knowingly runs as eager fallback in `Backend.exp
 open `observe_fallbacks()` around a test to see every fallback its compiles took, declared,
 forced by DICP_FALLBACK_OPS or not, and fail an op test on one the backend did not declare.
 """
+
 import contextlib
 from dataclasses import dataclass
 
@@ -14,9 +15,10 @@ from .utils import matches_any
 @dataclass(frozen=True)
 class Fallback:
     """One ATen node of a compiled graph left to run as eager fallback."""
+
     backend: str
-    op: str       # "aten.add.Tensor"
-    reason: str   # "no converter", "forced by DICP_FALLBACK_OPS", or a converter's reason
+    op: str  # "aten.add.Tensor"
+    reason: str  # "no converter", "forced by DICP_FALLBACK_OPS", or a converter's reason
     dtype: str = ""  # "torch.float64" when the op fell back for a dtype the backend lacks
 
 

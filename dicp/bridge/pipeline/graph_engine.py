@@ -8,6 +8,7 @@ CapabilityBasedPartitioner, as Inductor-adjacent backends and OpenVINO's own tor
 and `GraphEngineCodegen` hands each submodule to the backend (`engine_subgraph`) while the
 shared wrapper runs the ATen calls between them. No backend name here: any engine gets it.
 """
+
 import operator
 import warnings
 
@@ -50,8 +51,9 @@ def partition_vendor_ops(gm: fx.GraphModule) -> fx.GraphModule:
     """A copy of `gm` where each group of connected vendor ops is a call_module node of a
     submodule ("fused_<n>"); every call_module node and its getitems carry meta["val"]."""
     gm = copy_module(gm)
-    partitioner = CapabilityBasedPartitioner(gm, VendorOpSupport(),
-                                             allows_single_node_partition=True)
+    partitioner = CapabilityBasedPartitioner(
+        gm, VendorOpSupport(), allows_single_node_partition=True
+    )
     partitions = partitioner.propose_partitions()
     if not partitions:
         return gm
@@ -81,6 +83,7 @@ class GraphEngineCodegen(GraphCodegenBase):
     engine subgraph goes to `engine_subgraph(node, submodule, inputs)`, which returns the
     wrapper value of its result (a tuple for several outputs). Graph inputs, ATen calls
     between subgraphs, size arithmetic and outputs are GraphCodegenBase's."""
+
     engine_results_contiguous = True  # engines hand back dense row-major tensors
 
     def run(self):
@@ -95,7 +98,7 @@ class GraphEngineCodegen(GraphCodegenBase):
         # the engine takes values, dense: no layout to restore for its inputs
         inputs = [self.env[arg] if isinstance(arg, fx.Node) else arg for arg in node.args]
         result = self.engine_subgraph(node, submodule, inputs)
-        for value in (result if isinstance(result, tuple) else (result,)):
+        for value in result if isinstance(result, tuple) else (result,):
             if isinstance(value, Var):
                 self.engine_values.add(value)
         return result
@@ -104,21 +107,29 @@ class GraphEngineCodegen(GraphCodegenBase):
         """An engine result handed to an eager ATen call, in the layout the ATen graph gave
         it: an op such as as_strided reads storage, not values (found on LLaMA's rotate_half,
         where a dense result read as a permuted view gave wrong numbers)."""
-        if value not in self.engine_values or not isinstance(val, torch.Tensor) or \
-                val.is_contiguous() and val.storage_offset() == 0:
+        if (
+            value not in self.engine_values
+            or not isinstance(val, torch.Tensor)
+            or val.is_contiguous()
+            and val.storage_offset() == 0
+        ):
             return value
         return self.copy_in_layout_of(value, val)
 
     def engine_subgraph(self, node, submodule, inputs):
-        raise NotImplementedError(f"{type(self).__name__} does not build engine subgraphs: "
-                                  f"implement engine_subgraph()")
+        raise NotImplementedError(
+            f"{type(self).__name__} does not build engine subgraphs: implement engine_subgraph()"
+        )
 
     def output_value(self, arg, val):
         """Engine results are contiguous whatever the vendor ops' shape rules inferred: an
         output AOTAutograd expects in another layout is copied into it."""
         value = self.value(arg)
-        if not (self.engine_results_contiguous and _engine_result(arg)) or \
-                not isinstance(val, torch.Tensor) or val.is_contiguous():
+        if (
+            not (self.engine_results_contiguous and _engine_result(arg))
+            or not isinstance(val, torch.Tensor)
+            or val.is_contiguous()
+        ):
             return super().output_value(arg, val)
         if any(broadcast_dims(val)):
             return self.expanded_copy(value, val)

@@ -11,6 +11,7 @@
   it its own way (`GraphCodegenBase.inject_fault`).
 Hooks run in the order they were registered.
 """
+
 from collections.abc import Callable
 from typing import Any
 

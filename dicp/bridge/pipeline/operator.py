@@ -1,4 +1,5 @@
 """Base class of vendor ops: a name plus a shape rule evaluated on fake tensors."""
+
 import torch.fx
 
 
@@ -12,6 +13,7 @@ class Operator:
     `impl` is the op's reference semantics: run on fake tensors it is the shape rule
     (`infer_result`), run on real tensors it is the op's Python kernel.
     """
+
     name = "Operator"
     mutates = False  # writes into an argument: never dead code, even without users
     # The op's kernel on real tensors where it is not `impl` (a faster library with other
@@ -36,8 +38,9 @@ class Operator:
         try:
             return self.impl(*args, **kwargs)
         except Exception as error:
-            raise InferenceError(f"shape inference failed for vendor op {self.name}: "
-                                 f"{type(error).__name__}: {error}") from error
+            raise InferenceError(
+                f"shape inference failed for vendor op {self.name}: {type(error).__name__}: {error}"
+            ) from error
 
     def __call__(self, *args, **kwargs):
         proxy = next((a for a in args if isinstance(a, torch.fx.Proxy)), None)

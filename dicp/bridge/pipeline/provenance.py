@@ -3,6 +3,7 @@
 The conversion pass stamps `node.meta["dicp_origin"]` on every node it emits; autocompare,
 op-argument dumps and fault injection read it.
 """
+
 import re
 from dataclasses import dataclass
 
@@ -12,10 +13,10 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<functio
 
 @dataclass(frozen=True)
 class Origin:
-    node: str                 # the ATen node's name in its graph
-    op: str                   # aten.tanh.default
-    stack_trace: str | None   # the traced Python stack (innermost frame last)
-    result: bool = False      # holds the ATen node's value (not a helper node of its conversion)
+    node: str  # the ATen node's name in its graph
+    op: str  # aten.tanh.default
+    stack_trace: str | None  # the traced Python stack (innermost frame last)
+    result: bool = False  # holds the ATen node's value (not a helper node of its conversion)
 
 
 @dataclass(frozen=True)

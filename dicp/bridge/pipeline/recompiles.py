@@ -1,4 +1,5 @@
 """Compiles per function, and a one-time warning when shape changes keep recompiling one."""
+
 import torch
 
 from dicp import config, profile
@@ -7,7 +8,7 @@ from .utils import log_once
 
 # Since dynamo's last reset (torch._dynamo.reset() forgets every compiled frame, and a loop
 # that resets and compiles one function at several sizes does not recompile it):
-_last_shapes: dict = {}    # function -> (input kinds, input shapes) of its previous compile
+_last_shapes: dict = {}  # function -> (input kinds, input shapes) of its previous compile
 _shape_recompiles: dict = {}
 
 
@@ -29,11 +30,16 @@ def note_compile(function: str, example_inputs) -> None:
     _shape_recompiles[function] = _shape_recompiles.get(function, 0) + 1
     limit = config.recompile_warn_limit
     if limit and _shape_recompiles[function] > limit:
-        log_once(("recompiles", function), "dicp: %s has been recompiled %d times because input "
-                 "shapes changed (last input sizes %s); compile it with torch.compile(..., "
-                 "dynamic=True) or mark the changing dimensions with "
-                 "torch._dynamo.mark_dynamic(tensor, dim) so one build serves every size",
-                 function, _shape_recompiles[function], _shown(shapes))
+        log_once(
+            ("recompiles", function),
+            "dicp: %s has been recompiled %d times because input "
+            "shapes changed (last input sizes %s); compile it with torch.compile(..., "
+            "dynamic=True) or mark the changing dimensions with "
+            "torch._dynamo.mark_dynamic(tensor, dim) so one build serves every size",
+            function,
+            _shape_recompiles[function],
+            _shown(shapes),
+        )
 
 
 def traced_inputs(gm, example_inputs):
@@ -51,8 +57,9 @@ def _signature(example_inputs):
     for value in example_inputs:
         if isinstance(value, torch.Tensor):
             kinds.append((value.dtype, value.dim()))
-            shapes.append(tuple(size if isinstance(size, int) else str(size)
-                                for size in value.shape))
+            shapes.append(
+                tuple(size if isinstance(size, int) else str(size) for size in value.shape)
+            )
         else:
             kinds.append(type(value).__name__)
     return tuple(kinds), tuple(shapes)
@@ -62,10 +69,15 @@ def _static_sizes_differ(previous, current) -> bool:
     """Whether a dim traced as a number has another number now. Symbolic dims are compared
     not at all: the same dynamic function traced again after torch._dynamo.reset() (as test
     suites do) names its symbols afresh, and was told to compile with dynamic=True."""
-    return any(a != b for old, new in zip(previous, current) for a, b in zip(old, new)
-               if isinstance(a, int) and isinstance(b, int))
+    return any(
+        a != b
+        for old, new in zip(previous, current)
+        for a, b in zip(old, new)
+        if isinstance(a, int) and isinstance(b, int)
+    )
 
 
 def _shown(shapes) -> str:
-    return ", ".join(f"[{', '.join(map(str, shape))}]" for shape in shapes[:4]) + \
-        (", ..." if len(shapes) > 4 else "")
+    return ", ".join(f"[{', '.join(map(str, shape))}]" for shape in shapes[:4]) + (
+        ", ..." if len(shapes) > 4 else ""
+    )

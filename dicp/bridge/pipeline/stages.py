@@ -1,4 +1,5 @@
 """GraphTransformer: one ATen graph through a backend's transform, inference, codegen, build."""
+
 import itertools
 import os
 from dataclasses import dataclass, field
@@ -20,8 +21,9 @@ _graph_ids = itertools.count()
 @dataclass
 class CompileContext:
     """Per-graph state handed to the backend's passes (no ambient globals)."""
+
     backend: Backend
-    kind: str                      # forward, backward or inference
+    kind: str  # forward, backward or inference
     fake_mode: object
     graph_id: int = field(default_factory=lambda: next(_graph_ids))
     dumps: dict = field(default_factory=dict)  # name -> text, written when DICP_DEBUG=1
@@ -54,8 +56,9 @@ def infer_node(node: fx.Node, fake_mode):
         try:
             return node.target(*args, **kwargs)  # type: ignore[operator]  # an op, not a name
         except Exception as error:
-            raise InferenceError(f"shape inference failed for {op_name(node.target)}: "
-                                 f"{error}") from error
+            raise InferenceError(
+                f"shape inference failed for {op_name(node.target)}: {error}"
+            ) from error
 
 
 def _fake_value(arg):
@@ -91,8 +94,9 @@ class GraphTransformer:
     def codegen(self):
         self.sources = self.backend.codegen(self.gm, self.ctx)
         debug_files = getattr(self.sources, "debug_files", None)
-        for name, text in (debug_files() if debug_files else {"sources.txt": str(self.sources)}
-                           ).items():
+        for name, text in (
+            debug_files() if debug_files else {"sources.txt": str(self.sources)}
+        ).items():
             self._dump(name, text)
         self.write_dumps()  # before the build, so a failing build leaves its sources
 
@@ -160,14 +164,18 @@ def boxed(fn, kind):
             return fn(args)
         finally:
             args.clear()
+
     call._boxed_call = True
     return call
 
 
 def record_native_ops(gm, path):
     """Append the ATen ops this vendor graph runs natively (DICP_RECORD_OPS, for bisect)."""
-    ops = {origin_of(n).op for n in gm.graph.nodes
-           if isinstance(n.target, Operator) and origin_of(n) is not None}
+    ops = {
+        origin_of(n).op
+        for n in gm.graph.nodes
+        if isinstance(n.target, Operator) and origin_of(n) is not None
+    }
     with open(path, "a") as f:
         f.writelines(f"{op}\n" for op in sorted(ops))
 

@@ -3,6 +3,7 @@
 torch exposes a symbolic size's expression only through `SymInt.node.expr`, a private
 attribute; this module is the one place that reads it.
 """
+
 from typing import Any
 
 import sympy
@@ -47,8 +48,10 @@ def without_unit_max(expr):
     elements every size is at least 1, and an empty tensor has no element to address."""
     expr = sympy.sympify(expr)
     # by name: torch's shape environment has its own Max class (a private module)
-    return expr.replace(lambda e: e.func.__name__ == "Max" and len(e.args) == 2 and 1 in e.args,
-                        lambda e: e.args[0] if e.args[1] == 1 else e.args[1])
+    return expr.replace(
+        lambda e: e.func.__name__ == "Max" and len(e.args) == 2 and 1 in e.args,
+        lambda e: e.args[0] if e.args[1] == 1 else e.args[1],
+    )
 
 
 def same_size(a, b):
@@ -85,8 +88,9 @@ def may_overlap(sizes, strides) -> bool:
     if 0 in sizes:
         return False
     span = 0  # the last element the dims taken so far reach
-    for stride, size in sorted((abs(int(stride)), int(size))
-                               for size, stride in zip(sizes, strides) if size > 1):
+    for stride, size in sorted(
+        (abs(int(stride)), int(size)) for size, stride in zip(sizes, strides) if size > 1
+    ):
         if stride <= span:
             return True
         span += (size - 1) * stride
@@ -112,14 +116,28 @@ def is_dense(sizes, strides):
 # Python: matched by name so that no private torch module is imported.
 PYTHON_FUNCTIONS = {
     "WrapIndex": "(({0}) + ({1}) if ({0}) < 0 else ({0}))",
-    "IDiv": "({0} // {1})", "IMod": "({0} % {1})", "FloorDiv": "({0} // {1})",
-    "CleanDiv": "({0} // {1})", "CeilDiv": "(-(-({0}) // ({1})))", "IntTrueDiv": "({0} / {1})",
-    "PythonMod": "({0} % {1})", "Mod": "({0} % {1})", "ModularIndexing": "(({0} // {1}) % {2})",
-    "Max": "max({args})", "Min": "min({args})", "FloatTrueDiv": "({0} / {1})",
-    "ToFloat": "float({0})", "FloatPow": "({0} ** {1})", "PowByNatural": "({0} ** {1})",
-    "OpaqueUnaryFn_sqrt": "math.sqrt({0})", "TruncToInt": "int({0})",
-    "floor": "math.floor({0})", "ceiling": "math.ceil({0})", "FloorToInt": "math.floor({0})",
-    "CeilToInt": "math.ceil({0})", "RoundToInt": "round({0})",
+    "IDiv": "({0} // {1})",
+    "IMod": "({0} % {1})",
+    "FloorDiv": "({0} // {1})",
+    "CleanDiv": "({0} // {1})",
+    "CeilDiv": "(-(-({0}) // ({1})))",
+    "IntTrueDiv": "({0} / {1})",
+    "PythonMod": "({0} % {1})",
+    "Mod": "({0} % {1})",
+    "ModularIndexing": "(({0} // {1}) % {2})",
+    "Max": "max({args})",
+    "Min": "min({args})",
+    "FloatTrueDiv": "({0} / {1})",
+    "ToFloat": "float({0})",
+    "FloatPow": "({0} ** {1})",
+    "PowByNatural": "({0} ** {1})",
+    "OpaqueUnaryFn_sqrt": "math.sqrt({0})",
+    "TruncToInt": "int({0})",
+    "floor": "math.floor({0})",
+    "ceiling": "math.ceil({0})",
+    "FloorToInt": "math.floor({0})",
+    "CeilToInt": "math.ceil({0})",
+    "RoundToInt": "round({0})",
     "TruncToFloat": "float(math.trunc({0}))",
 }
 
@@ -202,8 +220,12 @@ def input_symbol(value):
 
 def free_symbols(values) -> set:
     """The symbols that the SymInts among `values` use."""
-    return {s for v in values if isinstance(v, torch.SymInt)
-            for s in sympy.sympify(v.node.expr).free_symbols}
+    return {
+        s
+        for v in values
+        if isinstance(v, torch.SymInt)
+        for s in sympy.sympify(v.node.expr).free_symbols
+    }
 
 
 def shape_env_of(values):

@@ -5,37 +5,64 @@ torch 2.11 to 2.15 (`dicp/supported_torch.py`); each name below has the same sig
 2.13.0 and 2.15.0. When a release moves one, adapt it here by feature detection (try the new
 location, then the old), never by comparing `torch.__version__`.
 """
+
 import contextlib
 
 import torch
+
 # AOTAutograd wrapped as a dynamo backend (functionalize, decompose, partition fw/bw).
 from torch._dynamo.backends.common import aot_autograd
+
 # Inductor's forward/backward partitioner: saves what minimizes memory, recomputing cheap ops.
 from functorch.compile import min_cut_rematerialization_partition
+
 # The fake-tensor mode dynamo traced a graph with, so inference reuses its shape environment.
 from torch._guards import detect_fake_mode
+
 # The types of ATen operators: `torch.ops.aten.add` is a packet, `.Tensor` an overload.
 from torch._ops import OpOverload, OpOverloadPacket
 from torch._subclasses import FakeTensor, FakeTensorMode
+
 # Leave the compile's fake mode for a moment: tensors unpickled inside it would come back fake.
 from torch._subclasses.fake_tensor import unset_fake_temporarily
+
 # Decompositions of listed ops, from torch's registry (the core table itself is public).
 from torch._decomp import get_decompositions
+
 # Flattening of nested outputs (tuples, lists, dicts) for the op collector.
 from torch.utils import _pytree as pytree
+
 # A storage's identity, comparable on fake tensors (whose storages have no data pointer).
 from torch.multiprocessing.reductions import StorageWeakRef
 
 # The release, for cache keys.
 TORCH_VERSION = torch.__version__
 
-__all__ = ["TORCH_VERSION", "StorageWeakRef", "build_config", "FakeTensor", "FakeTensorMode",
-           "OpOverload", "OpOverloadPacket", "aot_autograd", "core_aten_decompositions",
-           "detect_fake_mode", "get_decompositions", "min_cut_rematerialization_partition",
-           "post_autograd_decompositions", "pytree",
-           "same_storage", "tangents_in_memory_format", "unset_fake_temporarily", "guard_mark",
-           "guards_since", "replay_guards", "shape_env_state", "guards_over_inputs",
-           "evaluate_guards"]
+__all__ = [
+    "TORCH_VERSION",
+    "StorageWeakRef",
+    "build_config",
+    "FakeTensor",
+    "FakeTensorMode",
+    "OpOverload",
+    "OpOverloadPacket",
+    "aot_autograd",
+    "core_aten_decompositions",
+    "detect_fake_mode",
+    "get_decompositions",
+    "min_cut_rematerialization_partition",
+    "post_autograd_decompositions",
+    "pytree",
+    "same_storage",
+    "tangents_in_memory_format",
+    "unset_fake_temporarily",
+    "guard_mark",
+    "guards_since",
+    "replay_guards",
+    "shape_env_state",
+    "guards_over_inputs",
+    "evaluate_guards",
+]
 
 
 def build_config() -> str:
@@ -80,6 +107,7 @@ def tangents_in_memory_format():
 # ---- shape guards a compile adds (ShapeEnv's guard list and the guard-expression methods
 # Inductor's FX graph cache uses to store and replay them; no public equivalent) ----
 
+
 def guard_mark(fake_mode) -> int:
     """Where the shape environment's guard list stands now (0 without one)."""
     env = getattr(fake_mode, "shape_env", None)
@@ -96,8 +124,9 @@ def guards_since(fake_mode, mark: int, placeholders) -> str | None:
     added = env.guards[mark:]
     code = env.produce_guards_expression(placeholders, guards=added)
     if code is None:
-        raise ValueError(f"guards {[str(g.expr) for g in added]} are not expressible over "
-                         f"the graph's inputs")
+        raise ValueError(
+            f"guards {[str(g.expr) for g in added]} are not expressible over the graph's inputs"
+        )
     return code
 
 

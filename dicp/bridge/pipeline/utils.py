@@ -1,5 +1,6 @@
 """Small shared helpers: op names and patterns, the dicp logger, atomic file writes. Knobs live
 in dicp.config."""
+
 import fnmatch
 import logging
 import os

@@ -2,6 +2,7 @@
 sizes, allocates, launches kernels, calls library kernels and eager fallbacks. Shared by every
 backend: a vendor's codegen adds statements for its kernels; memory planning
 (wrapper_memory.py) and rendering (wrapper_python.py) come last."""
+
 import sympy
 import torch
 
@@ -16,13 +17,24 @@ from .wrapper_python import PythonWrapperRenderer, call_name
 
 __all__ = ["TensorView", "Var", "WrapperBuilder"]
 
-_LITERALS = (bool, int, float, str, sympy.Basic, slice, type(None), torch.dtype,
-             torch.memory_format, torch.layout)
+_LITERALS = (
+    bool,
+    int,
+    float,
+    str,
+    sympy.Basic,
+    slice,
+    type(None),
+    torch.dtype,
+    torch.memory_format,
+    torch.layout,
+)
 
 
 class LibraryOp(str):
     """How the wrapper names vendor library op `op` (`GraphCodegenBase.vendor_op_source`):
     a call of it is a CallLibrary, not an eager call."""
+
     op: str
 
     def __new__(cls, op):
@@ -41,20 +53,20 @@ class WrapperBuilder:
         self.inputs: list = []
         self.tensor_inputs: list = []  # the inputs holding tensors (freed after last use)
         self.statements: list = []
-        self.outputs: list = []      # wrapper_ir.Output of each returned value
+        self.outputs: list = []  # wrapper_ir.Output of each returned value
         self.bound: set = set()
         self.constants: dict = {}
         self.layouts: dict = {}  # wrapper var -> (sizes, strides) of the tensor it holds
         # Buffers this wrapper allocated that no other variable can view yet: no ATen call
         # has seen them. Only these may be written through a `__restrict__` pointer.
         self.private: set = set()
-        self.dtypes: dict = {}       # private buffer -> its dtype
+        self.dtypes: dict = {}  # private buffer -> its dtype
         self.allocations: dict = {}  # buffer -> the index of the statement allocating it
         self.in_place_offers: list = []  # (output, source, call index): see offer_in_place
-        self.writes_out: set = set()     # results of calls that take memory as `out=`
-        self._named_private: dict = {}   # call result -> the private buffers its call names
+        self.writes_out: set = set()  # results of calls that take memory as `out=`
+        self._named_private: dict = {}  # call result -> the private buffers its call names
         self._next = 0
-        self.lowering = None   # the graph node being lowered (GraphCodegenBase.run)
+        self.lowering = None  # the graph node being lowered (GraphCodegenBase.run)
         self.origins: dict = {}  # call's name (wrapper_python.call_name) -> the op it lowers
 
     def fresh(self, prefix="buf"):
@@ -118,8 +130,9 @@ class WrapperBuilder:
         """A new tensor with `sizes` and `strides` at element `offset` into memory of its own
         (an output's layout); no buffer the wrapper plans."""
         name = Var(self.fresh())
-        self.add(W.Allocate(name, dtype, tuple(sizes), tuple(strides), device or self.device,
-                            offset))
+        self.add(
+            W.Allocate(name, dtype, tuple(sizes), tuple(strides), device or self.device, offset)
+        )
         return name
 
     def own(self, name, dtype, sizes, strides):
@@ -180,8 +193,12 @@ class WrapperBuilder:
     def may_share(self, output, source) -> bool:
         """Whether kernel output `output` (allocated, not yet written) could take the memory of
         private buffer `source` (wrapper_memory.fits)."""
-        return output in self.allocations and source in self.private and \
-            output in self.private and fits(self, output, source)
+        return (
+            output in self.allocations
+            and source in self.private
+            and output in self.private
+            and fits(self, output, source)
+        )
 
     def offer_in_place(self, output, source):
         """The kernel call just added reads `source` only where it writes `output`, each
@@ -203,5 +220,9 @@ class WrapperBuilder:
         """The Python wrapper of `statements` (by default, the planned ones)."""
         labels = self.origins if config.profile_kernels else None
         return self.renderer(self.layouts, labels).render(
-            self.graph_name, self.target, self.inputs,
-            self.planned() if statements is None else statements, header)
+            self.graph_name,
+            self.target,
+            self.inputs,
+            self.planned() if statements is None else statements,
+            header,
+        )

@@ -14,6 +14,7 @@ of those.
 Each statement says which variables it reads (`reads`) and binds (`binds`); a statement that
 binds tensors says so (`binds_tensors`), and only those are freed after their last use.
 """
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,8 @@ class Var(str):
 class TensorView:
     """Memory a wrapper variable holds, seen with `sizes`, `strides` and an element `offset`
     from its data pointer; the wrapper prints it as that variable or an as_strided view."""
-    base: str            # wrapper variable holding the tensor
+
+    base: str  # wrapper variable holding the tensor
     dtype: Any
     sizes: list
     strides: list
@@ -40,8 +42,9 @@ def names_in(value) -> set:
     if isinstance(value, Var):
         return {str(value)}
     if isinstance(value, TensorView):
-        return {value.base} | names_in(value.sizes) | names_in(value.strides) | \
-            names_in(value.offset)
+        return (
+            {value.base} | names_in(value.sizes) | names_in(value.strides) | names_in(value.offset)
+        )
     if isinstance(value, (list, tuple)):
         return set().union(*(names_in(v) for v in value))
     if isinstance(value, dict):
@@ -55,6 +58,7 @@ def names_in(value) -> set:
 
 class Statement:
     """One statement of the wrapper."""
+
     binds_tensors = True  # what `binds` names are tensors (freed after their last use)
 
     def reads(self) -> set:
@@ -70,10 +74,12 @@ class Statement:
 
 # ---- sizes ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SizeOf(Statement):
     """`symbol` is a size (`attribute` "size") or stride ("stride") of tensor `tensor` at
     `dim`: a size symbol bound from the inputs."""
+
     symbol: str
     tensor: str
     attribute: str
@@ -91,6 +97,7 @@ class SizeOf(Statement):
 class SetSize(Statement):
     """`symbol` is `expr`, integer arithmetic over bound size symbols and int inputs (a size
     parameter hoisted out of the kernels, or a symbol bound from an int input)."""
+
     symbol: str
     expr: Any
     binds_tensors = False
@@ -104,10 +111,12 @@ class SetSize(Statement):
 
 # ---- memory ---------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Allocate(Statement):
     """`name` is new memory of `dtype` on `device`, laid out as `sizes` and `strides`; with
     an `offset`, at that element offset into storage of its own (an output's layout)."""
+
     name: str
     dtype: Any
     sizes: tuple
@@ -126,6 +135,7 @@ class Allocate(Statement):
 class View(Statement):
     """`name` views `base`: the same tensor (no `sizes`), or its memory with `sizes` and
     `strides` at element `offset` past base's own (`absolute`: from its storage's start)."""
+
     name: str
     base: str
     sizes: Any = None
@@ -145,6 +155,7 @@ class Reuse(Statement):
     """`name` takes the memory of `memory`, which dies here, seen with `sizes` and `strides`
     (`memory`'s own when None): instead of an allocation (`in_place`: a kernel writes its
     output over the input it reads, see WrapperBuilder.offer_in_place)."""
+
     name: str
     memory: str
     sizes: Any = None
@@ -161,6 +172,7 @@ class Reuse(Statement):
 @dataclass(frozen=True)
 class Free(Statement):
     """The memory of `names` is released (the variables are dead)."""
+
     names: tuple
 
     def reads(self):
@@ -170,6 +182,7 @@ class Free(Statement):
 @dataclass(frozen=True)
 class Copy(Statement):
     """`source`'s elements are written into tensor `target`."""
+
     target: str
     source: Any
 
@@ -179,11 +192,13 @@ class Copy(Statement):
 
 # ---- calls ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class CallKernel(Statement):
     """A launch of generated kernel `kernel` on the data pointers of `pointers` (wrapper
     variables) and the integers `sizes` (sympy over size symbols); with `extents`, each
     pointer's storage extent follows (DICP_BOUNDS_CHECK)."""
+
     kernel: str
     pointers: tuple
     sizes: tuple = ()
@@ -197,10 +212,11 @@ class CallKernel(Statement):
 class CallLibrary(Statement):
     """`result` = vendor library op `op` (its `kernel`) on `args` and `kwargs` (a matrix
     product, a convolution: the vendor's kernel library)."""
+
     result: str
     op: str
     args: tuple
-    kwargs: tuple = ()   # (name, value) pairs
+    kwargs: tuple = ()  # (name, value) pairs
 
     def reads(self):
         return names_in(self.args) | names_in([v for _, v in self.kwargs])
@@ -216,6 +232,7 @@ class CallLibrary(Statement):
 class CallEager(Statement):
     """`result` = the eager callable `fn` (its name in the wrapper: an ATen op left to eager
     fallback, a graph engine's compiled part, a tensor method) on `args` and `kwargs`."""
+
     result: str
     fn: str
     args: tuple
@@ -231,6 +248,7 @@ class CallEager(Statement):
 @dataclass(frozen=True)
 class Unpack(Statement):
     """`names` are the elements of tuple `source` (a call's several results)."""
+
     names: tuple
     source: str
 
@@ -245,6 +263,7 @@ class Unpack(Statement):
 class AsTraced(Statement):
     """`name` is given the strides it was traced with where its own differ (a copy), dims
     of size 1 aside (traced_layout.py)."""
+
     name: str
     sizes: Any
     strides: Any
@@ -258,9 +277,11 @@ class AsTraced(Statement):
 
 # ---- control --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Output:
     """One returned value; `own`: a tensor of its own, never a view (aliasing.py)."""
+
     value: Any
     own: bool = False
 
@@ -276,6 +297,7 @@ class Return(Statement):
 @dataclass(frozen=True)
 class Raise(Statement):
     """A RuntimeError with `message` (DICP_INJECT_BUG_TESTING_ONLY's runtime fault)."""
+
     message: str
 
 
@@ -283,10 +305,12 @@ class Raise(Statement):
 class Verbatim(Statement):
     """A line printed as it is, which no pass reads (DICP_INJECT_BUG_TESTING_ONLY's compile
     fault: a line that is not Python)."""
+
     text: str
 
 
 # ---- liveness -------------------------------------------------------------------------
+
 
 def last_uses(statements) -> dict:
     """Variable -> the index of the last statement naming it."""

@@ -6,6 +6,7 @@ their kernel, new buffers in the memory of dead ones, and a Free after each last
 statements: the private buffers (memory only this wrapper views), their dtypes and layouts,
 where each allocation is, the in-place offers and the calls that take `out=`.
 """
+
 import sympy
 
 from . import wrapper_ir as W
@@ -29,8 +30,11 @@ def fits(wrapper, name, donor):
     """Whether buffer `name` can take buffer `donor`'s memory: the same dtype, each element
     at an address of its own in both (an expanded output's later stores would feed its own
     loads), the same extent of memory (a [4, 128, 256] sum may take a [512, 256] product's)."""
-    if wrapper.dtypes.get(name) != wrapper.dtypes.get(donor) or donor not in wrapper.layouts \
-            or name not in wrapper.layouts:
+    if (
+        wrapper.dtypes.get(name) != wrapper.dtypes.get(donor)
+        or donor not in wrapper.layouts
+        or name not in wrapper.layouts
+    ):
         return False
     if not all(is_dense(*wrapper.layouts[n]) for n in (name, donor)):
         return False
@@ -50,8 +54,11 @@ def _reuse_dying_sources(wrapper, returned):
     blocks = [[s] for s in statements]  # each statement and what replaces it
     for output, source, call in wrapper.in_place_offers:
         allocation = wrapper.allocations[output]
-        if source in returned or last_use.get(source) != call or any(
-                output in s.variables() for s in statements[allocation + 1:call]):
+        if (
+            source in returned
+            or last_use.get(source) != call
+            or any(output in s.variables() for s in statements[allocation + 1 : call])
+        ):
             continue
         blocks[allocation] = []
         blocks[call] = [_taking(wrapper, output, source, in_place=True), *blocks[call]]
@@ -73,9 +80,9 @@ class _Pool:
     """Memory groups (a buffer and those in place of it or reusing it) and the dead ones."""
 
     def __init__(self):
-        self.group = {}      # buffer -> the first buffer of its memory
-        self.members = {}    # first buffer -> every buffer on that memory
-        self.dead = []       # names of dead memory, oldest first
+        self.group = {}  # buffer -> the first buffer of its memory
+        self.members = {}  # first buffer -> every buffer on that memory
+        self.dead = []  # names of dead memory, oldest first
         self.pooled = set()  # first buffers of the memory in `dead`
 
     def start(self, name):
@@ -103,9 +110,14 @@ def _reuse_dead_memory(wrapper, statements, in_place, returned):
         for name in sorted(statement.variables()):
             root = pool.group.get(name)
             members = pool.members.get(root, set())
-            if root is not None and root not in pool.pooled and last_use.get(name) == number \
-                    and all(last_use.get(m, -1) <= number for m in members) \
-                    and not members & returned and members <= wrapper.private:
+            if (
+                root is not None
+                and root not in pool.pooled
+                and last_use.get(name) == number
+                and all(last_use.get(m, -1) <= number for m in members)
+                and not members & returned
+                and members <= wrapper.private
+            ):
                 pool.dead.append(name)
                 pool.pooled.add(root)
     return out
@@ -133,12 +145,15 @@ def _take_dead_memory(wrapper, statement, in_place, pool):
         return statement
     if name not in wrapper.private or name not in wrapper.dtypes:
         return statement  # no buffer of its own: a view, another call's result
-    allocates = isinstance(statement, W.Allocate) and name in wrapper.allocations and \
-        statement.offset is None
-    takes_memory = allocates or (isinstance(statement, W.CallLibrary) and
-                                 name in wrapper.writes_out)  # else a convolution's result
-    donor = next((d for d in pool.dead if fits(wrapper, name, d)), None) \
-        if takes_memory else None
+    allocates = (
+        isinstance(statement, W.Allocate)
+        and name in wrapper.allocations
+        and statement.offset is None
+    )
+    takes_memory = allocates or (
+        isinstance(statement, W.CallLibrary) and name in wrapper.writes_out
+    )  # else a convolution's result
+    donor = next((d for d in pool.dead if fits(wrapper, name, d)), None) if takes_memory else None
     if donor is None:
         pool.start(name)
         return statement

@@ -6,6 +6,7 @@ variable itself. With `labels` (DICP_PROFILE_KERNELS: a call's name -> the ATen 
 each kernel launch, library call, eager call and copy runs inside torch.profiler's
 `record_function`, named `<graph>/<call> <op>`.
 """
+
 import math
 
 import sympy
@@ -40,10 +41,17 @@ class PythonWrapperRenderer:
         if not isinstance(returned, W.Return):
             body, returned = statements, W.Return()
         self.graph_name = graph_name
-        return render(SHARED_TEMPLATES, "wrapper.py.j2", graph_name=graph_name, target=target,
-                      header=header, inputs=inputs, lines=self.lines(body),
-                      outputs=[self.output(o) for o in returned.outputs],
-                      profiled=self.labels is not None)
+        return render(
+            SHARED_TEMPLATES,
+            "wrapper.py.j2",
+            graph_name=graph_name,
+            target=target,
+            header=header,
+            inputs=inputs,
+            lines=self.lines(body),
+            outputs=[self.output(o) for o in returned.outputs],
+            profiled=self.labels is not None,
+        )
 
     def lines(self, statements) -> list:
         return [self.profiled(s, self.statement(s)) for s in statements]
@@ -53,10 +61,11 @@ class PythonWrapperRenderer:
         name = call_name(statement)
         if self.labels is None or name is None:
             return line
-        kind = {W.CallLibrary: f"library {getattr(statement, 'op', '')}",
-                W.CallEager: f"eager {getattr(statement, 'fn', '')}"}.get(type(statement))
-        label = " ".join(filter(None, (f"{self.graph_name}/{name}", kind,
-                                       self.labels.get(name))))
+        kind = {
+            W.CallLibrary: f"library {getattr(statement, 'op', '')}",
+            W.CallEager: f"eager {getattr(statement, 'fn', '')}",
+        }.get(type(statement))
+        label = " ".join(filter(None, (f"{self.graph_name}/{name}", kind, self.labels.get(name))))
         return f"with record_function({label!r}): {line}"
 
     def statement(self, s) -> str:
@@ -74,8 +83,10 @@ class PythonWrapperRenderer:
                 return f"[{items}]"
             return f"({items}{',' if len(value) == 1 else ''})"
         if isinstance(value, slice):
-            return f"slice({self.literal(value.start)}, {self.literal(value.stop)}, " \
-                   f"{self.literal(value.step)})"
+            return (
+                f"slice({self.literal(value.start)}, {self.literal(value.stop)}, "
+                f"{self.literal(value.step)})"
+            )
         if isinstance(value, sympy.Basic):
             return py_expr(value)
         if isinstance(value, float) and not math.isfinite(value):
@@ -95,8 +106,10 @@ class PythonWrapperRenderer:
         sizes, strides = self.literal(list(sizes)), self.literal(list(strides))
         if offset == 0:
             return f"{base}.as_strided({sizes}, {strides})"
-        return f"torch.as_strided({base}, {sizes}, {strides}, {base}.storage_offset() + " \
-               f"{self.literal(sympy.sympify(offset))})"
+        return (
+            f"torch.as_strided({base}, {sizes}, {strides}, {base}.storage_offset() + "
+            f"{self.literal(sympy.sympify(offset))})"
+        )
 
     def call(self, fn, args, kwargs) -> str:
         rendered = [self.literal(a) for a in args]
@@ -120,16 +133,20 @@ class PythonWrapperRenderer:
         if s.offset is None:
             return f"{s.name} = torch.empty_strided({sizes}, {strides}, dtype={s.dtype}{device})"
         extent = s.offset + storage_span(list(s.sizes), list(s.strides))
-        return f"{s.name} = torch.empty({self.literal(extent)}, dtype={s.dtype}{device})" \
-               f".as_strided({self.literal(list(s.sizes))}, {self.literal(list(s.strides))}, " \
-               f"{self.literal(s.offset)})"
+        return (
+            f"{s.name} = torch.empty({self.literal(extent)}, dtype={s.dtype}{device})"
+            f".as_strided({self.literal(list(s.sizes))}, {self.literal(list(s.strides))}, "
+            f"{self.literal(s.offset)})"
+        )
 
     def statement_View(self, s):
         if s.sizes is None:
             return f"{s.name} = {s.base}"
         if s.absolute:
-            return f"{s.name} = {s.base}.as_strided({self.literal(list(s.sizes))}, " \
-                   f"{self.literal(list(s.strides))}, {self.literal(s.offset)})"
+            return (
+                f"{s.name} = {s.base}.as_strided({self.literal(list(s.sizes))}, "
+                f"{self.literal(list(s.strides))}, {self.literal(s.offset)})"
+            )
         return f"{s.name} = {self._strided(s.base, s.sizes, s.strides, s.offset)}"
 
     def statement_Reuse(self, s):
@@ -162,12 +179,10 @@ class PythonWrapperRenderer:
         return f"{', '.join(s.names)}, = {s.source}"
 
     def statement_AsTraced(self, s):
-        return f"{s.name} = as_traced({s.name}, {self.literal(s.sizes)}, " \
-               f"{self.literal(s.strides)})"
+        return f"{s.name} = as_traced({s.name}, {self.literal(s.sizes)}, {self.literal(s.strides)})"
 
     def statement_Raise(self, s):
         return f"raise RuntimeError({s.message!r})"
 
     def statement_Verbatim(self, s):
         return s.text
-

@@ -17,6 +17,7 @@ off (dicp's vectorizable erf is 1.15 ulp, eager's 0.54) shows up as a large diff
 element passes if its error is at most ILL_CONDITIONED_FACTOR times eager's. A wrong index or a
 wrong op gives errors of the order of the values, far beyond either bound.
 """
+
 import contextlib
 import warnings
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ _HALF_TYPES = (torch.float16, torch.bfloat16)
 
 @dataclass(frozen=True)
 class Mismatch:
-    kind: str       # shape, dtype, value, exact, missing
+    kind: str  # shape, dtype, value, exact, missing
     detail: str
 
     def __str__(self):
@@ -81,9 +82,14 @@ def _judge(actual, expected, reference, dtype, rounded):
         return Mismatch(kind, detail)
     if not expected.is_floating_point() and rounded is not None:
         rounded = rounded() if callable(rounded) else rounded
-    verdict = _against_float64(actual.detach(), expected.detach(), reference.detach(),
-                               tolerance_for(expected.dtype, table), dtype or expected.dtype,
-                               None if expected.is_floating_point() else rounded)
+    verdict = _against_float64(
+        actual.detach(),
+        expected.detach(),
+        reference.detach(),
+        tolerance_for(expected.dtype, table),
+        dtype or expected.dtype,
+        None if expected.is_floating_point() else rounded,
+    )
     return None if verdict is None else Mismatch(kind, f"{detail}; {verdict}")
 
 
@@ -107,8 +113,9 @@ def _against_float64(actual, expected, reference, tolerance, dtype, rounded=None
     # the float64 result rounded to the output's type is the best answer there is: inf where
     # it overflows (a float16 prod computed in float32 is inf where eager's, rounding every
     # step, came out 60736 and the exact one is 66204)
-    near_exact |= torch.isclose(a, reference.to(actual.dtype).to(torch.float64), rtol=rtol,
-                                atol=atol, equal_nan=True)
+    near_exact |= torch.isclose(
+        a, reference.to(actual.dtype).to(torch.float64), rtol=rtol, atol=atol, equal_nan=True
+    )
     for answer in rounded if isinstance(rounded, (tuple, list)) else (rounded,):
         if answer is not None and answer.shape == actual.shape:
             near_exact |= actual == answer
@@ -128,12 +135,13 @@ def _against_float64(actual, expected, reference, tolerance, dtype, rounded=None
         return f"non-finite error against float64 at {_first(left & ~finite)}"
     ours, eagers = ours[finite], eagers[finite]
     multiplier = fp64_multiplier(expected)
-    for name, measure in (("rmse", lambda d: d.pow(2).mean().sqrt().item()),
-                          ("max error", lambda d: d.max().item())):
+    for name, measure in (
+        ("rmse", lambda d: d.pow(2).mean().sqrt().item()),
+        ("max error", lambda d: d.max().item()),
+    ):
         mine, theirs = measure(ours), measure(eagers)
         if not mine <= multiplier * theirs + atol / 10:
-            return (f"{name} against float64 {mine:.3e} exceeds {multiplier} x eager's "
-                    f"{theirs:.3e}")
+            return f"{name} against float64 {mine:.3e} exceeds {multiplier} x eager's {theirs:.3e}"
     return None
 
 
@@ -144,6 +152,7 @@ def _first(mask):
 
 class _HalfTypesInFloat64(TorchFunctionMode):
     """Every float16/bfloat16 a program names (a cast, a dtype argument) becomes float64."""
+
     target = torch.float64
     names = _HALF_TYPES
     casts: tuple = (torch.Tensor.half, torch.Tensor.bfloat16)
@@ -158,12 +167,14 @@ class _HalfTypesInFloat64(TorchFunctionMode):
 
 class _HalfTypesInFloat32(_HalfTypesInFloat64):
     """Half types computed in float32, as fused kernels keep their intermediates."""
+
     target = torch.float32
 
 
 class _FloatTypesInFloat64(_HalfTypesInFloat64):
     """Every float type a program names becomes float64, float32 too: a program casting an
     input to float32 before a layer norm with float64 weights runs only so."""
+
     names = (torch.float32,) + _HALF_TYPES
     casts = _HalfTypesInFloat64.casts + (torch.Tensor.float,)
 
@@ -191,8 +202,11 @@ def float64_reference_runs():
     an int64) becomes float64, not the default float32 (see _default_float64). Last, every
     float type in float64 (x.float() meeting float64 weights in layer_norm: without it eager's
     rounding noise, -1.5e-5 where the exact gradient is 0, judged dicp's exact 0 a mismatch)."""
-    return (_in_float64(_ReductionsRoundedOnce), _in_float64(_HalfTypesInFloat64),
-            _in_float64(_FloatTypesInFloat64))
+    return (
+        _in_float64(_ReductionsRoundedOnce),
+        _in_float64(_HalfTypesInFloat64),
+        _in_float64(_FloatTypesInFloat64),
+    )
 
 
 def _in_float64(mode):
@@ -215,9 +229,18 @@ def _default_float64(mode):
         torch.set_default_dtype(previous)
 
 
-_ACCUMULATING = {torch.sum, torch.Tensor.sum, torch.mean, torch.Tensor.mean, torch.prod,
-                 torch.Tensor.prod, torch.cumsum, torch.Tensor.cumsum, torch.cumprod,
-                 torch.Tensor.cumprod}
+_ACCUMULATING = {
+    torch.sum,
+    torch.Tensor.sum,
+    torch.mean,
+    torch.Tensor.mean,
+    torch.prod,
+    torch.Tensor.prod,
+    torch.cumsum,
+    torch.Tensor.cumsum,
+    torch.cumprod,
+    torch.Tensor.cumprod,
+}
 _ROUNDED_ONCE = (torch.float32,) + _HALF_TYPES
 
 
@@ -247,9 +270,12 @@ def rounded_run(fn, inputs):
     integer off from eager's and from float64's, and a float16 sum kept in float32 put a
     power's fractional part at 0 (frac of 45488.0) where eager's rounded half gave 45441.42
     (fuzzer seeds 2711, 2712). None where neither can run."""
-    runs = [_outputs(fn, inputs, _ReductionsRoundedOnce),
-            _outputs(fn, [t.float() if t.dtype in _HALF_TYPES else t for t in inputs],
-                     _HalfTypesInFloat32)]
+    runs = [
+        _outputs(fn, inputs, _ReductionsRoundedOnce),
+        _outputs(
+            fn, [t.float() if t.dtype in _HALF_TYPES else t for t in inputs], _HalfTypesInFloat32
+        ),
+    ]
     runs = [run for run in runs if run is not None]
     return [tuple(answers) for answers in zip(*runs)] if runs else None
 

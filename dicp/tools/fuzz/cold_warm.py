@@ -3,6 +3,7 @@ sharing one new cache directory, cold then warm. Both must find nothing against 
 warm run, whose programs load from the caches, must compute bit for bit what the cold run did
 (DICP_RECORD_RESULTS records every compiled-graph call of each run).
 """
+
 import os
 import subprocess
 import sys
@@ -32,6 +33,10 @@ def run_cold_then_warm(argv: list, print=print) -> int:
 
 
 def _run(argv, cache: Path, record: Path) -> int:
-    env = dict(os.environ, DICP_CACHE_DIR=str(cache), DICP_RECORD_RESULTS=str(record),
-               TORCHINDUCTOR_CACHE_DIR=str(cache / "torch"))
+    env = dict(
+        os.environ,
+        DICP_CACHE_DIR=str(cache),
+        DICP_RECORD_RESULTS=str(record),
+        TORCHINDUCTOR_CACHE_DIR=str(cache / "torch"),
+    )
     return subprocess.run([sys.executable, "-m", "dicp.tools.fuzz", *argv], env=env).returncode

@@ -6,6 +6,7 @@ function per batch, one graph and one build for all of them. A batch that fails 
 failures named by program are rerun alone; a failure of the whole batch (a compile or run
 error, an out-of-bounds access, a rebuild at another size) is bisected.
 """
+
 import random
 import time
 from collections import Counter
@@ -20,20 +21,20 @@ from .repro import render
 from .runner import BACKEND, Case, InvalidProgram, run_case
 from .shrink import describe, shrink
 
-SANITY_BACKEND = "aot_eager"   # torch's own compile path: if it fails too, dicp is not at fault
+SANITY_BACKEND = "aot_eager"  # torch's own compile path: if it fails too, dicp is not at fault
 
 
 @dataclass
 class Options:
     seed: int = 0
     programs: int = 100
-    shapes: str = "static"        # static, dynamic or both
+    shapes: str = "static"  # static, dynamic or both
     backward: bool = True
     batch: int = 16
     max_ops: int = 8
     families: tuple = FAMILIES
     shrink: bool = True
-    max_shrinks: int = 10         # failures shrunk per run; later ones are printed unshrunk
+    max_shrinks: int = 10  # failures shrunk per run; later ones are printed unshrunk
     shrink_tries: int = 80
     bounds_check: bool = True
     backend: str = BACKEND
@@ -52,10 +53,10 @@ class Finding:
 
 @dataclass
 class Report:
-    programs: Counter = field(default_factory=Counter)    # mode -> programs generated
-    compared: Counter = field(default_factory=Counter)    # mode -> programs compared
-    rejected: int = 0                                     # programs eager itself rejects
-    torch_failures: int = 0                               # failures aot_eager shares
+    programs: Counter = field(default_factory=Counter)  # mode -> programs generated
+    compared: Counter = field(default_factory=Counter)  # mode -> programs compared
+    rejected: int = 0  # programs eager itself rejects
+    torch_failures: int = 0  # failures aot_eager shares
     findings: list = field(default_factory=list)
     seconds: float = 0.0
 
@@ -69,10 +70,12 @@ class Report:
         total = sum(self.programs.values())
         rate = 60 * total / self.seconds if self.seconds else 0.0
         modes = ", ".join(f"{n} {mode}" for mode, n in sorted(self.programs.items()))
-        return (f"dicp fuzz: {total} programs ({modes}), {sum(self.compared.values())} compared"
-                f", {self.rejected} rejected by eager; mismatches: {_counts(mismatches)}; "
-                f"errors: {_counts(errors)}; torch-side failures: {self.torch_failures}; "
-                f"{self.seconds:.0f} s, {rate:.0f} programs/min")
+        return (
+            f"dicp fuzz: {total} programs ({modes}), {sum(self.compared.values())} compared"
+            f", {self.rejected} rejected by eager; mismatches: {_counts(mismatches)}; "
+            f"errors: {_counts(errors)}; torch-side failures: {self.torch_failures}; "
+            f"{self.seconds:.0f} s, {rate:.0f} programs/min"
+        )
 
 
 def _counts(counter):
@@ -105,21 +108,30 @@ def _fuzz_mode(options, dynamic, report):
     mode = "dynamic" if dynamic else "static"
     for start in range(0, options.programs, options.batch):
         indices = range(start, min(start + options.batch, options.programs))
-        sizes = size_pool(random.Random(program_seed(options.seed, start)), 3) \
-            if dynamic else None
+        sizes = size_pool(random.Random(program_seed(options.seed, start)), 3) if dynamic else None
         programs = []
         for index in indices:
             report.programs[mode] += 1
-            program = generate(program_seed(options.seed, index), configs=3 if dynamic else 1,
-                               max_ops=options.max_ops, backward=options.backward,
-                               families=options.families, name=f"p{index}", sizes=sizes)
+            program = generate(
+                program_seed(options.seed, index),
+                configs=3 if dynamic else 1,
+                max_ops=options.max_ops,
+                backward=options.backward,
+                families=options.families,
+                name=f"p{index}",
+                sizes=sizes,
+            )
             if program is None:
                 report.rejected += 1
             else:
                 programs.append(program)
         for batch in _pack(programs, dynamic):
-            _run_batch(options, Case(tuple(batch), dynamic, options.backward, options.backend),
-                       report, mode)
+            _run_batch(
+                options,
+                Case(tuple(batch), dynamic, options.backward, options.backend),
+                report,
+                mode,
+            )
 
 
 def _pack(programs, dynamic):
@@ -131,8 +143,12 @@ def _pack(programs, dynamic):
     batches = []
     for program in programs:
         for batch in batches:
-            if consistent_sizes([[t for p in batch + [program] for t in p.build_inputs(c)]
-                                 for c in range(program.configs)]):
+            if consistent_sizes(
+                [
+                    [t for p in batch + [program] for t in p.build_inputs(c)]
+                    for c in range(program.configs)
+                ]
+            ):
                 batch.append(program)
                 break
         else:
@@ -156,8 +172,7 @@ def _run_batch(options, case, report, mode):
             _finding(options, _alone_or_batch(case, program, failure), report, mode)
         rest = tuple(p for p in case.programs if p.name not in named)
         if rest:
-            _run_batch(options, Case(rest, case.dynamic, case.backward, case.backend),
-                       report, mode)
+            _run_batch(options, Case(rest, case.dynamic, case.backward, case.backend), report, mode)
         return
     _bisect(options, case, failures[0], report, mode)
 
@@ -175,10 +190,12 @@ def _bisect(options, case, failure, report, mode):
         _finding(options, (case, failure), report, mode)
         return
     half = len(case.programs) // 2
-    halves = [Case(part, case.dynamic, case.backward, case.backend)
-              for part in (case.programs[:half], case.programs[half:])]
+    halves = [
+        Case(part, case.dynamic, case.backward, case.backend)
+        for part in (case.programs[:half], case.programs[half:])
+    ]
     outcomes = [(h, run_case(h)) for h in halves]
-    if not any(f for _, f in outcomes):   # only the whole batch fails: report it whole
+    if not any(f for _, f in outcomes):  # only the whole batch fails: report it whole
         _finding(options, (case, failure), report, mode)
         return
     for half_case, failures in outcomes:
@@ -190,23 +207,29 @@ def _bisect(options, case, failure, report, mode):
 
 def _finding(options, case_failure, report, mode):
     case, failure = case_failure
-    report.compared[mode] += len(case.programs) if failure.kind not in ("error", "bounds") \
-        else 0
+    report.compared[mode] += len(case.programs) if failure.kind not in ("error", "bounds") else 0
     if _torch_fails_too(case, failure):
         report.torch_failures += 1
-        options.print(f"torch-side failure (aot_eager fails too), not counted: {failure}\n"
-                      + "".join(p.source() for p in case.programs))
+        options.print(
+            f"torch-side failure (aot_eager fails too), not counted: {failure}\n"
+            + "".join(p.source() for p in case.programs)
+        )
         return
     finding = Finding(failure, case)
     options.print(f"=== {mode} finding {len(report.findings) + 1}: {failure}")
     if options.shrink and len(report.findings) < options.max_shrinks:
         start = time.monotonic()
         finding.case, finding.failure, finding.tries = shrink(
-            case, failure, accept=lambda c, f: not _torch_fails_too(c, f),
-            max_tries=options.shrink_tries)
+            case,
+            failure,
+            accept=lambda c, f: not _torch_fails_too(c, f),
+            max_tries=options.shrink_tries,
+        )
         finding.seconds = time.monotonic() - start
-        options.print(f"shrunk in {finding.tries} tries ({finding.seconds:.0f} s) to "
-                      f"{describe(finding.case)}: {finding.failure}")
+        options.print(
+            f"shrunk in {finding.tries} tries ({finding.seconds:.0f} s) to "
+            f"{describe(finding.case)}: {finding.failure}"
+        )
     finding.repro = render(finding.case, finding.failure)
     report.findings.append(finding)
     _emit_repro(options, finding, len(report.findings))

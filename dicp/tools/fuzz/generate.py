@@ -7,6 +7,7 @@ empty or huge tensors, the same rank and 1-sized dims everywhere, no integer ove
 every parameter a catalog entry picks (an index, a slice bound, a reshape) is valid at every
 size of a dynamic program by construction.
 """
+
 import random
 import re
 from dataclasses import replace
@@ -18,17 +19,23 @@ from . import ops_index, ops_nn, ops_pointwise, ops_shape
 from .inputs import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, Input
 from .program import Op, Program, evaluate
 
-CATALOG = {**ops_pointwise.CATALOG, **ops_shape.CATALOG, **ops_index.CATALOG,
-           **ops_nn.CATALOG}
+CATALOG = {**ops_pointwise.CATALOG, **ops_shape.CATALOG, **ops_index.CATALOG, **ops_nn.CATALOG}
 FAMILIES = tuple(sorted({family for family, _ in CATALOG.values()}))
-MAX_NUMEL = 2 ** 19
+MAX_NUMEL = 2**19
 # Some programs draw half their dims from one large size, so that kernels get past the OpenMP
 # threshold (32768 elements of work: two such dims) and run their parallel code.
 LARGE_SHARE = 0.15
 LARGE_SIZES = (181, 257)
-INT_LIMIT = 2 ** 24          # integer results beyond this risk overflow in later ops
-DTYPE_WEIGHTS = {torch.float32: 10, torch.float16: 2, torch.bfloat16: 2, torch.float64: 2,
-                 torch.int64: 3, torch.int32: 2, torch.bool: 2}
+INT_LIMIT = 2**24  # integer results beyond this risk overflow in later ops
+DTYPE_WEIGHTS = {
+    torch.float32: 10,
+    torch.float16: 2,
+    torch.bfloat16: 2,
+    torch.float64: 2,
+    torch.int64: 3,
+    torch.int32: 2,
+    torch.bool: 2,
+}
 RANK_WEIGHTS = (1, 3, 5, 4, 3)  # rank 0..4
 
 
@@ -39,8 +46,8 @@ class Generator:
         self.rng = random.Random(seed)
         self.seed, self.configs, self.backward = seed, configs, backward
         self.inputs, self.ops, self.pending = [], [], []
-        self._built = {}   # (pending input, configuration) -> tensor
-        self.env = [{} for _ in range(configs)]   # per configuration: name -> eager tensor
+        self._built = {}  # (pending input, configuration) -> tensor
+        self.env = [{} for _ in range(configs)]  # per configuration: name -> eager tensor
         self.sizes = sizes or size_pool(self.rng, configs)
 
     # ---- sizes ----
@@ -134,8 +141,12 @@ class Generator:
                 self.rng.shuffle(order)
             return ("permute", tuple(order))
         if rank >= 1 and roll < 0.35:
-            return ("slice", self.rng.randrange(rank), self.rng.choice((2, 3)),
-                    self.rng.choice((0, 1)))
+            return (
+                "slice",
+                self.rng.randrange(rank),
+                self.rng.choice((2, 3)),
+                self.rng.choice((0, 1)),
+            )
         wide = [d for d in range(rank) if min(dims[d]) > 1]
         if wide and roll < 0.42:
             return ("expand", self.rng.choice(wide))
@@ -156,10 +167,10 @@ class Generator:
         if results is None or not self._consistent():
             return False
         name = f"v{len(self.ops)}"
-        uses = tuple(n for n in self.names() + [i.name for i in self.pending]
-                     if _mentions(expr, n))
-        if not all(converts_safely(expr, [self.tensor(u, c) for u in uses])
-                   for c in range(self.configs)):
+        uses = tuple(n for n in self.names() + [i.name for i in self.pending] if _mentions(expr, n))
+        if not all(
+            converts_safely(expr, [self.tensor(u, c) for u in uses]) for c in range(self.configs)
+        ):
             return False
         self.inputs += self.pending
         for config, result in enumerate(results):
@@ -172,8 +183,12 @@ class Generator:
     def _consistent(self):
         if self.configs == 1:
             return True
-        return consistent_sizes([[self.tensor(i.name, c) for i in self.inputs + self.pending]
-                                 for c in range(self.configs)])
+        return consistent_sizes(
+            [
+                [self.tensor(i.name, c) for i in self.inputs + self.pending]
+                for c in range(self.configs)
+            ]
+        )
 
     def _add_inputs(self, config):
         for i in self.inputs:
@@ -200,8 +215,10 @@ class Generator:
         """Whether the result stays within MAX_NUMEL at every configuration, found on meta
         tensors (no data), so that an op broadcasting two large tensors is never run."""
         for config in range(self.configs):
-            env = {name: self.tensor(name, config).to("meta")
-                   for name in self.names() + [i.name for i in self.pending]}
+            env = {
+                name: self.tensor(name, config).to("meta")
+                for name in self.names() + [i.name for i in self.pending]
+            }
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -289,16 +306,19 @@ def validate(program):
     every configuration with well-formed values and no float -> integer conversion of a
     value that has none (nan, inf, out of range): what a shrunk program must still satisfy."""
     if not program.ops or not consistent_sizes(
-            [program.build_inputs(c) for c in range(program.configs)]):
+        [program.build_inputs(c) for c in range(program.configs)]
+    ):
         return False
     for config in range(program.configs):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 env = program.run(program.build_inputs(config))
-                if not all(_well_formed([env[op.out]]) and
-                           converts_safely(op.expr, [env[u] for u in op.uses])
-                           for op in program.ops):
+                if not all(
+                    _well_formed([env[op.out]])
+                    and converts_safely(op.expr, [env[u] for u in op.uses])
+                    for op in program.ops
+                ):
                     return False
                 if any(i.grad for i in program.inputs) and not _finite(env):
                     return False
@@ -317,8 +337,7 @@ def converts_safely(expr, used):
     eager's result is whatever its vector code gives."""
     if not INTEGER_CAST.search(expr):
         return True
-    return all(t.isfinite().all() and t.abs().max() < 2 ** 31
-               for t in used if t.is_floating_point())
+    return all(t.isfinite().all() and t.abs().max() < 2**31 for t in used if t.is_floating_point())
 
 
 def _finite(env):
@@ -335,14 +354,14 @@ def _backward(program, env):
         torch.autograd.grad([o.sum() for o in outs], leaves, allow_unused=True)
 
 
-def generate(seed, configs=1, max_ops=8, backward=True, families=FAMILIES, name=None,
-             sizes=None):
+def generate(seed, configs=1, max_ops=8, backward=True, families=FAMILIES, name=None, sizes=None):
     """A random program (deterministic in its arguments) with 1..max_ops ops, or None if eager
     rejects every attempt. `sizes`: the size pool (default: the program's own)."""
     g = Generator(seed, configs, backward, sizes)
     g.primary_inputs()
-    catalog = [(fn, family, weight) for fn, (family, weight) in CATALOG.items()
-               if family in families]
+    catalog = [
+        (fn, family, weight) for fn, (family, weight) in CATALOG.items() if family in families
+    ]
     wanted = g.rng.randint(1, max_ops)
     for _ in range(wanted * 12):
         if len(g.ops) >= wanted:
@@ -354,8 +373,9 @@ def generate(seed, configs=1, max_ops=8, backward=True, families=FAMILIES, name=
     outputs = [g.ops[-1].out]
     others = [op.out for op in g.ops[:-1]]
     outputs += g.rng.sample(others, min(len(others), g.rng.choice((0, 0, 1, 2))))
-    program = Program(name or f"p{seed}", tuple(g.inputs), tuple(g.ops), tuple(outputs),
-                      configs, seed).live()
+    program = Program(
+        name or f"p{seed}", tuple(g.inputs), tuple(g.ops), tuple(outputs), configs, seed
+    ).live()
     if validate(program):
         return program
     # floor_divide has no derivative; a value is nan or inf: the program still runs forward

@@ -3,6 +3,7 @@
 `make_tensor` uses torch only: a repro embeds its source (inspect.getsource), so the fuzzer
 and every repro it prints build bit-identical inputs from the same seed.
 """
+
 from dataclasses import dataclass, replace
 
 import torch
@@ -32,8 +33,9 @@ def make_tensor(shape, dtype, kind, seed, args=(), layout=(), grad=False):
     if kind in ("float", "special"):
         t = torch.randn(stored, generator=g, dtype=torch.float64) * 2
         if kind == "special":
-            specials = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0],
-                                    dtype=torch.float64)
+            specials = torch.tensor(
+                [float("nan"), float("inf"), -float("inf"), 0.0, -0.0], dtype=torch.float64
+            )
             picks = specials[torch.randint(0, 5, stored, generator=g)]
             t = torch.where(torch.rand(stored, generator=g) < 0.2, picks, t)
     elif kind == "int":
@@ -63,6 +65,7 @@ class Input:
     """One program input. `dims` holds, per dim, its size at each size configuration (one
     configuration for static shapes, 2-3 for dynamic ones); `args` of a "perm" kind holds the
     permuted range per configuration."""
+
     name: str
     dims: tuple
     dtype: torch.dtype
@@ -79,8 +82,15 @@ class Input:
         return (self.args[0], self.args[1][config]) if self.kind == "perm" else self.args
 
     def build(self, config):
-        return make_tensor(self.shape(config), self.dtype, self.kind, self.seed + 7919 * config,
-                           self.kind_args(config), self.layout, self.grad)
+        return make_tensor(
+            self.shape(config),
+            self.dtype,
+            self.kind,
+            self.seed + 7919 * config,
+            self.kind_args(config),
+            self.layout,
+            self.grad,
+        )
 
     def call_source(self, configs, config_var="config"):
         """Python text building this input at configuration `config_var` (for repros)."""
@@ -89,8 +99,10 @@ class Input:
         args = repr(self.args)
         if self.kind == "perm":
             args = f"({self.args[0]}, {list(self.args[1])}[{config_var}])"
-        return (f"make_tensor({shape}, {self.dtype}, {self.kind!r}, {self.seed} + 7919 * "
-                f"{config_var}, {args}, {self.layout!r}, grad={self.grad})")
+        return (
+            f"make_tensor({shape}, {self.dtype}, {self.kind!r}, {self.seed} + 7919 * "
+            f"{config_var}, {args}, {self.layout!r}, grad={self.grad})"
+        )
 
     def simpler(self, **changes):
         return replace(self, **changes)

@@ -6,6 +6,7 @@ Index tensors are inputs whose values are valid at every size configuration: dra
 (scatter_add, index_add, index_put with accumulate) get indices that repeat; ops where a
 repeated index would make eager's own result unspecified (scatter, index_put without
 accumulate) get unique ones (kind "perm")."""
+
 import torch
 
 from .ops_pointwise import broadcast_dims
@@ -56,8 +57,9 @@ def scatter(g):
     rank, dims = g.rank(x), g.dims(x)
     d = g.rng.randrange(rank)
     m = g.min_size(x, d)
-    kind = g.rng.choice(("scatter", "scatter_value", "scatter_add", "scatter_add",
-                         "scatter_reduce"))
+    kind = g.rng.choice(
+        ("scatter", "scatter_value", "scatter_add", "scatter_add", "scatter_reduce")
+    )
     ones = (1,) * g.configs
     shape = [size if g.rng.random() < 0.7 else ones for size in dims]
     dim = _dim_arg(g, d, rank)
@@ -76,8 +78,7 @@ def scatter(g):
         return f"{x}.scatter_add({dim}, {index}, {src})"
     reduce = g.rng.choice(("sum", "prod", "mean", "amax", "amin"))
     include = g.rng.choice((True, False))
-    return (f"torch.scatter_reduce({x}, {dim}, {index}, {src}, {reduce!r}, "
-            f"include_self={include})")
+    return f"torch.scatter_reduce({x}, {dim}, {index}, {src}, {reduce!r}, include_self={include})"
 
 
 def index_add(g):
@@ -87,8 +88,9 @@ def index_add(g):
     rank, dims = g.rank(x), g.dims(x)
     d = g.rng.randrange(rank)
     length = g.random_size()
-    index = g.new_input((length,), _index_dtype(g), "int",
-                        _index_range(g, g.min_size(x, d), signed=False))
+    index = g.new_input(
+        (length,), _index_dtype(g), "int", _index_range(g, g.min_size(x, d), signed=False)
+    )
     shape = list(dims)
     shape[d] = length
     src = g.new_input(tuple(shape), g.dtype(x))
@@ -103,19 +105,26 @@ def index_select(g):
     rank = g.rank(x)
     d = g.rng.randrange(rank)
     # a 0-d index is issue 9 item 5, fixed elsewhere: always 1-d here
-    index = g.new_input((g.random_size(),), _index_dtype(g), "int",
-                        _index_range(g, g.min_size(x, d), signed=False))
+    index = g.new_input(
+        (g.random_size(),), _index_dtype(g), "int", _index_range(g, g.min_size(x, d), signed=False)
+    )
     return f"torch.index_select({x}, {_dim_arg(g, d, rank)}, {index})"
 
 
 def embedding(g):
     weight = g.pick(lambda n: g.rank(n) == 2 and g.dtype(n).is_floating_point)
     if weight is None or g.rng.random() < 0.3:
-        weight = g.new_input((g.random_size(one=0), g.random_size()),
-                             g.random_dtype((torch.float32, torch.float16, torch.float64)))
+        weight = g.new_input(
+            (g.random_size(one=0), g.random_size()),
+            g.random_dtype((torch.float32, torch.float16, torch.float64)),
+        )
     rows = min(g.dims(weight)[0])
-    index = g.new_input(g.random_dims(g.rng.choice((1, 1, 2))), _index_dtype(g), "int",
-                        _index_range(g, rows, signed=False))
+    index = g.new_input(
+        g.random_dims(g.rng.choice((1, 1, 2))),
+        _index_dtype(g),
+        "int",
+        _index_range(g, rows, signed=False),
+    )
     return f"F.embedding({index}, {weight})"
 
 
@@ -131,8 +140,9 @@ def advanced_index(g):
     parts = [":"] * (positions[-1] + 1)
     for p in positions:
         dims = index_dims if p == positions[0] else broadcast_dims(g, index_dims)
-        parts[p] = g.new_input(dims, _index_dtype(g), "int",
-                               _index_range(g, g.min_size(x, p), signed=True))
+        parts[p] = g.new_input(
+            dims, _index_dtype(g), "int", _index_range(g, g.min_size(x, p), signed=True)
+        )
     return f"{x}[{', '.join(parts)}]"
 
 
@@ -150,9 +160,13 @@ def index_put(g):
         return f"torch.index_put({x}, ({index},), {values})"
     count = g.rng.randint(1, min(len(dims), 2))
     index_dims = g.random_dims(g.rng.choice((1, 1, 2)))
-    indices = [g.index_input(index_dims if d == 0 else broadcast_dims(g, index_dims),
-                             *_index_range(g, g.min_size(x, d), signed=True))
-               for d in range(count)]
+    indices = [
+        g.index_input(
+            index_dims if d == 0 else broadcast_dims(g, index_dims),
+            *_index_range(g, g.min_size(x, d), signed=True),
+        )
+        for d in range(count)
+    ]
     indexed = index_dims + dims[count:]
     values = g.new_input(_values_dims(g, indexed), g.dtype(x))
     return f"torch.index_put({x}, ({', '.join(indices)},), {values}, accumulate=True)"
@@ -164,20 +178,28 @@ def _values_dims(g, indexed):
     if roll < 0.15:
         return ()
     if roll < 0.35 and indexed:
-        return tuple(indexed[g.rng.randrange(len(indexed)):])
+        return tuple(indexed[g.rng.randrange(len(indexed)) :])
     return tuple(indexed)
 
 
 def masked_fill(g):
     x = g.pick()
     mask = g.new_input(broadcast_dims(g, g.dims(x)), torch.bool)
-    value = g.rng.choice(("0.0", "-1.5", "2", "float('-inf')")) \
-        if g.dtype(x).is_floating_point else g.rng.choice(("0", "-1", "3"))
+    value = (
+        g.rng.choice(("0.0", "-1.5", "2", "float('-inf')"))
+        if g.dtype(x).is_floating_point
+        else g.rng.choice(("0", "-1", "3"))
+    )
     return f"{x}.masked_fill({mask}, {value})"
 
 
 CATALOG = {
-    gather: ("indexing", 3), scatter: ("indexing", 3), index_add: ("indexing", 2),
-    index_select: ("indexing", 2), embedding: ("indexing", 1), advanced_index: ("indexing", 3),
-    index_put: ("indexing", 2), masked_fill: ("indexing", 1),
+    gather: ("indexing", 3),
+    scatter: ("indexing", 3),
+    index_add: ("indexing", 2),
+    index_select: ("indexing", 2),
+    embedding: ("indexing", 1),
+    advanced_index: ("indexing", 3),
+    index_put: ("indexing", 2),
+    masked_fill: ("indexing", 1),
 }

@@ -1,24 +1,87 @@
 """Catalog: pointwise ops (unary, binary with broadcasting and type promotion, where, clamp,
 comparisons, casts). Each entry proposes an expression over the generator's values; eager
 decides at every size whether it is a valid program (see generate.py)."""
+
 import torch
 
 from .inputs import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES
 
-UNARY = ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
-         "erf", "reciprocal", "floor", "ceil", "round", "trunc", "sign", "log1p", "expm1",
-         "atan", "square", "logical_not", "bitwise_not", "isnan", "isinf", "frac", "exp2",
-         "log2", "sinh", "cosh", "asin", "acos", "nan_to_num")
-ACTIVATIONS = ("F.gelu({x})", "F.silu({x})", "F.softplus({x})", "F.leaky_relu({x}, 0.1)",
-               "F.elu({x})", "F.hardtanh({x})", "F.hardswish({x})", "F.relu6({x})")
-BINARY_FUNCTIONS = ("add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "maximum",
-                    "minimum", "pow", "atan2", "bitwise_and", "bitwise_or", "bitwise_xor",
-                    "logical_and", "logical_or", "logical_xor")
+UNARY = (
+    "abs",
+    "neg",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "erf",
+    "reciprocal",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "sign",
+    "log1p",
+    "expm1",
+    "atan",
+    "square",
+    "logical_not",
+    "bitwise_not",
+    "isnan",
+    "isinf",
+    "frac",
+    "exp2",
+    "log2",
+    "sinh",
+    "cosh",
+    "asin",
+    "acos",
+    "nan_to_num",
+)
+ACTIVATIONS = (
+    "F.gelu({x})",
+    "F.silu({x})",
+    "F.softplus({x})",
+    "F.leaky_relu({x}, 0.1)",
+    "F.elu({x})",
+    "F.hardtanh({x})",
+    "F.hardswish({x})",
+    "F.relu6({x})",
+)
+BINARY_FUNCTIONS = (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "maximum",
+    "minimum",
+    "pow",
+    "atan2",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+)
 BINARY_OPERATORS = ("+", "-", "*", "/", "//", "%", "**", "&", "|", "^")
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
-CAST_METHODS = {torch.float32: ".float()", torch.float16: ".half()",
-                torch.bfloat16: ".bfloat16()", torch.float64: ".double()",
-                torch.int64: ".long()", torch.int32: ".int()", torch.bool: ".bool()"}
+CAST_METHODS = {
+    torch.float32: ".float()",
+    torch.float16: ".half()",
+    torch.bfloat16: ".bfloat16()",
+    torch.float64: ".double()",
+    torch.int64: ".long()",
+    torch.int32: ".int()",
+    torch.bool: ".bool()",
+}
 
 
 def unary(g):
@@ -41,9 +104,17 @@ def scalar_literal(g, kind=None):
 # Python numbers computed from a size. Under dynamic shapes each is a symbolic expression
 # the backend prints into its kernels (kornia's blur sigma, max(0.001, (h / 11 - 1) / 2),
 # printed as an integer max, was 0).
-SIZE_NUMBERS = ("({n} / 3 - 0.5)", "max({n} / 7, 0.25)", "min({n} * 0.3, 2.0)",
-                "round({n} / 2)", "(({n} * 1.0) % 2.5)", "({n} % 3)", "({n} // 2 - 1)",
-                "int({n} * 0.7)", "-({n} ** 0.5)")
+SIZE_NUMBERS = (
+    "({n} / 3 - 0.5)",
+    "max({n} / 7, 0.25)",
+    "min({n} * 0.3, 2.0)",
+    "round({n} / 2)",
+    "(({n} * 1.0) % 2.5)",
+    "({n} % 3)",
+    "({n} // 2 - 1)",
+    "int({n} * 0.7)",
+    "-({n} ** 0.5)",
+)
 
 
 def size_number(g, x):
@@ -60,7 +131,7 @@ def broadcast_dims(g, dims):
     dims = list(dims)
     roll = g.rng.random()
     if roll < 0.25 and dims:
-        dims = dims[g.rng.randrange(len(dims)):]
+        dims = dims[g.rng.randrange(len(dims)) :]
     ones = (1,) * g.configs
     dims = [ones if g.rng.random() < 0.25 else d for d in dims]
     dims = [g.random_size(one=0) if d == ones and g.rng.random() < 0.3 else d for d in dims]
@@ -119,8 +190,11 @@ def promotion(g):
 def binary_with(g, a, b):
     op = g.rng.choice(("+", "-", "*", "/", "torch.maximum", "torch.where", "torch.lerp"))
     if op == "torch.where":
-        return f"torch.where({a} > 0, {a}, {b})" if g.rng.random() < 0.5 else \
-            f"torch.where({b} != 0, {b}, {a})"
+        return (
+            f"torch.where({a} > 0, {a}, {b})"
+            if g.rng.random() < 0.5
+            else f"torch.where({b} != 0, {b}, {a})"
+        )
     if op == "torch.lerp":
         return f"torch.lerp({a}, {b}, 0.25)"
     if op.startswith("torch."):
@@ -158,8 +232,11 @@ def clamp(g):
     if x is None:
         return None
     integer = not g.dtype(x).is_floating_point
-    low, high = sorted(g.rng.sample((-2, -1, 0, 1, 2, 3), 2)) if integer else \
-        sorted(g.rng.sample((-1.5, -0.5, 0.0, 0.25, 1.0, 2.5), 2))
+    low, high = (
+        sorted(g.rng.sample((-2, -1, 0, 1, 2, 3), 2))
+        if integer
+        else sorted(g.rng.sample((-1.5, -0.5, 0.0, 0.25, 1.0, 2.5), 2))
+    )
     roll = g.rng.random()
     if roll < 0.2:
         return f"{x}.clamp_min({low})"
@@ -167,8 +244,11 @@ def clamp(g):
         return f"{x}.clamp_max({high})"
     if roll < 0.45:
         bound = g.new_input(broadcast_dims(g, g.dims(x)), g.dtype(x))
-        return f"torch.clamp({x}, min={bound})" if g.rng.random() < 0.5 else \
-            f"torch.clamp({x}, max={bound})"
+        return (
+            f"torch.clamp({x}, min={bound})"
+            if g.rng.random() < 0.5
+            else f"torch.clamp({x}, max={bound})"
+        )
     if roll < 0.5:  # min above max: every element becomes max
         return f"torch.clamp({x}, min={high}, max={low})"
     return f"torch.clamp({x}, min={low}, max={high})"
@@ -183,10 +263,20 @@ def cast(g):
 
 
 CATALOG = {
-    unary: ("pointwise", 6), binary: ("pointwise", 8), comparison: ("pointwise", 3),
-    where: ("pointwise", 3), clamp: ("pointwise", 2), cast: ("promotion", 3),
+    unary: ("pointwise", 6),
+    binary: ("pointwise", 8),
+    comparison: ("pointwise", 3),
+    where: ("pointwise", 3),
+    clamp: ("pointwise", 2),
+    cast: ("promotion", 3),
     promotion: ("promotion", 4),
 }
 
-__all__ = ["CATALOG", "FLOAT_DTYPES", "INT_DTYPES", "broadcast_dims", "other_operand",
-           "scalar_literal"]
+__all__ = [
+    "CATALOG",
+    "FLOAT_DTYPES",
+    "INT_DTYPES",
+    "broadcast_dims",
+    "other_operand",
+    "scalar_literal",
+]

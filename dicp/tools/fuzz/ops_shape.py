@@ -13,13 +13,34 @@ def _some_dims(g, rank):
 
 # ---- reductions -----------------------------------------------------------------------------
 
+
 def reduction(g):
     x = g.pick()
     rank = g.rank(x)
     keep = g.rng.random() < 0.4
-    kind = g.rng.choice(("sum", "sum", "mean", "amax", "amin", "prod", "argmax", "argmin",
-                         "max_dim", "min_dim", "var", "std", "any", "all", "logsumexp",
-                         "softmax", "log_softmax", "cumsum", "sum_dtype"))
+    kind = g.rng.choice(
+        (
+            "sum",
+            "sum",
+            "mean",
+            "amax",
+            "amin",
+            "prod",
+            "argmax",
+            "argmin",
+            "max_dim",
+            "min_dim",
+            "var",
+            "std",
+            "any",
+            "all",
+            "logsumexp",
+            "softmax",
+            "log_softmax",
+            "cumsum",
+            "sum_dtype",
+        )
+    )
     if rank == 0:
         return f"torch.{kind if kind in ('sum', 'mean', 'amax', 'prod') else 'sum'}({x})"
     dims, dim = _some_dims(g, rank), _dim_text(g, g.rng.randrange(rank), rank)
@@ -48,6 +69,7 @@ def reduction(g):
 
 
 # ---- views ----------------------------------------------------------------------------------
+
 
 def view(g):
     x = g.pick()
@@ -99,8 +121,11 @@ def _unflatten(g, x, rank):
     """Split a dim in two, by a size dividing it at every configuration."""
     d = g.rng.randrange(rank)
     size = g.dims(x)[d]
-    factors = [f for f in _candidate_factors(g) if all(s % f[c] == 0 for c, s in enumerate(size))
-               and f != size]
+    factors = [
+        f
+        for f in _candidate_factors(g)
+        if all(s % f[c] == 0 for c, s in enumerate(size)) and f != size
+    ]
     if not factors:
         return None
     factor = g.rng.choice(factors)
@@ -110,7 +135,7 @@ def _unflatten(g, x, rank):
     if g.rng.random() < 0.5:
         return f"{x}.unflatten({_dim_text(g, d, rank)}, ({text}, -1))"
     shape = [f"{x}.shape[{i}]" for i in range(rank)]
-    shape[d:d + 1] = [text, "-1"]
+    shape[d : d + 1] = [text, "-1"]
     return f"{x}.reshape({', '.join(shape)})"
 
 
@@ -193,6 +218,7 @@ def _repeat(g, x, rank):
 
 
 # ---- concatenation --------------------------------------------------------------------------
+
 
 def concat(g):
     a = g.pick(lambda n: g.rank(n) >= 1)

@@ -3,6 +3,7 @@
 A program is data (so it can be shrunk) that renders to Python source (so it can be traced
 by dynamo and printed as a repro). Each op assigns one value: `v3 = torch.gather(v1, -1, i2)`.
 """
+
 import itertools
 import textwrap
 from dataclasses import dataclass, field, replace
@@ -15,16 +16,17 @@ NAMESPACE = {"torch": torch, "F": F}
 
 @dataclass(frozen=True)
 class Op:
-    out: str        # the value it assigns
-    expr: str       # Python expression over input and value names
-    uses: tuple     # the names `expr` reads
-    family: str     # pointwise, reduction, view, indexing, concat, promotion
+    out: str  # the value it assigns
+    expr: str  # Python expression over input and value names
+    uses: tuple  # the names `expr` reads
+    family: str  # pointwise, reduction, view, indexing, concat, promotion
 
 
 @dataclass(frozen=True)
 class Program:
     """`configs` size configurations: 1 for static shapes; 2-3 for dynamic ones, each input's
     dims giving its size at every configuration (one compiled function serves them all)."""
+
     name: str
     inputs: tuple
     ops: tuple
@@ -40,8 +42,11 @@ class Program:
     def source(self, name=None) -> str:
         body = [f"{op.out} = {op.expr}" for op in self.ops]
         body.append(f"return ({''.join(o + ', ' for o in self.outputs)})")
-        return (f"def {name or self.name}({', '.join(self.input_names)}):\n"
-                + textwrap.indent("\n".join(body), "    ") + "\n")
+        return (
+            f"def {name or self.name}({', '.join(self.input_names)}):\n"
+            + textwrap.indent("\n".join(body), "    ")
+            + "\n"
+        )
 
     def build_inputs(self, config):
         return [i.build(config) for i in self.inputs]
@@ -72,12 +77,12 @@ class Program:
         """Per value, the least precise float dtype among it and the values it is computed
         from: the dtype whose tolerance its result gets (a float64 result of float32 work is
         only as exact as float32)."""
-        loosest = {name: _float_or_none(v.dtype) for name, v in env.items()
-                   if name in self.input_names}
+        loosest = {
+            name: _float_or_none(v.dtype) for name, v in env.items() if name in self.input_names
+        }
         for op in self.ops:
             dtypes = [loosest.get(u) for u in op.uses] + [_float_or_none(env[op.out].dtype)]
-            loosest[op.out] = max((d for d in dtypes if d is not None), key=_EPS.get,
-                                  default=None)
+            loosest[op.out] = max((d for d in dtypes if d is not None), key=_EPS.get, default=None)
         return loosest
 
     def tolerance_dtypes(self, env):
@@ -93,8 +98,9 @@ class Program:
         return sorted({op.family for op in self.ops})
 
 
-_EPS = {d: torch.finfo(d).eps for d in (torch.float64, torch.float32, torch.float16,
-                                         torch.bfloat16)}
+_EPS = {
+    d: torch.finfo(d).eps for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+}
 
 
 def _float_or_none(dtype):
@@ -126,6 +132,5 @@ def batch_function(programs, name="batch"):
     """The batch as a function, from a source file of its own (dicp counts compiles per
     function and source line, and must not see one function recompiled many times)."""
     namespace = dict(NAMESPACE)
-    exec(compile(batch_source(programs, name), f"<fuzz {name} {next(_traced)}>", "exec"),
-         namespace)
+    exec(compile(batch_source(programs, name), f"<fuzz {name} {next(_traced)}>", "exec"), namespace)
     return namespace[name]

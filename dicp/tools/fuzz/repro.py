@@ -1,12 +1,13 @@
 """A failing case as a standalone Python script: imports, the program, inputs built from
 their seeds, the compiled call and the comparison with eager. It exits 1 while the bug is
 there (an error propagates), 0 once it is fixed."""
+
 import inspect
 
 from . import inputs as inputs_module
 from .program import batch_source
 
-HEADER = '''\
+HEADER = """\
 # dicp fuzzer repro: {title}
 # {failure}
 import os
@@ -21,7 +22,7 @@ from dicp.tools.fuzz.check import float64_inputs, float64_reference_runs, judge,
 from dicp.tools.fuzz.ties import tie_affected
 from dicp.tools.on_device import backend_device, on_device
 
-'''
+"""
 
 FOOTER = '''
 # (program seed, output index in its program) of each output: seeds its gradient weight
@@ -106,16 +107,25 @@ def render(case, failure, title=""):
         outputs, grads = p.tolerance_dtypes(p.run(p.build_inputs(0)))
         output_dtypes += outputs
         grad_dtypes.update({i.name: grads for i in p.inputs})
-    builders = [f"        {i.call_source(case.configs)}," for p in case.programs
-                for i in p.inputs]
+    builders = [f"        {i.call_source(case.configs)}," for p in case.programs for i in p.inputs]
     names = [i.name for p in case.programs for i in p.inputs]
-    return (HEADER.format(title=title or _title(case), failure=_one_line(failure))
-            + inspect.getsource(inputs_module.make_tensor) + "\n\n"
-            + batch_source(case.programs)
-            + FOOTER.format(inputs="\n".join(builders), weight_seeds=weight_seeds,
-                            output_dtypes=output_dtypes, grad_dtypes=grad_dtypes,
-                            backend=case.backend, dynamic=case.dynamic, configs=case.configs,
-                            backward=case.backward, names=names))
+    return (
+        HEADER.format(title=title or _title(case), failure=_one_line(failure))
+        + inspect.getsource(inputs_module.make_tensor)
+        + "\n\n"
+        + batch_source(case.programs)
+        + FOOTER.format(
+            inputs="\n".join(builders),
+            weight_seeds=weight_seeds,
+            output_dtypes=output_dtypes,
+            grad_dtypes=grad_dtypes,
+            backend=case.backend,
+            dynamic=case.dynamic,
+            configs=case.configs,
+            backward=case.backward,
+            names=names,
+        )
+    )
 
 
 def _title(case):

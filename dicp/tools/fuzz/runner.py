@@ -1,6 +1,7 @@
 """Running a case (one or more programs traced as one function: one graph, one build) with a
 dicp backend and eager, at every size configuration, forward and backward, and judging it.
 """
+
 import contextlib
 import re
 import warnings
@@ -23,6 +24,7 @@ class Case:
     """Programs compiled together. All have the same number of size configurations; with
     `dynamic`, the compiled function is called at each and must build nothing after the
     first."""
+
     programs: tuple
     dynamic: bool = False
     backward: bool = True
@@ -35,7 +37,7 @@ class Case:
 
 @dataclass(frozen=True)
 class Failure:
-    kind: str          # value, exact, shape, dtype, missing; grad <same>; error, bounds, recompile
+    kind: str  # value, exact, shape, dtype, missing; grad <same>; error, bounds, recompile
     detail: str
     program: str = ""  # the program it shows in, "" when the whole case fails
     where: str = ""
@@ -105,7 +107,7 @@ def _judge_all(runs, actual, backward):
     failures, start = [], 0
     for run in runs:
         count = len(run.expected)
-        failures += run.judge_outputs(actual[start:start + count])
+        failures += run.judge_outputs(actual[start : start + count])
         start += count
     if failures or not backward:
         return failures
@@ -119,7 +121,7 @@ def _compiled_grads(runs, actual):
     """Gradients of the compiled outputs, one backward call for the whole case (one graph)."""
     outputs, weights, inputs, start = [], [], [], 0
     for run in runs:
-        for i, out in enumerate(actual[start:start + len(run.expected)]):
+        for i, out in enumerate(actual[start : start + len(run.expected)]):
             if run.differentiable[i] and out.requires_grad:
                 outputs.append(out)
                 weights.append(run.weights[i])
@@ -129,7 +131,7 @@ def _compiled_grads(runs, actual):
     split, start = [], 0
     for run in runs:
         count = len(run.grad_inputs(run.compiled_inputs))
-        split.append(grads[start:start + count])
+        split.append(grads[start : start + count])
         start += count
     return split
 
@@ -144,6 +146,7 @@ def _grad(outputs, inputs, weights):
 class ProgramRun:
     """One program at one size configuration: its eager result, gradients and (on demand)
     the float64 reference."""
+
     program: object
     config: int
     backward: bool
@@ -167,8 +170,11 @@ class ProgramRun:
 
     def _weight(self, i, out):
         g = torch.Generator().manual_seed(self.program.seed * 31 + i * 7 + self.config)
-        return torch.randn(out.shape, generator=g, dtype=torch.float64).to(out.dtype) \
-            if out.is_floating_point() else None
+        return (
+            torch.randn(out.shape, generator=g, dtype=torch.float64).to(out.dtype)
+            if out.is_floating_point()
+            else None
+        )
 
     @staticmethod
     def grad_inputs(inputs):
@@ -182,8 +188,10 @@ class ProgramRun:
     def reference(self):
         """(outputs, gradients) of the program run in float64, computed once."""
         if self._reference is None:
-            self._reference = ([None] * len(self.expected),
-                               [None] * len(self.grad_inputs(self.inputs)))
+            self._reference = (
+                [None] * len(self.expected),
+                [None] * len(self.grad_inputs(self.inputs)),
+            )
             for context in float64_reference_runs():
                 try:
                     with context():
@@ -198,10 +206,14 @@ class ProgramRun:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             outs = list(self.fn(*inputs))
-        pairs = [(o, w.to(torch.float64)) for o, w, d in
-                 zip(outs, self.weights, self.differentiable) if d and o.requires_grad]
-        grads = _grad([o for o, _ in pairs], self.grad_inputs(inputs),
-                      [w.to(o.dtype) for o, w in pairs])
+        pairs = [
+            (o, w.to(torch.float64))
+            for o, w, d in zip(outs, self.weights, self.differentiable)
+            if d and o.requires_grad
+        ]
+        grads = _grad(
+            [o for o, _ in pairs], self.grad_inputs(inputs), [w.to(o.dtype) for o, w in pairs]
+        )
         return outs, grads
 
     def rounded(self):
@@ -219,8 +231,13 @@ class ProgramRun:
     def judge_outputs(self, actual):
         failures = []
         for i, (a, e) in enumerate(zip(actual, self.expected, strict=True)):
-            mismatch = judge(a, e, lambda i=i: self.reference()[0][i], self.output_dtypes[i],
-                             rounded=lambda i=i: self.rounded()[i])
+            mismatch = judge(
+                a,
+                e,
+                lambda i=i: self.reference()[0][i],
+                self.output_dtypes[i],
+                rounded=lambda i=i: self.rounded()[i],
+            )
             if mismatch:
                 failures.append(self._failure(mismatch, f"output {i}"))
         return failures
@@ -230,12 +247,21 @@ class ProgramRun:
         names = [n for n, t in zip(self.program.input_names, self.inputs) if t.requires_grad]
         expected = self.eager_grads()
         for i, (name, a, e) in enumerate(zip(names, actual_grads, expected, strict=True)):
-            mismatch = judge(a, e, lambda i=i: self.reference()[1][i], self.grad_dtype,
-                             ties=lambda i=i: self.ties()[i])
+            mismatch = judge(
+                a,
+                e,
+                lambda i=i: self.reference()[1][i],
+                self.grad_dtype,
+                ties=lambda i=i: self.ties()[i],
+            )
             if mismatch:
                 failures.append(self._failure(mismatch, f"gradient of {name}", "grad "))
         return failures
 
     def _failure(self, mismatch, what, prefix=""):
-        return Failure(prefix + mismatch.kind, mismatch.detail, self.program.name,
-                       f"{what}, config {self.config}")
+        return Failure(
+            prefix + mismatch.kind,
+            mismatch.detail,
+            self.program.name,
+            f"{what}, config {self.config}",
+        )

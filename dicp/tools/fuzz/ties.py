@@ -12,6 +12,7 @@ through an order op's input at a near tie (two values along the op's dim at most
 apart): the judge leaves those elements out and judges the rest as usual. Only gradients
 are left out this way, and only where the judgement failed with them in.
 """
+
 import warnings
 
 import torch
@@ -21,10 +22,20 @@ TIE_ULPS = 2
 
 # op -> (position of its dim argument, default dim); None: over the whole tensor
 _ORDER_OPS = {}
-for _name, _dim in (("sort", (1, -1)), ("topk", (2, -1)), ("kthvalue", (2, -1)),
-                    ("cummax", (1, None)), ("cummin", (1, None)), ("median", (1, None)),
-                    ("nanmedian", (1, None)), ("mode", (1, -1)), ("max", (1, None)),
-                    ("min", (1, None)), ("amax", (1, None)), ("amin", (1, None))):
+for _name, _dim in (
+    ("sort", (1, -1)),
+    ("topk", (2, -1)),
+    ("kthvalue", (2, -1)),
+    ("cummax", (1, None)),
+    ("cummin", (1, None)),
+    ("median", (1, None)),
+    ("nanmedian", (1, None)),
+    ("mode", (1, -1)),
+    ("max", (1, None)),
+    ("min", (1, None)),
+    ("amax", (1, None)),
+    ("amin", (1, None)),
+):
     _ORDER_OPS[getattr(torch, _name)] = _ORDER_OPS[getattr(torch.Tensor, _name)] = _dim
 _ORDER_OPS[torch.msort] = _ORDER_OPS[torch.Tensor.msort] = (None, 0)
 
@@ -54,8 +65,9 @@ def _takes_gradient(value):
 
 def _dim_of(func, args, kwargs):
     position, default = _ORDER_OPS[func]
-    dim = kwargs.get("dim", args[position] if position is not None and len(args) > position
-                     else default)
+    dim = kwargs.get(
+        "dim", args[position] if position is not None and len(args) > position else default
+    )
     if isinstance(dim, torch.Tensor):
         return _ELEMENTWISE
     if isinstance(dim, (tuple, list)):  # amax over several dims: judged over the whole tensor
@@ -81,8 +93,10 @@ def tie_affected(fn, inputs):
         return [None] * len(grad_leaves)
     # random positive weights, so that the routes from two tied elements do not cancel
     g = torch.Generator().manual_seed(0)
-    weights = [(mask * (1 + torch.rand(mask.shape, generator=g, dtype=torch.float64)))
-               .to(x.dtype) for x, mask in tied]
+    weights = [
+        (mask * (1 + torch.rand(mask.shape, generator=g, dtype=torch.float64))).to(x.dtype)
+        for x, mask in tied
+    ]
     grads = torch.autograd.grad([x for x, _ in tied], grad_leaves, weights, allow_unused=True)
     return [None if grad is None else grad != 0 for grad in grads]
 

@@ -1,6 +1,7 @@
 """emugraph: new_backendgraph's generated C++ kernels, compiled for the emulated accelerator
 `emu` (dicp.emu): graphs take, allocate and return emu tensors, and launch their kernels on the
 device's current stream without waiting. device.py is the part a vendor replaces."""
+
 from dicp.api import Backend, compile_fx, register_backend
 
 from ..new_backendGraph import BACKEND as HOST_BACKEND
@@ -20,19 +21,21 @@ def opset_transform(gm, ctx):
     return place_factories(gm, ctx)
 
 
-BACKEND = register_backend(Backend(
-    name="emugraph",
-    opset_transform=opset_transform,
-    codegen=codegen,
-    compile_job=compile_job,
-    decompositions=decompositions,
-    conversions=HOST_BACKEND.conversions,
-    conversion_table=HOST_BACKEND.conversion_table,
-    device=DEVICE_TYPE,
-    supported_dtypes=HOST_BACKEND.supported_dtypes,
-    expected_fallbacks=EXPECTED_FALLBACKS,
-    vendor_ops=OPS,
-))
+BACKEND = register_backend(
+    Backend(
+        name="emugraph",
+        opset_transform=opset_transform,
+        codegen=codegen,
+        compile_job=compile_job,
+        decompositions=decompositions,
+        conversions=HOST_BACKEND.conversions,
+        conversion_table=HOST_BACKEND.conversion_table,
+        device=DEVICE_TYPE,
+        supported_dtypes=HOST_BACKEND.supported_dtypes,
+        expected_fallbacks=EXPECTED_FALLBACKS,
+        vendor_ops=OPS,
+    )
+)
 runtime()  # the device comes with its backend: `torch.compile(backend="emugraph")` on emu
 
 

@@ -1,6 +1,7 @@
 """emugraph's codegen: new_backendgraph's C++ codegen (loop IR, schedule, renderer), with the
 device layer (device.py) around it: buffers on the graph's device, each kernel launched on the
 device's stream through a launch entry, ops on host tensors run as the host's eager ops."""
+
 import torch
 import torch.fx as fx
 
@@ -9,6 +10,7 @@ from dicp.api import ORIGIN, Operator, OpOverload, log, wrapper_ir
 from ..new_backendGraph.codegen.cpp_codegen import KERNELS_PER_SOURCE, CppCodegen
 from . import config, device
 from .opset import OPS
+
 
 class HostTensorError(RuntimeError):
     """Strict device mode: a graph would hold a host tensor the program did not ask for."""
@@ -20,8 +22,10 @@ class EmuCodegen(CppCodegen):
     def __init__(self, gm, ctx):
         super().__init__(gm, ctx)
         if self.bounds_check:
-            log.warning("emugraph: DICP_BOUNDS_CHECK does not apply to device kernels "
-                        "(their accesses are checked by the device's memory isolation)")
+            log.warning(
+                "emugraph: DICP_BOUNDS_CHECK does not apply to device kernels "
+                "(their accesses are checked by the device's memory isolation)"
+            )
         self.bounds_check = False
         self.wrapper.device = device.graph_device(gm)
         self.wrapper.renderer = device.LaunchRenderer
@@ -32,8 +36,9 @@ class EmuCodegen(CppCodegen):
 
     def vendor_op(self, node):
         if self._on_host(node):  # a host region of the program (x.cpu() ...): eager on the host
-            return self.aten_call(node, self.vendor_op_source(node.target), node.target,
-                                  as_traced=True)
+            return self.aten_call(
+                node, self.vendor_op_source(node.target), node.target, as_traced=True
+            )
         return super().vendor_op(node)
 
     def aten_call(self, node, source, target, as_traced=False):
@@ -67,14 +72,20 @@ class EmuCodegen(CppCodegen):
             f"emugraph (DICP_EMUGRAPH_STRICT_DEVICE=1): node {node.name} ({node.target}) of "
             f"graph {self.ctx.graph_name} would make a host tensor {tuple(val.shape)} in a "
             f"graph on {self.wrapper.device}: create it on the device (device=...) or move it "
-            f"there explicitly")
+            f"there explicitly"
+        )
 
     @staticmethod
     def _asks_for_host(node):
         requested = node.kwargs.get("device")
-        return requested is not None and torch.device(requested).type == "cpu" or \
-            any(a.op == "placeholder" and device.on_host(a.meta.get("val"))
-                for a in node.all_input_nodes)
+        return (
+            requested is not None
+            and torch.device(requested).type == "cpu"
+            or any(
+                a.op == "placeholder" and device.on_host(a.meta.get("val"))
+                for a in node.all_input_nodes
+            )
+        )
 
     # ---- the result ----
     def _native_entry(self, statements, sources):
@@ -89,10 +100,12 @@ class EmuCodegen(CppCodegen):
 
     def _launch_entries(self, index):
         first = index * KERNELS_PER_SOURCE
-        names = [f"kernel_{i}" for i in range(first, min(first + KERNELS_PER_SOURCE,
-                                                          len(self.kernels)))]
-        return device.launch_entries([(name, self.kernel_types[name], self.signatures[name][1])
-                                      for name in names])
+        names = [
+            f"kernel_{i}" for i in range(first, min(first + KERNELS_PER_SOURCE, len(self.kernels)))
+        ]
+        return device.launch_entries(
+            [(name, self.kernel_types[name], self.signatures[name][1]) for name in names]
+        )
 
 
 def _aten_op(node) -> str:

@@ -13,6 +13,7 @@ schedule and the C++ renderer are new_backendgraph's, unchanged.
 - synchronization: none in a graph. The device's eager ops wait where the host needs a value
   (`.item()`, a copy to the host, a data-dependent size), all on the same stream.
 """
+
 import ctypes
 import importlib
 
@@ -65,9 +66,9 @@ def on_host(value) -> bool:
 PLACEMENTS = {
     "native": "on {device}: the device's kernel",
     "fallback": "on the CPU through {device}'s fallback: inputs copied {device} -> cpu, the op "
-                "run on the CPU, results copied cpu -> {device}",
+    "run on the CPU, results copied cpu -> {device}",
     "composite": "on {device}: torch's composite, its ops each the device's kernel or its CPU "
-                 "fallback",
+    "fallback",
 }
 
 
@@ -89,8 +90,14 @@ class LaunchRenderer(PythonWrapperRenderer):
 
 def launch_entries(kernels) -> str:
     """C++ launch entries of `kernels` ((name, loop_ir.Param list, size count) each)."""
-    rows = [(name, [f"static_cast<{_pointer_type(p)}>(p[{i}])" for i, p in enumerate(params)],
-             [f"s[{i}]" for i in range(sizes)]) for name, params, sizes in kernels]
+    rows = [
+        (
+            name,
+            [f"static_cast<{_pointer_type(p)}>(p[{i}])" for i, p in enumerate(params)],
+            [f"s[{i}]" for i in range(sizes)],
+        )
+        for name, params, sizes in kernels
+    ]
     return render("launch.cpp.j2", kernels=rows)
 
 
@@ -102,8 +109,9 @@ def kernel_addresses(libraries, names) -> dict:
     """Kernel name -> the address of its launch entry in the one of `libraries` defining it."""
     addresses = {}
     for name in names:
-        entry = next(f for f in (getattr(lib, f"{name}_launch", None) for lib in libraries)
-                     if f is not None)
+        entry = next(
+            f for f in (getattr(lib, f"{name}_launch", None) for lib in libraries) if f is not None
+        )
         addresses[name] = ctypes.cast(entry, ctypes.c_void_p).value
     return addresses
 
@@ -113,14 +121,19 @@ def with_constants_on(call, device: str):
     kernels read device memory only. At the first run, not at load: the compile job may run
     under a fake tensor mode, where a copy would make a fake tensor."""
     scope = call.__globals__  # the wrapper module's names (load_wrapper's scope)
-    pending = [name for name, value in scope.items() if on_host(value) and
-               name.startswith("const")]
+    pending = [name for name, value in scope.items() if on_host(value) and name.startswith("const")]
 
     def on_device(args):
         while pending:
             name = pending.pop()
-            log.info("emugraph: constant %s (%s %s) copied to %s", name, scope[name].dtype,
-                     tuple(scope[name].shape), device)
+            log.info(
+                "emugraph: constant %s (%s %s) copied to %s",
+                name,
+                scope[name].dtype,
+                tuple(scope[name].shape),
+                device,
+            )
             scope[name] = scope[name].to(device)
         return call(args)
+
     return on_device if pending else call

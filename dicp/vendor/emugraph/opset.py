@@ -2,6 +2,7 @@
 eager ops. new_backendgraph's tuned host products (gemm.py: oneDNN or MKL chosen by timing host
 operands) read host memory; on the device a product is the device's `mm`, which it runs on its
 stream (or its CPU fallback runs, with copies)."""
+
 from ..new_backendGraph.opset import OPS as HOST_OPS
 
 
@@ -15,6 +16,7 @@ def _on_device(op):
 
     def kernel(*args, out=None, **kwargs):
         return impl(*args, **kwargs)
+
     return type(op.name, (type(op),), {"kernel": staticmethod(kernel)})()
 
 

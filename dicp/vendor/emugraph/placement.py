@@ -5,6 +5,7 @@ constants that the device's kernels cannot read (and the op suite expects `torch
 an emu graph on emu). The nodes after a moved factory get their fake results again. Where
 they cannot move (a host constant feeds the same ops), the graph stays as traced, on the host
 (device.graph_device)."""
+
 import torch
 import torch.fx as fx
 

@@ -1,4 +1,5 @@
 """new_backendgraph: dicp's reference backend, generating fused C++ kernels for the host CPU."""
+
 from dicp.api import Backend, compile_fx, register_backend
 
 from . import config
@@ -10,19 +11,21 @@ from .expected_fallbacks import EXPECTED_FALLBACKS
 from .opset import OPS
 from .opset_transform import opset_transform
 
-BACKEND = register_backend(Backend(
-    name="new_backendgraph",
-    opset_transform=opset_transform,
-    codegen=codegen,
-    compile_job=compile_job,
-    decompositions=config.decompositions,
-    conversions=CONVERSIONS,
-    conversion_table="dicp/vendor/new_backendGraph/conversion.py",
-    device="cpu",
-    supported_dtypes=SUPPORTED_DTYPES,
-    expected_fallbacks=EXPECTED_FALLBACKS,
-    vendor_ops=OPS,
-))
+BACKEND = register_backend(
+    Backend(
+        name="new_backendgraph",
+        opset_transform=opset_transform,
+        codegen=codegen,
+        compile_job=compile_job,
+        decompositions=config.decompositions,
+        conversions=CONVERSIONS,
+        conversion_table="dicp/vendor/new_backendGraph/conversion.py",
+        device="cpu",
+        supported_dtypes=SUPPORTED_DTYPES,
+        expected_fallbacks=EXPECTED_FALLBACKS,
+        vendor_ops=OPS,
+    )
+)
 
 
 def new_backendgraph(gm, example_inputs):

@@ -7,6 +7,7 @@ and ATen's `mm` calls that same function for float32 (at::native::cpublas::gemm)
 round as eager's. A torch without the symbol (a build on another BLAS, or none) gets None, and
 graphs with products keep the per-kernel wrapper.
 """
+
 import ctypes
 from functools import lru_cache
 from importlib import resources

@@ -6,6 +6,7 @@ elements of the tensor's storage before and after its data pointer, `[lo, hi)`. 
 access outside is recorded by the C++ runtime (dicp_runtime.h, `checked`), redirected to a
 scratch element, and raised here as BoundsError once the kernel returns.
 """
+
 import ctypes
 
 
@@ -41,13 +42,17 @@ def checked(kernel, where, readers, zero_division=()):
     """`kernel` raising BoundsError after any call that accessed memory out of bounds, as
     any of `readers` (the libraries whose code it runs) recorded, and ZeroDivisionError (as
     eager does) after one that divided an integer by zero, as any of `zero_division` did."""
+
     def call(*args):
         kernel(*args)
         if any([reader() for reader in zero_division]):  # a list: every record is cleared
             raise ZeroDivisionError(f"{where}: integer division by zero")
         messages = [message for message in (reader() for reader in readers) if message]
         if messages:
-            raise BoundsError(f"{where}: {messages[0].decode()} (a buffer's elements count "
-                              f"from its data pointer over its storage; DICP_DEBUG=1 dumps "
-                              f"the kernel source)")
+            raise BoundsError(
+                f"{where}: {messages[0].decode()} (a buffer's elements count "
+                f"from its data pointer over its storage; DICP_DEBUG=1 dumps "
+                f"the kernel source)"
+            )
+
     return call

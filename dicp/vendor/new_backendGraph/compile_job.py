@@ -1,5 +1,6 @@
 """new_backendgraph's toolchain (g++ command, chip-variant flags, runtime header) and the
 compile job: build the graph's C++, then load its wrapper with the kernels."""
+
 import ctypes
 import hashlib
 import math
@@ -13,8 +14,15 @@ from functools import lru_cache, partial
 from pathlib import Path
 from types import SimpleNamespace
 
-from dicp.api import (BuildSpec, Toolchain, atomic_write, config as dicp_config, load_artifacts,
-                      load_wrapper, profile)
+from dicp.api import (
+    BuildSpec,
+    Toolchain,
+    atomic_write,
+    config as dicp_config,
+    load_artifacts,
+    load_wrapper,
+    profile,
+)
 
 from . import bounds, config
 from .blas import sgemm_address
@@ -34,9 +42,19 @@ from .codegen.templates import INCLUDE_DIR
 # ran its final pass scalar, 474 us against 109 us without PRE. Over the kernels of the
 # model suite and bench/, turning it off vectorizes 20 more loops and none fewer (the loop IR
 # already removes common subexpressions itself).
-BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fno-math-errno",
-              "-fno-trapping-math", "-ffp-contract=off", "-fno-tree-pre", "-Wno-unused-variable",
-              "-pipe")
+BASE_FLAGS = (
+    "-O3",
+    "-std=c++17",
+    "-shared",
+    "-fPIC",
+    "-fopenmp",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-ffp-contract=off",
+    "-fno-tree-pre",
+    "-Wno-unused-variable",
+    "-pipe",
+)
 
 
 def chip_flags(variant: str) -> tuple:
@@ -66,10 +84,12 @@ def toolchain() -> Toolchain:
     key_variant = f"native:{config.host_cpu()}" if variant == "native" else variant
     compiler = config.compiler()
     flags, libraries = _final_flags(compiler, BASE_FLAGS + chip_flags(variant))
-    command = (compiler, *flags, f"-I{INCLUDE_DIR}", "{source}", "-o", "{artifact}",
-               *libraries)
-    return Toolchain(command, key=(key_variant, *_header_texts()),
-                     prepare=partial(with_precompiled_header, compiler, flags))
+    command = (compiler, *flags, f"-I{INCLUDE_DIR}", "{source}", "-o", "{artifact}", *libraries)
+    return Toolchain(
+        command,
+        key=(key_variant, *_header_texts()),
+        prepare=partial(with_precompiled_header, compiler, flags),
+    )
 
 
 def prepare_toolchain() -> None:
@@ -148,8 +168,18 @@ def _libmvec_probe(compiler, flags) -> bool:
     with tempfile.TemporaryDirectory() as directory:
         source, library = Path(directory) / "probe.cpp", Path(directory) / "probe.so"
         source.write_text(_LIBMVEC_PROBE)
-        if not _runs([compiler, *flags, "-DDICP_HAVE_LIBMVEC", f"-I{INCLUDE_DIR}", str(source),
-                      "-o", str(library), "-lmvec"]):
+        if not _runs(
+            [
+                compiler,
+                *flags,
+                "-DDICP_HAVE_LIBMVEC",
+                f"-I{INCLUDE_DIR}",
+                str(source),
+                "-o",
+                str(library),
+                "-lmvec",
+            ]
+        ):
             return False
         try:
             probe = ctypes.CDLL(str(library)).probe
@@ -230,8 +260,9 @@ class KernelTable:
 
     def __init__(self, libraries, signatures, graph_name, entries=(), dividing=()):
         readers = [bounds.error_reader(library) for library in libraries]
-        zero_readers = [bounds.zero_division_reader(library) if dividing else None
-                        for library in libraries]
+        zero_readers = [
+            bounds.zero_division_reader(library) if dividing else None for library in libraries
+        ]
         for library, reader, zero_reader in zip(libraries, readers, zero_readers):  # noqa: B007
             for name, (pointers, symbols) in signatures.items():
                 fn = getattr(library, name, None)
@@ -242,8 +273,13 @@ class KernelTable:
                 every = name in entries
                 recorders = _present(readers if every else [reader])
                 zero = _present(zero_readers if every or name in dividing else [])
-                setattr(self, name, bounds.checked(fn, f"{graph_name} {name}", recorders, zero)
-                        if recorders or zero else fn)
+                setattr(
+                    self,
+                    name,
+                    bounds.checked(fn, f"{graph_name} {name}", recorders, zero)
+                    if recorders or zero
+                    else fn,
+                )
         missing = [name for name in signatures if not hasattr(self, name)]
         if missing:
             raise AttributeError(f"{graph_name}: kernels {missing} are in none of its libraries")
@@ -259,15 +295,20 @@ def _connect_entry(libraries, library, entry, graph_name):
     if entry["products"]:
         address = sgemm_address()
         if address is None:
-            raise RuntimeError(f"{graph_name}: its native entry calls the BLAS sgemm_, which "
-                               f"this torch does not export; set DICP_NATIVE_ENTRY=0")
+            raise RuntimeError(
+                f"{graph_name}: its native entry calls the BLAS sgemm_, which "
+                f"this torch does not export; set DICP_NATIVE_ENTRY=0"
+            )
         library.dicp_set_sgemm.argtypes, library.dicp_set_sgemm.restype = [ctypes.c_void_p], None
         library.dicp_set_sgemm(address)
     if entry["external"]:
         table = (ctypes.c_void_p * len(entry["external"]))(
-            *(_address(libraries, name) for name in entry["external"]))
-        library.dicp_set_kernels.argtypes, library.dicp_set_kernels.restype = \
-            [ctypes.c_void_p], None
+            *(_address(libraries, name) for name in entry["external"])
+        )
+        library.dicp_set_kernels.argtypes, library.dicp_set_kernels.restype = (
+            [ctypes.c_void_p],
+            None,
+        )
         library.dicp_set_kernels(table)
 
 
@@ -280,8 +321,7 @@ def _address(libraries, name):
 def python_kernels(generated):
     """The kernels of a graph printed as Python, as attributes."""
     scope = {}
-    exec(compile(generated.files["kernels.py"], f"<dicp {generated.name} kernels>", "exec"),
-         scope)
+    exec(compile(generated.files["kernels.py"], f"<dicp {generated.name} kernels>", "exec"), scope)
     return SimpleNamespace(**{name: scope[name] for name in generated.metadata["kernels"]})
 
 
@@ -291,19 +331,29 @@ def compile_job(generated, ctx):
     profile.count("kernels", len(signatures))
     entry = generated.metadata.get("entry")
     if entry is not None:
-        signatures = {**signatures, **{name: tuple(counts) for name, counts
-                                       in entry["functions"].items()}}
-    names = [name for name in sorted(generated.files)  # kernels*.cpp
-             if name.startswith("kernels") and name.endswith(".cpp")]
+        signatures = {
+            **signatures,
+            **{name: tuple(counts) for name, counts in entry["functions"].items()},
+        }
+    names = [
+        name
+        for name in sorted(generated.files)  # kernels*.cpp
+        if name.startswith("kernels") and name.endswith(".cpp")
+    ]
     kernels = None
     if names:
         libraries = load_artifacts([build_spec(generated.files[name]) for name in names])
-        kernels = KernelTable(libraries, signatures, generated.name,
-                              entry["functions"] if entry is not None else (),
-                              generated.metadata.get("divide_integers", ()))
+        kernels = KernelTable(
+            libraries,
+            signatures,
+            generated.name,
+            entry["functions"] if entry is not None else (),
+            generated.metadata.get("divide_integers", ()),
+        )
         if entry is not None:
-            _connect_entry(libraries, libraries[names.index(entry["source"])], entry,
-                           generated.name)
+            _connect_entry(
+                libraries, libraries[names.index(entry["source"])], entry, generated.name
+            )
     elif "kernels.py" in generated.files:  # the python_loops target: no build
         kernels = python_kernels(generated)
     namespace = {"kernels": kernels, "storage_extent": bounds.storage_extent}

@@ -9,6 +9,7 @@ folding the scale into the weight costs a pass over the weight, which is far sma
 Rounding differs from the unfolded chain by an ulp or so of the scale, as with Inductor's
 batch-norm folding under freezing.
 """
+
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +27,7 @@ Value = fx.Node | float  # a per-channel [C] vector or a number
 @dataclass
 class Epilogue:
     """A convolution's chain folded so far: its result is relu?(y * scale + shift)."""
+
     scale: Value = 1.0
     shift: Value = 0.0
     relu: bool = False
@@ -47,9 +49,14 @@ def _foldable(node):
         return False
     x, weight, bias, stride, padding, dilation, transposed, output_padding, groups = node.args
     val = node.meta.get("val")
-    return (val is not None and val.dtype == torch.float32 and not transposed
-            and type(weight.meta["val"].shape[0]) is int and val.dim() == weight.meta["val"].dim()
-            and (bias is None or bias.meta["val"].dtype == torch.float32))
+    return (
+        val is not None
+        and val.dtype == torch.float32
+        and not transposed
+        and type(weight.meta["val"].shape[0]) is int
+        and val.dim() == weight.meta["val"].dim()
+        and (bias is None or bias.meta["val"].dtype == torch.float32)
+    )
 
 
 def _chain(conv):
@@ -80,8 +87,19 @@ def _fold(graph, chain, steps):
         scale = _call(graph, ops.Reshape, scale, [-1] + [1] * (weight.meta["val"].dim() - 1))
     weight = _arith(graph, ops.Mul, weight, scale)
     bias = _bias(graph, bias, epilogue, channels, conv.meta["val"].device)
-    fused = _call(graph, ops.FusedConvolution, x, weight, bias, stride, padding, dilation,
-                  groups, conv.target.name == "ConvolutionNHWC", epilogue.relu)
+    fused = _call(
+        graph,
+        ops.FusedConvolution,
+        x,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        groups,
+        conv.target.name == "ConvolutionNHWC",
+        epilogue.relu,
+    )
     fused.meta[ORIGIN] = last.meta.get(ORIGIN)
     last.replace_all_uses_with(fused)
     for node in reversed(chain):  # each the single user of the one before
@@ -91,8 +109,7 @@ def _fold(graph, chain, steps):
 def _bias(graph, bias, epilogue, channels, device):
     """bias * S + B as a [C] tensor (on the weight's `device`), or None where it is zero."""
     if bias is not None:
-        bias = _arith(graph, ops.Add, _arith(graph, ops.Mul, bias, epilogue.scale),
-                      epilogue.shift)
+        bias = _arith(graph, ops.Add, _arith(graph, ops.Mul, bias, epilogue.scale), epilogue.shift)
     elif _is_number(epilogue.shift, 0.0):
         return None
     else:
@@ -108,9 +125,13 @@ def _affine_step(user, y, conv, channels):
     affine in y (or not float32 of y's shape)."""
     name = getattr(user.target, "name", None)
     val = user.meta.get("val")
-    if user.op != "call_function" or not isinstance(val, torch.Tensor) \
-            or val.dtype != torch.float32 \
-            or shape_of(val) != shape_of(conv.meta["val"]) or user.kwargs:
+    if (
+        user.op != "call_function"
+        or not isinstance(val, torch.Tensor)
+        or val.dtype != torch.float32
+        or shape_of(val) != shape_of(conv.meta["val"])
+        or user.kwargs
+    ):
         return None
     if name == "Relu":
         return _relu_step
@@ -149,6 +170,7 @@ def _operand_step(name, vector, y_first):
         else:  # t - y = y * -1 + (t - shift)
             epilogue.scale = _arith(graph, ops.Neg, epilogue.scale)
             epilogue.shift = _arith(graph, ops.Sub, t, epilogue.shift)
+
     return step
 
 
@@ -172,8 +194,9 @@ def _vector_of(operand, channels):
         return lambda graph: float(operand)
     if operand.meta["val"].numel() == channels:
         return lambda graph: _call(graph, ops.Reshape, operand, [channels])
-    return lambda graph: _call(graph, ops.Expand, _call(graph, ops.Reshape, operand, [1]),
-                               [channels])
+    return lambda graph: _call(
+        graph, ops.Expand, _call(graph, ops.Reshape, operand, [1]), [channels]
+    )
 
 
 def _arith(graph, op, *values):

@@ -4,6 +4,7 @@ One-to-one rows are data (the dicts below); converters with logic get a body. A 
 gets a ConversionContext and the ATen node's arguments (already converted) and returns the
 vendor node(s). `raise Unsupported(reason)` sends the node to eager fallback.
 """
+
 import math
 import operator
 
@@ -27,6 +28,7 @@ def conversion(aten_ops):
 def _same_args(vendor_op):
     def convert(ctx, *args, **kwargs):
         return ctx.op(vendor_op, *args, **kwargs)
+
     convert.__name__ = f"to_{vendor_op.name}"
     return convert
 
@@ -35,11 +37,20 @@ def _same_args(vendor_op):
 ONE_TO_ONE = {
     **{aten_op: getattr(ops, row.name) for row in POINTWISE for aten_op in row.aten},
     aten.permute: ops.Permute,
-    aten.expand: ops.Expand, aten.select.int: ops.Select, aten.gather: ops.Gather,
-    aten.scatter_add: ops.ScatterAdd, aten.index.Tensor: ops.IndexTensor,
-    aten.index_put: ops.IndexPut, aten.mm: ops.Mm, aten.bmm: ops.Bmm, aten.addmm: ops.Addmm,
-    aten.baddbmm: ops.Baddbmm, aten.convolution_backward: ops.ConvolutionBackward,
-    aten.topk: ops.Topk, aten.tril: ops.Tril, aten.triu: ops.Triu,
+    aten.expand: ops.Expand,
+    aten.select.int: ops.Select,
+    aten.gather: ops.Gather,
+    aten.scatter_add: ops.ScatterAdd,
+    aten.index.Tensor: ops.IndexTensor,
+    aten.index_put: ops.IndexPut,
+    aten.mm: ops.Mm,
+    aten.bmm: ops.Bmm,
+    aten.addmm: ops.Addmm,
+    aten.baddbmm: ops.Baddbmm,
+    aten.convolution_backward: ops.ConvolutionBackward,
+    aten.topk: ops.Topk,
+    aten.tril: ops.Tril,
+    aten.triu: ops.Triu,
     aten.constant_pad_nd: ops.ConstantPad,
     aten._scaled_dot_product_flash_attention_for_cpu: ops.FlashAttention,
     aten._scaled_dot_product_flash_attention_for_cpu_backward: ops.FlashAttentionBackward,
@@ -63,13 +74,20 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, *re
 
 
 def _nhwc_pays(x, weight, stride, dilation, transposed, groups):
-    return (not transposed and x.dim() == 4 and x.dtype in (torch.float32, torch.bfloat16)
-            and all(type(size) is int for size in x.shape) and x.shape[1] > 1
-            and x.shape[2] * x.shape[3] > 1 and x.is_contiguous()
-            and aten_takes_onednn(x, weight, stride, dilation, groups))
+    return (
+        not transposed
+        and x.dim() == 4
+        and x.dtype in (torch.float32, torch.bfloat16)
+        and all(type(size) is int for size in x.shape)
+        and x.shape[1] > 1
+        and x.shape[2] * x.shape[3] > 1
+        and x.is_contiguous()
+        and aten_takes_onednn(x, weight, stride, dilation, groups)
+    )
 
 
 # --- pointwise with logic -------------------------------------------------------------
+
 
 @conversion([aten.add.Tensor, aten.add.Scalar])
 def add(ctx, a, b, alpha=1):
@@ -145,8 +163,16 @@ def rsub(ctx, a, b, alpha=1):
 _DIV_MODES = {None: ops.Div, "floor": ops.FloorDiv, "trunc": ops.TruncDiv}
 
 
-@conversion([aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode,
-             aten.true_divide.Tensor, aten.true_divide.Scalar])
+@conversion(
+    [
+        aten.div.Tensor,
+        aten.div.Scalar,
+        aten.div.Tensor_mode,
+        aten.div.Scalar_mode,
+        aten.true_divide.Tensor,
+        aten.true_divide.Scalar,
+    ]
+)
 def div(ctx, a, b, rounding_mode=None):
     return ctx.op(_DIV_MODES[rounding_mode], a, b)
 
@@ -166,8 +192,9 @@ def _bound(ctx, x, bound):
     return bound if _is_tensor(ctx, bound) else _full_like_scalar(ctx, x, bound)
 
 
-@conversion([aten.clamp_min.default, aten.clamp_min.Tensor, aten.clamp_max.default,
-             aten.clamp_max.Tensor])
+@conversion(
+    [aten.clamp_min.default, aten.clamp_min.Tensor, aten.clamp_max.default, aten.clamp_max.Tensor]
+)
 def clamp_bound(ctx, x, bound):
     if ctx.node.target in (aten.clamp_min.default, aten.clamp_min.Tensor):
         return clamp(ctx, x, min=bound)
@@ -218,17 +245,18 @@ def copy_(ctx, dst, src, non_blocking=False):
 
 # --- creation -------------------------------------------------------------------------
 
+
 @conversion(aten.full.default)
 def full(ctx, size, value, dtype=None, **kwargs):
     return ctx.op(ops.Full, list(size), value, ctx.out.dtype, device=_device(ctx))
 
 
-@conversion([aten.empty.memory_format, aten.empty_strided.default,
-             aten.empty_permuted.default])
+@conversion([aten.empty.memory_format, aten.empty_strided.default, aten.empty_permuted.default])
 def empty(ctx, *args, **kwargs):
     """Uninitialized memory: an allocation in the traced layout, no kernel."""
-    return ctx.op(ops.Empty, list(ctx.out.shape), list(ctx.out.stride()), ctx.out.dtype,
-                  device=_device(ctx))
+    return ctx.op(
+        ops.Empty, list(ctx.out.shape), list(ctx.out.stride()), ctx.out.dtype, device=_device(ctx)
+    )
 
 
 @conversion(aten.scalar_tensor.default)
@@ -243,8 +271,15 @@ def full_like(ctx, x, *args, **kwargs):
     return ctx.op(ops.Full, list(ctx.out.shape), value, ctx.out.dtype, device=_device(ctx))
 
 
-@conversion([aten.zeros.default, aten.ones.default, aten.new_zeros.default,
-             aten.new_ones.default, aten.new_full.default])
+@conversion(
+    [
+        aten.zeros.default,
+        aten.ones.default,
+        aten.new_zeros.default,
+        aten.new_ones.default,
+        aten.new_full.default,
+    ]
+)
 def filled(ctx, *args, **kwargs):
     value = {aten.new_full.default: args[-1] if len(args) > 2 else kwargs.get("fill_value")}
     value = value.get(ctx.node.target, 1 if "ones" in str(ctx.node.target) else 0)
@@ -286,6 +321,7 @@ def iota(ctx, length, *, start, step, dtype, **kwargs):
 
 # --- reductions -----------------------------------------------------------------------
 
+
 def _dims(ctx, x, dims):
     rank = ctx.val(x).dim()
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
@@ -326,8 +362,7 @@ def max_dim(ctx, x, dim, keepdim=False):
     """(values, indices) of torch.max(x, dim): the reduction and the index of its first
     occurrence (a NaN counts as the extreme), as eager's kernel pairs them."""
     is_max = ctx.node.target is aten.max.dim
-    values = ctx.op(ops.ReduceMax if is_max else ops.ReduceMin, x, _dims(ctx, x, [dim]),
-                    keepdim)
+    values = ctx.op(ops.ReduceMax if is_max else ops.ReduceMin, x, _dims(ctx, x, [dim]), keepdim)
     ranked = _cast(ctx, x, torch.uint8) if ctx.val(x).dtype == torch.bool else x  # no bool argmax
     return values, ctx.op(ops.ArgMax if is_max else ops.ArgMin, ranked, dim, keepdim)
 
@@ -383,8 +418,11 @@ def var(ctx, x, dims=None, *, correction=None, keepdim=False):
     count = _count(ctx, x, dims)
     correction = 1 if correction is None else correction  # ATen's default: Bessel's
     mean_, _, squares = _moments(ctx, x, dims, keepdim)
-    divisor = ctx.op(ops.Maximum, _full_like_scalar(ctx, squares, 0),
-                     ctx.op(ops.Sub, _full_like_scalar(ctx, squares, count), correction))
+    divisor = ctx.op(
+        ops.Maximum,
+        _full_like_scalar(ctx, squares, 0),
+        ctx.op(ops.Sub, _full_like_scalar(ctx, squares, count), correction),
+    )
     variance = _cast(ctx, ctx.op(ops.Div, squares, divisor), out_dtype)
     if ctx.node.target is aten.var.correction:
         return variance
@@ -408,6 +446,7 @@ def cumprod(ctx, x, dim, dtype=None):
 
 
 # --- layout ---------------------------------------------------------------------------
+
 
 @conversion([aten.view.default, aten._unsafe_view.default, aten.reshape.default])
 def view(ctx, x, shape):
@@ -527,8 +566,9 @@ def as_strided(ctx, x, size, stride, storage_offset=None):
     input is read in place; a computed owner comes with its eager strides."""
     owner = _storage_owner(ctx.node.args[0])
     layout = () if owner.op == "placeholder" else (list(owner.meta["val"].stride()),)
-    return ctx.op(ops.AsStrided, ctx.converted(owner), list(size), list(stride),
-                  storage_offset or 0, *layout)
+    return ctx.op(
+        ops.AsStrided, ctx.converted(owner), list(size), list(stride), storage_offset or 0, *layout
+    )
 
 
 @conversion(aten.flip.default)
@@ -538,8 +578,9 @@ def flip(ctx, x, dims):
     (dims empty, or a 0-d x) still gives a new tensor, as eager's does."""
     dims = _dims(ctx, x, dims) if dims else []  # _dims reads no dims as every dim
     for dim in dims:
-        reversed_positions = ctx.op(ops.Iota, ctx.val(x).shape[dim], -1, -1, torch.int64,
-                                   device=_device(ctx))
+        reversed_positions = ctx.op(
+            ops.Iota, ctx.val(x).shape[dim], -1, -1, torch.int64, device=_device(ctx)
+        )
         x = ctx.op(ops.IndexTensor, x, [None] * dim + [reversed_positions])
     return x if dims else ctx.op(ops.Copy, x)
 
@@ -558,12 +599,16 @@ def index_select(ctx, x, dim, index):
 @conversion([aten.scatter.src, aten.scatter.value])
 def scatter(ctx, x, dim, index, src):
     if not hasattr(src, "meta"):
-        src = ctx.op(ops.Expand, ctx.op(ops.Full, [], src, ctx.val(x).dtype, device=_device(ctx)),
-                     list(ctx.val(index).shape))
+        src = ctx.op(
+            ops.Expand,
+            ctx.op(ops.Full, [], src, ctx.val(x).dtype, device=_device(ctx)),
+            list(ctx.val(index).shape),
+        )
     return ctx.op(ops.ScatterSrc, x, dim % max(ctx.val(x).dim(), 1), index, src)
 
 
 # --- normalization ----------------------------------------------------------------------
+
 
 @conversion(aten._native_batch_norm_legit_no_training.default)
 def batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, momentum, eps):
@@ -573,6 +618,7 @@ def batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, moment
 
     def channel(t):
         return ctx.op(ops.Reshape, t, per_channel)
+
     inv_std = ctx.op(ops.Rsqrt, ctx.op(ops.Add, channel(running_var), eps))
     out = ctx.op(ops.Mul, ctx.op(ops.Sub, x, channel(running_mean)), inv_std)
     if weight is not None:
@@ -585,16 +631,17 @@ def batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, moment
 
 
 @conversion(aten._native_batch_norm_legit_functional.default)
-def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var, training, momentum,
-                          eps):
+def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
     """Training: batch statistics (in float32 for half types, as eager's; float64 stays
     float64), plus updated running statistics."""
     out_vals = ctx.out
     if not training:
-        out, *_ = batch_norm_inference(ctx, x, weight, bias, running_mean, running_var,
-                                       momentum, eps)
-        empty = [ctx.op(ops.Full, list(v.shape), 0, v.dtype, device=v.device)
-                 for v in out_vals[1:3]]
+        out, *_ = batch_norm_inference(
+            ctx, x, weight, bias, running_mean, running_var, momentum, eps
+        )
+        empty = [
+            ctx.op(ops.Full, list(v.shape), 0, v.dtype, device=v.device) for v in out_vals[1:3]
+        ]
         return (out, *empty, ctx.op(ops.Copy, running_mean), ctx.op(ops.Copy, running_var))
     rank = ctx.val(x).dim()
     dims = [0] + list(range(2, rank))
@@ -611,8 +658,19 @@ def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var, train
         out = ctx.op(ops.Add, out, ctx.op(ops.Reshape, bias, per_channel))
     channels = [ctx.val(x).shape[1]]
     mean, var, inv_std = (ctx.op(ops.Reshape, t, channels) for t in (mean, var, inv_std))
-    unbiased = ctx.op(ops.Mul, var, ctx.op(ops.Div, count, ctx.op(ops.Maximum, _full_like_scalar(
-        ctx, var, 1), ctx.op(ops.Sub, _full_like_scalar(ctx, var, count), 1))))
+    unbiased = ctx.op(
+        ops.Mul,
+        var,
+        ctx.op(
+            ops.Div,
+            count,
+            ctx.op(
+                ops.Maximum,
+                _full_like_scalar(ctx, var, 1),
+                ctx.op(ops.Sub, _full_like_scalar(ctx, var, count), 1),
+            ),
+        ),
+    )
     new_mean = _running_update(ctx, running_mean, mean, momentum)
     new_var = _running_update(ctx, running_var, unbiased, momentum)
     results = (out, mean, inv_std, new_mean, new_var)
@@ -626,6 +684,7 @@ def _running_update(ctx, running, batch, momentum):
 
 # --- pooling ----------------------------------------------------------------------------
 
+
 def _spatial(value, nd, default=None):
     """A pool argument as one value per spatial dim (ATen accepts one for all)."""
     value = default if value is None or (isinstance(value, (list, tuple)) and not value) else value
@@ -636,6 +695,7 @@ def _spatial(value, nd, default=None):
 def _pool_conversions(nd):
     """Window reductions over `nd` spatial dims, each to its vendor op with one kernel size,
     stride, padding and dilation per dim."""
+
     def aten_op(name):
         return getattr(aten, name.format(nd)).default
 
@@ -644,31 +704,69 @@ def _pool_conversions(nd):
 
     @conversion(aten_op("max_pool{}d_with_indices"))
     def max_pool(ctx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-        return ctx.op(vendor_op("MaxPool{}dWithIndices"), x, _spatial(kernel, nd),
-                      _spatial(stride, nd, kernel), _spatial(padding, nd),
-                      _spatial(dilation, nd), ceil_mode)
+        return ctx.op(
+            vendor_op("MaxPool{}dWithIndices"),
+            x,
+            _spatial(kernel, nd),
+            _spatial(stride, nd, kernel),
+            _spatial(padding, nd),
+            _spatial(dilation, nd),
+            ceil_mode,
+        )
 
     # Native, not torch's decomposition: that exists from torch 2.13 only and is skipped in
     # deterministic mode. The lowering adds in ATen's order, one plane per thread.
     @conversion(aten_op("max_pool{}d_with_indices_backward"))
     def max_pool_backward(ctx, grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
-        return ctx.op(vendor_op("MaxPool{}dWithIndicesBackward"), grad, x, _spatial(kernel, nd),
-                      _spatial(stride, nd, kernel), _spatial(padding, nd),
-                      _spatial(dilation, nd), ceil_mode, indices)
+        return ctx.op(
+            vendor_op("MaxPool{}dWithIndicesBackward"),
+            grad,
+            x,
+            _spatial(kernel, nd),
+            _spatial(stride, nd, kernel),
+            _spatial(padding, nd),
+            _spatial(dilation, nd),
+            ceil_mode,
+            indices,
+        )
 
     @conversion(aten_op("avg_pool{}d"))
-    def avg_pool(ctx, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
-        return ctx.op(vendor_op("AvgPool{}d"), x, _spatial(kernel, nd),
-                      _spatial(stride, nd, kernel), _spatial(padding, nd), ceil_mode,
-                      count_include_pad, divisor_override)
+    def avg_pool(
+        ctx,
+        x,
+        kernel,
+        stride=(),
+        padding=0,
+        ceil_mode=False,
+        count_include_pad=True,
+        divisor_override=None,
+    ):
+        return ctx.op(
+            vendor_op("AvgPool{}d"),
+            x,
+            _spatial(kernel, nd),
+            _spatial(stride, nd, kernel),
+            _spatial(padding, nd),
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
 
     @conversion(aten_op("avg_pool{}d_backward"))
-    def avg_pool_backward(ctx, grad, x, kernel, stride, padding, ceil_mode, count_include_pad,
-                          divisor_override):
-        return ctx.op(vendor_op("AvgPool{}dBackward"), grad, x, _spatial(kernel, nd),
-                      _spatial(stride, nd, kernel), _spatial(padding, nd), ceil_mode,
-                      count_include_pad, divisor_override)
+    def avg_pool_backward(
+        ctx, grad, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override
+    ):
+        return ctx.op(
+            vendor_op("AvgPool{}dBackward"),
+            grad,
+            x,
+            _spatial(kernel, nd),
+            _spatial(stride, nd, kernel),
+            _spatial(padding, nd),
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
 
     @conversion(aten_op("_adaptive_avg_pool{}d"))
     def adaptive_avg_pool(ctx, x, output_size):
@@ -691,13 +789,19 @@ _pool_conversions(2)
 _pool_conversions(3)
 
 
-@conversion([aten.replication_pad1d_backward.default, aten.replication_pad2d_backward.default,
-             aten.replication_pad3d_backward.default])
+@conversion(
+    [
+        aten.replication_pad1d_backward.default,
+        aten.replication_pad2d_backward.default,
+        aten.replication_pad3d_backward.default,
+    ]
+)
 def replication_pad_backward(ctx, grad, x, padding):
     return ctx.op(ops.ReplicationPadBackward, grad, x, list(padding))
 
 
 # --- library kernels with argument handling -------------------------------------------
+
 
 @conversion([aten.sort.default, aten.sort.stable])
 def sort(ctx, x, *args, stable=False, dim=-1, descending=False):
@@ -728,19 +832,26 @@ def repeat_interleave(ctx, repeats, *, output_size=None):
     length = ctx.out.shape[0]
     ends = ctx.op(ops.CumSum, repeats, 0, ctx.out.dtype)
     positions = ctx.op(ops.Iota, length, 0, 1, ctx.out.dtype, device=_device(ctx))
-    passed = ctx.op(ops.Le, ctx.op(ops.Reshape, ends, [1, ctx.val(repeats).shape[0]]),
-                    ctx.op(ops.Reshape, positions, [length, 1]))
+    passed = ctx.op(
+        ops.Le,
+        ctx.op(ops.Reshape, ends, [1, ctx.val(repeats).shape[0]]),
+        ctx.op(ops.Reshape, positions, [length, 1]),
+    )
     return ctx.op(ops.ReduceSum, passed, [1], False, ctx.out.dtype)
 
 
 @conversion([aten.bernoulli.p, aten.rand.default, aten.randn.default])
 def random(ctx, *args, **kwargs):
-    vendor_op = {aten.bernoulli.p: ops.Bernoulli, aten.rand.default: ops.Rand,
-                 aten.randn.default: ops.Randn}[ctx.node.target]
+    vendor_op = {
+        aten.bernoulli.p: ops.Bernoulli,
+        aten.rand.default: ops.Rand,
+        aten.randn.default: ops.Randn,
+    }[ctx.node.target]
     return ctx.op(vendor_op, *args, **kwargs)
 
 
 # --- prims that torch's reference decompositions leave behind ----------------------------
+
 
 @conversion([prims.squeeze.default, prims.collapse_view.default, prims.reshape.default])
 def prims_reshape(ctx, x, *args):

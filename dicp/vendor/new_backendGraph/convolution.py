@@ -1,5 +1,6 @@
 """FusedConvolution: a convolution with its folded epilogue (conv_epilogue.py) and an optional
 ReLU, run as one oneDNN call where oneDNN takes its operands."""
+
 import torch
 
 from . import onednn
@@ -16,8 +17,9 @@ def fused_impl(x, weight, bias, stride, padding, dilation, groups, channels_last
     ConvolutionNHWC runs it), then ReLU."""
     if channels_last:
         x, weight = in_channels_last(x, weight)
-    result = torch.ops.aten.convolution.default(x, weight, bias, stride, padding, dilation,
-                                                False, [0] * len(stride), groups)
+    result = torch.ops.aten.convolution.default(
+        x, weight, bias, stride, padding, dilation, False, [0] * len(stride), groups
+    )
     return torch.relu_(result) if relu else result
 
 
@@ -26,11 +28,13 @@ def fused(x, weight, bias, stride, padding, dilation, groups, channels_last, rel
     where oneDNN takes the operands; elsewhere fused_impl itself."""
     if channels_last:
         x, weight = in_channels_last(x, weight)
-    if not (_onednn_applies(x, weight, bias) and
-            aten_takes_onednn(x, weight, stride, dilation, groups)):
+    if not (
+        _onednn_applies(x, weight, bias) and aten_takes_onednn(x, weight, stride, dilation, groups)
+    ):
         return fused_impl(x, weight, bias, stride, padding, dilation, groups, False, relu)
-    return onednn.convolution(x, weight, bias, stride, padding, dilation, groups,
-                              "relu" if relu else "none")
+    return onednn.convolution(
+        x, weight, bias, stride, padding, dilation, groups, "relu" if relu else "none"
+    )
 
 
 def _onednn_applies(x, weight, bias):
@@ -38,9 +42,10 @@ def _onednn_applies(x, weight, bias):
     the layouts whose result layout oneDNN picks as aten.convolution does (fused_impl's
     layout, which the kernels after it were generated for)."""
     tensors = [x, weight] + ([bias] if bias is not None else [])
-    return (all(t.dtype == torch.float32 and t.device.type == "cpu" and t.numel()
-                and _dense(t) for t in tensors)
-            and onednn.has("_convolution_pointwise"))
+    return all(
+        t.dtype == torch.float32 and t.device.type == "cpu" and t.numel() and _dense(t)
+        for t in tensors
+    ) and onednn.has("_convolution_pointwise")
 
 
 # ATen's convolution runs small float32 problems with its own direct algorithm rather than
@@ -53,15 +58,23 @@ ATEN_DIRECT_MAX_ELEMENTS = 20480
 
 def aten_takes_onednn(x, weight, stride, dilation, groups):
     """Whether ATen's convolution would run these float32 operands with oneDNN."""
-    if x.dim() != 4 or x.is_contiguous(memory_format=torch.channels_last) and \
-            not x.is_contiguous():
+    if x.dim() != 4 or x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
         return True  # 3-d and channels-last convolutions: oneDNN's
     one_by_one = weight.shape[-1] == 1 and weight.shape[-2] == 1
-    if not (any(s != 1 for s in stride) or any(d != 1 for d in dilation) or
-            x.shape[0] >= 16 or not one_by_one or torch.get_num_threads() > 1):
+    if not (
+        any(s != 1 for s in stride)
+        or any(d != 1 for d in dilation)
+        or x.shape[0] >= 16
+        or not one_by_one
+        or torch.get_num_threads() > 1
+    ):
         return False
-    return groups > 1 or (weight.shape[-1] > 3 and weight.shape[-2] > 3) or x.shape[0] > 1 \
+    return (
+        groups > 1
+        or (weight.shape[-1] > 3 and weight.shape[-2] > 3)
+        or x.shape[0] > 1
         or x.numel() > ATEN_DIRECT_MAX_ELEMENTS
+    )
 
 
 def _dense(t):

@@ -6,8 +6,10 @@ patterns over `aten.<op>.<overload>`. The list may only shrink: an entry leaves 
 runs natively.
 """
 
-_COMPLEX = ("its result or input is complex, and the generated kernels hold real and integer "
-            "dtypes only (docs/ops.md, Gaps)")
+_COMPLEX = (
+    "its result or input is complex, and the generated kernels hold real and integer "
+    "dtypes only (docs/ops.md, Gaps)"
+)
 
 EXPECTED_FALLBACKS = {
     "aten.view_as_complex.*": _COMPLEX,

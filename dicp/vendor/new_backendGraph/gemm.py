@@ -10,6 +10,7 @@ torch build and thread count (`<cache>/gemm/`), so a warm process measures nothi
 oneDNN's product is reached through onednn.py (a private torch operator, isolated there).
 DICP_GEMM_LIBRARY=aten keeps ATen's product everywhere (eager's rounding).
 """
+
 import hashlib
 import json
 import time
@@ -22,13 +23,18 @@ from dicp.api import TORCH_VERSION, atomic_write, build_config, config as dicp_c
 from . import config, onednn
 
 LIBRARIES = ("auto", "aten", "onednn")
-dicp_config.declare("gemm_library", dicp_config.Choice(*LIBRARIES), "auto",
-                    "float32 `mm`/`addmm`: `auto` times ATen's and oneDNN's product once per "
-                    "shape and keeps the faster (remembered under `<cache>/gemm/`); `aten` or "
-                    "`onednn` always", owner="new_backendgraph")
+dicp_config.declare(
+    "gemm_library",
+    dicp_config.Choice(*LIBRARIES),
+    "auto",
+    "float32 `mm`/`addmm`: `auto` times ATen's and oneDNN's product once per "
+    "shape and keeps the faster (remembered under `<cache>/gemm/`); `aten` or "
+    "`onednn` always",
+    owner="new_backendgraph",
+)
 
 # Products smaller than this (M * N * K) take ATen's: timing them costs more than it saves.
-AUTOTUNE_MIN_WORK = 64 ** 3
+AUTOTUNE_MIN_WORK = 64**3
 WARMUP_RUNS = 5
 TIMED_RUNS = 11
 NOISE_MARGIN = 0.03
@@ -84,9 +90,19 @@ def _library(bias, a, b):
     """The library for this product: remembered per operand layout and knob value, since
     working it out again took 10 us a call (a wrapper calls the same products every step)."""
     choice = dicp_config.gemm_library
-    site = (choice, a.shape, a.stride(), a.dtype, b.shape, b.stride(), b.dtype,
-            None if bias is None else (bias.shape, bias.stride(), bias.dtype),
-            a.device, b.device, torch.get_num_threads())
+    site = (
+        choice,
+        a.shape,
+        a.stride(),
+        a.dtype,
+        b.shape,
+        b.stride(),
+        b.dtype,
+        None if bias is None else (bias.shape, bias.stride(), bias.dtype),
+        a.device,
+        b.device,
+        torch.get_num_threads(),
+    )
     library = _chosen.get(site)
     if library is None:
         if len(_chosen) >= MAX_REMEMBERED_SITES:  # dynamic shapes: one site per size seen
@@ -110,9 +126,16 @@ def _library_for(choice, bias, a, b):
 
 def _onednn_applies(bias, a, b):
     """float32 CPU matrices, each row-major or transposed, none empty."""
-    return (a.dtype == b.dtype == torch.float32 and a.device.type == b.device.type == "cpu"
-            and (bias is None or bias.dtype == torch.float32) and a.numel() and b.numel()
-            and _layout(a) and _layout(b) and onednn.has("_linear_pointwise"))
+    return (
+        a.dtype == b.dtype == torch.float32
+        and a.device.type == b.device.type == "cpu"
+        and (bias is None or bias.dtype == torch.float32)
+        and a.numel()
+        and b.numel()
+        and _layout(a)
+        and _layout(b)
+        and onednn.has("_linear_pointwise")
+    )
 
 
 def _layout(t):
@@ -130,8 +153,10 @@ def _shape_key(bias, a, b):
     (m, k), n = a.shape, b.shape[1]
     if m * n * k < AUTOTUNE_MIN_WORK:
         return None
-    return f"{m}x{k}x{n}:{_layout(a)}{_layout(b)}:{'bias' if bias is not None else 'mm'}:" \
-           f"{torch.get_num_threads()}"
+    return (
+        f"{m}x{k}x{n}:{_layout(a)}{_layout(b)}:{'bias' if bias is not None else 'mm'}:"
+        f"{torch.get_num_threads()}"
+    )
 
 
 def _measure(bias, a, b):
@@ -170,8 +195,14 @@ def _measured(key, bias, a, b):
 @lru_cache(maxsize=None)
 def _build_id():
     # the measurement too: choices made by an earlier, noisier one are not kept
-    build = repr((TORCH_VERSION, build_config(), config.host_cpu(),
-                  (WARMUP_RUNS, TIMED_RUNS, NOISE_MARGIN, AUTOTUNE_MIN_WORK)))
+    build = repr(
+        (
+            TORCH_VERSION,
+            build_config(),
+            config.host_cpu(),
+            (WARMUP_RUNS, TIMED_RUNS, NOISE_MARGIN, AUTOTUNE_MIN_WORK),
+        )
+    )
     return hashlib.sha256(build.encode()).hexdigest()[:16]
 
 

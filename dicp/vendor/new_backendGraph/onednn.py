@@ -3,6 +3,7 @@ calls for the same purpose. torch has no public entry to oneDNN's inner product 
 convolution with a fused activation, so they are used only here (gemm.py and the convolution
 epilogues of conv_epilogue.py call these functions).
 """
+
 from functools import lru_cache
 
 import torch
@@ -25,5 +26,6 @@ def convolution(x, weight, bias, stride, padding, dilation, groups, activation):
     pass. Its result has aten.convolution's layout (channels-last when the input or the
     weight is) and, for ReLU, exactly relu(aten.convolution(...))'s values where ATen's
     convolution is oneDNN's too."""
-    return torch.ops.mkldnn._convolution_pointwise(x, weight, bias, padding, stride, dilation,
-                                                   groups, activation, [], "")
+    return torch.ops.mkldnn._convolution_pointwise(
+        x, weight, bias, padding, stride, dilation, groups, activation, [], ""
+    )

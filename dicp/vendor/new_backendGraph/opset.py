@@ -5,6 +5,7 @@ is the shape rule, on real tensors it is the op's Python kernel. Pointwise ops a
 rows of pointwise.py (their conversion, lowering and renderings too); the loop-IR meaning of
 each op lives in codegen/lowering*.py, keyed by the same name.
 """
+
 import torch
 
 from dicp.api import Operator
@@ -16,12 +17,19 @@ OPS: dict[str, Operator] = {}
 
 
 def _define(family, name, impl, kernel=None):
-    op_class = type(name, (Operator,), {"name": name, "family": family,
-                                        "mutates": family == "inplace",
-                                        "fresh_result": name in FRESH_RESULTS,
-                                        "writes_out": name in WRITES_OUT,
-                                        "impl": staticmethod(impl),
-                                        "kernel": kernel and staticmethod(kernel)})
+    op_class = type(
+        name,
+        (Operator,),
+        {
+            "name": name,
+            "family": family,
+            "mutates": family == "inplace",
+            "fresh_result": name in FRESH_RESULTS,
+            "writes_out": name in WRITES_OUT,
+            "impl": staticmethod(impl),
+            "kernel": kernel and staticmethod(kernel),
+        },
+    )
     OPS[name] = op_class()
     return OPS[name]
 
@@ -32,8 +40,9 @@ TERNARY = {row.name: row.impl for row in POINTWISE if row.family == "ternary"}
 
 REDUCE = {
     "ReduceSum": lambda x, dims, keepdim, dtype=None: torch.sum(x, dims, keepdim, dtype=dtype),
-    "ReduceProd": lambda x, dims, keepdim, dtype=None: _reduce_each(torch.prod, x, dims,
-                                                                    keepdim, dtype=dtype),
+    "ReduceProd": lambda x, dims, keepdim, dtype=None: _reduce_each(
+        torch.prod, x, dims, keepdim, dtype=dtype
+    ),
     "ReduceMax": lambda x, dims, keepdim: torch.amax(x, dims, keepdim),
     "ReduceMin": lambda x, dims, keepdim: torch.amin(x, dims, keepdim),
     "ReduceAny": lambda x, dims, keepdim: _reduce_each(torch.any, x, dims, keepdim),
@@ -47,28 +56,35 @@ LAYOUT = {
     "Reshape": lambda x, shape: x.reshape(shape),
     "Permute": lambda x, dims: x.permute(dims),
     "Expand": lambda x, shape: x.expand(shape),
-    "Slice": lambda x, dim, start, end, step: x[(slice(None),) * (dim % max(x.dim(), 1))
-                                                + (slice(start, end, step),)],
+    "Slice": lambda x, dim, start, end, step: x[
+        (slice(None),) * (dim % max(x.dim(), 1)) + (slice(start, end, step),)
+    ],
     "Select": lambda x, dim, index: x.select(dim, index),
     "Diagonal": lambda x, offset, dim1, dim2: torch.diagonal(x, offset, dim1, dim2),
     "Unfold": lambda x, dim, size, step: x.unfold(dim, size, step),
     "DiagonalScatter": lambda x, src, offset, dim1, dim2: torch.diagonal_scatter(
-        x, src, offset, dim1, dim2),
+        x, src, offset, dim1, dim2
+    ),
     "SliceScatter": lambda x, src, dim, start, end, step: torch.slice_scatter(
-        x, src, dim, start, end, step),
+        x, src, dim, start, end, step
+    ),
     "AsStrided": lambda x, size, stride, offset, owner_strides=None: _relaid(
-        x, owner_strides).as_strided(size, stride, offset),
+        x, owner_strides
+    ).as_strided(size, stride, offset),
     "Cat": lambda xs, dim: torch.cat(xs, dim),
     "ConstantPad": lambda x, pad, value=0: torch.constant_pad_nd(x, pad, value),
     "Copy": lambda x: x.clone(memory_format=torch.contiguous_format),
     "Convert": lambda x, dtype: x.to(dtype, copy=True),
     # factories: `device` is where the ATen op put its result (the host's by default)
-    "Full": lambda size, value, dtype, device=None: torch.full(size, value, dtype=dtype,
-                                                               device=device),
+    "Full": lambda size, value, dtype, device=None: torch.full(
+        size, value, dtype=dtype, device=device
+    ),
     "Empty": lambda size, stride, dtype, device=None: torch.empty_strided(
-        size, stride, dtype=dtype, device=device),
+        size, stride, dtype=dtype, device=device
+    ),
     "Iota": lambda length, start, step, dtype, device=None: torch.arange(
-        start, start + length * step, step, dtype=dtype, device=device)[:length],
+        start, start + length * step, step, dtype=dtype, device=device
+    )[:length],
     "CumSum": lambda x, dim, dtype=None: torch.cumsum(x, dim, dtype=dtype),
     "CumProd": lambda x, dim, dtype=None: torch.cumprod(x, dim, dtype=dtype),
     "Tril": lambda x, diagonal: torch.tril(x, diagonal),
@@ -81,7 +97,8 @@ INDEXING = {
     "ScatterAdd": lambda x, dim, index, src: torch.scatter_add(x, dim, index, src),
     "IndexTensor": lambda x, indices: torch.ops.aten.index.Tensor(x, indices),
     "IndexPut": lambda x, indices, values, accumulate=False: torch.ops.aten.index_put.default(
-        x, indices, values, accumulate),
+        x, indices, values, accumulate
+    ),
 }
 
 
@@ -90,8 +107,9 @@ def _pools(nd):
     aten = torch.ops.aten
     return {
         f"MaxPool{nd}dWithIndices": getattr(aten, f"max_pool{nd}d_with_indices").default,
-        f"MaxPool{nd}dWithIndicesBackward":
-            getattr(aten, f"max_pool{nd}d_with_indices_backward").default,
+        f"MaxPool{nd}dWithIndicesBackward": getattr(
+            aten, f"max_pool{nd}d_with_indices_backward"
+        ).default,
         f"AvgPool{nd}d": getattr(aten, f"avg_pool{nd}d").default,
         f"AvgPool{nd}dBackward": getattr(aten, f"avg_pool{nd}d_backward").default,
         f"AdaptiveAvgPool{nd}d": getattr(aten, f"_adaptive_avg_pool{nd}d").default,
@@ -103,8 +121,11 @@ def _pools(nd):
 
 def _replication_pad_backward(grad, x, padding):
     aten = torch.ops.aten
-    pad = {2: aten.replication_pad1d_backward, 4: aten.replication_pad2d_backward,
-           6: aten.replication_pad3d_backward}[len(padding)]
+    pad = {
+        2: aten.replication_pad1d_backward,
+        4: aten.replication_pad2d_backward,
+        6: aten.replication_pad3d_backward,
+    }[len(padding)]
     return pad.default(grad, x, padding)
 
 
@@ -112,39 +133,56 @@ POOL = {**_pools(2), **_pools(3), "ReplicationPadBackward": _replication_pad_bac
 
 # Library kernels: the backend's tuned kernel library, called from the wrapper.
 LIBRARY = {
-    "Mm": torch.ops.aten.mm.default, "Bmm": torch.ops.aten.bmm.default,
-    "Addmm": torch.ops.aten.addmm.default, "Baddbmm": torch.ops.aten.baddbmm.default,
+    "Mm": torch.ops.aten.mm.default,
+    "Bmm": torch.ops.aten.bmm.default,
+    "Addmm": torch.ops.aten.addmm.default,
+    "Baddbmm": torch.ops.aten.baddbmm.default,
     "Convolution": torch.ops.aten.convolution.default,
     # oneDNN's fastest layout; its result is channels-last too, and so are the kernels after it
     "ConvolutionNHWC": lambda x, weight, bias, *rest: torch.ops.aten.convolution.default(
-        *convolution.in_channels_last(x, weight), bias, *rest),
+        *convolution.in_channels_last(x, weight), bias, *rest
+    ),
     "ConvolutionBackward": torch.ops.aten.convolution_backward.default,
     # a convolution with its per-channel epilogue folded into weight and bias, and an optional
     # ReLU (conv_epilogue.py): (x, weight, bias, stride, padding, dilation, groups,
     # channels_last, relu)
     "FusedConvolution": convolution.fused_impl,
     "Sort": lambda x, dim=-1, descending=False, stable=False: torch.ops.aten.sort.stable(
-        x, stable=bool(stable), dim=dim, descending=descending),
+        x, stable=bool(stable), dim=dim, descending=descending
+    ),
     "Topk": torch.ops.aten.topk.default,
-    "Bernoulli": torch.ops.aten.bernoulli.p, "Rand": torch.ops.aten.rand.default,
+    "Bernoulli": torch.ops.aten.bernoulli.p,
+    "Rand": torch.ops.aten.rand.default,
     "Randn": torch.ops.aten.randn.default,
     "FlashAttention": torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
-    "FlashAttentionBackward":
-        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
+    "FlashAttentionBackward": (
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+    ),
 }
 
 # Library ops whose result is always new memory (Operator.fresh_result): the pointwise kernel
 # after one (bias, batch norm, activation) may write into it in place.
-FRESH_RESULTS = {"Mm", "Bmm", "Addmm", "Baddbmm", "Convolution", "ConvolutionNHWC",
-                 "FusedConvolution"}
+FRESH_RESULTS = {
+    "Mm",
+    "Bmm",
+    "Addmm",
+    "Baddbmm",
+    "Convolution",
+    "ConvolutionNHWC",
+    "FusedConvolution",
+}
 # Library ops whose kernel takes `out=` (Operator.writes_out): the wrapper gives them a dead
 # buffer's memory to write their result into.
 WRITES_OUT = {"Mm", "Addmm", "Bmm"}
 
 # Library kernels that run other code than their `impl` on real tensors: the faster of two
 # libraries' products (gemm.py).
-LIBRARY_KERNELS = {"Mm": gemm.mm, "Addmm": gemm.addmm, "Bmm": gemm.bmm,
-                   "FusedConvolution": convolution.fused}
+LIBRARY_KERNELS = {
+    "Mm": gemm.mm,
+    "Addmm": gemm.addmm,
+    "Bmm": gemm.bmm,
+    "FusedConvolution": convolution.fused,
+}
 
 # Writes into an existing buffer (graph-input mutation that AOTAutograd leaves in place).
 INPLACE = {
@@ -170,9 +208,17 @@ def _reduce_each(fn, x, dims, keepdim, **kwargs):
     return result
 
 
-FAMILIES = {"unary": UNARY, "binary": BINARY, "ternary": TERNARY, "reduce": REDUCE,
-            "layout": LAYOUT,
-            "indexing": INDEXING, "pool": POOL, "library": LIBRARY, "inplace": INPLACE}
+FAMILIES = {
+    "unary": UNARY,
+    "binary": BINARY,
+    "ternary": TERNARY,
+    "reduce": REDUCE,
+    "layout": LAYOUT,
+    "indexing": INDEXING,
+    "pool": POOL,
+    "library": LIBRARY,
+    "inplace": INPLACE,
+}
 for _family, _table in FAMILIES.items():
     for _name, _impl in _table.items():
         _define(_family, _name, _impl, LIBRARY_KERNELS.get(_name))

@@ -1,4 +1,5 @@
 """The new_backendgraph pass pipeline: ATen graph -> vendor graph, one flat function."""
+
 import torch
 
 from dicp.api import convert, rewrite_patterns

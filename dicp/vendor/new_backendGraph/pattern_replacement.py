@@ -1,11 +1,15 @@
 """Vendor-level rewrites: (pattern, replacement, checker) rows applied after conversion."""
+
 import torch
 
 from .opset import ops
 
 # Casting through a wider float type and back is the identity for half types: drop the pair.
-_WIDER = {torch.float16: (torch.float32, torch.float64),
-          torch.bfloat16: (torch.float32, torch.float64), torch.float32: (torch.float64,)}
+_WIDER = {
+    torch.float16: (torch.float32, torch.float64),
+    torch.bfloat16: (torch.float32, torch.float64),
+    torch.float32: (torch.float64,),
+}
 
 
 def round_trip_cast_pattern(x, wide, narrow):
@@ -49,10 +53,16 @@ def softmax_division_checker(match, original_graph, pattern_graph):
         return False
     exp, row_sum = division.args
     row_max = exp.args[0].args[1]
-    same_rows = sorted(row_max.args[1]) == sorted(row_sum.args[1]) \
-        and row_max.args[2] is True and row_sum.args[2] is True
-    return same_rows and division.meta["val"].dtype == torch.float32 \
+    same_rows = (
+        sorted(row_max.args[1]) == sorted(row_sum.args[1])
+        and row_max.args[2] is True
+        and row_sum.args[2] is True
+    )
+    return (
+        same_rows
+        and division.meta["val"].dtype == torch.float32
         and row_sum.meta["val"].dtype == torch.float32
+    )
 
 
 REWRITES = [

@@ -10,6 +10,7 @@ the same name in codegen/py_runtime.py) and what it costs (codegen/costs.py). op
 conversion.py, codegen/lowering.py, codegen/cpp_render.py and codegen/costs.py read this table;
 test_pointwise_rows.py checks that every renderer has each row.
 """
+
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,14 +26,14 @@ CHEAP, DIVIDE, CALL = "cheap", "divide", "call"
 @dataclass(frozen=True)
 class PointwiseOp:
     name: str
-    family: str             # "unary", "binary" or "ternary"
+    family: str  # "unary", "binary" or "ternary"
     impl: Callable
     cpp: str
     cost: str
-    aten: tuple = ()        # ATen ops (or overload packets) converted to it one to one
+    aten: tuple = ()  # ATen ops (or overload packets) converted to it one to one
     compute: str = "output"  # "output", "input" (promoted inputs' type) or "custom"
-    divides: bool = False   # whether it divides (integer arithmetic that divides is no index
-                            # arithmetic: kernel.py)
+    divides: bool = False  # whether it divides (integer arithmetic that divides is no index
+    # arithmetic: kernel.py)
     integer_identity: bool = False  # the identity on integers (rounding ops)
 
 
@@ -49,7 +50,7 @@ def _tuple(aten_ops):
 
 
 ROUNDING = dict(integer_identity=True)
-BY_INPUT = dict(compute="input")      # a comparison or test computes in its inputs' type
+BY_INPUT = dict(compute="input")  # a comparison or test computes in its inputs' type
 CUSTOM = dict(compute="custom")
 
 POINTWISE = (
@@ -63,12 +64,12 @@ POINTWISE = (
     _unary("Cos", torch.cos, aten.cos, "dicp::cos<{T}>({0})", CALL),
     _unary("Tan", torch.tan, aten.tan, "std::tan({0})", CALL),
     _unary("Tanh", torch.tanh, aten.tanh, "dicp::tanh<{T}>({0})", CALL),
-    _unary("Sigmoid", torch.sigmoid, aten.sigmoid,
-           "({T}(1) / ({T}(1) + dicp::exp<{T}>(-{0})))", CALL),
+    _unary(
+        "Sigmoid", torch.sigmoid, aten.sigmoid, "({T}(1) / ({T}(1) + dicp::exp<{T}>(-{0})))", CALL
+    ),
     _unary("Relu", torch.relu, aten.relu, "dicp::maximum<{T}>({0}, {T}(0))", CHEAP),
     _unary("Erf", torch.erf, aten.erf, "dicp::erf<{T}>({0})", CALL),
-    _unary("Reciprocal", torch.reciprocal, aten.reciprocal, "({T}(1) / {0})", DIVIDE,
-           divides=True),
+    _unary("Reciprocal", torch.reciprocal, aten.reciprocal, "({T}(1) / {0})", DIVIDE, divides=True),
     _unary("Floor", torch.floor, aten.floor, "std::floor({0})", CHEAP, **ROUNDING),
     _unary("Ceil", torch.ceil, aten.ceil, "std::ceil({0})", CHEAP, **ROUNDING),
     _unary("Round", torch.round, aten.round.default, "std::nearbyint({0})", CHEAP, **ROUNDING),
@@ -92,25 +93,47 @@ POINTWISE = (
     _unary("LogicalNot", torch.logical_not, aten.logical_not, "!{0}", CHEAP, **BY_INPUT),
     _unary("BitwiseNot", torch.bitwise_not, aten.bitwise_not, "~{0}", CHEAP, **CUSTOM),
     _unary("IsNan", torch.isnan, aten.isnan, "dicp::is_nan({0})", CHEAP, **BY_INPUT),
-    _unary("IsInf", torch.isinf, aten.isinf,
-           "(std::abs(double({0})) == std::numeric_limits<double>::infinity())", CHEAP,
-           **BY_INPUT),
+    _unary(
+        "IsInf",
+        torch.isinf,
+        aten.isinf,
+        "(std::abs(double({0})) == std::numeric_limits<double>::infinity())",
+        CHEAP,
+        **BY_INPUT,
+    ),
     # Add and Sub take an alpha, Div a rounding mode: conversion.py converts them
     _binary("Add", torch.add, (), "({0} + {1})", CHEAP),
     _binary("Sub", torch.sub, (), "({0} - {1})", CHEAP),
     _binary("Mul", torch.mul, aten.mul, "({0} * {1})", CHEAP),
     _binary("Div", torch.div, (), "({0} / {1})", DIVIDE, divides=True),
-    _binary("FloorDiv", lambda a, b: torch.div(a, b, rounding_mode="floor"), (),
-            "dicp::floordiv<{T}>({0}, {1})", CALL, divides=True),
-    _binary("TruncDiv", lambda a, b: torch.div(a, b, rounding_mode="trunc"), (),
-            "dicp::truncdiv<{T}>({0}, {1})", CALL, divides=True),
+    _binary(
+        "FloorDiv",
+        lambda a, b: torch.div(a, b, rounding_mode="floor"),
+        (),
+        "dicp::floordiv<{T}>({0}, {1})",
+        CALL,
+        divides=True,
+    ),
+    _binary(
+        "TruncDiv",
+        lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+        (),
+        "dicp::truncdiv<{T}>({0}, {1})",
+        CALL,
+        divides=True,
+    ),
     _binary("Pow", torch.pow, aten.pow, "std::pow({0}, {1})", CALL, **CUSTOM),
     _binary("Maximum", torch.maximum, aten.maximum, "dicp::maximum<{T}>({0}, {1})", CHEAP),
     _binary("Minimum", torch.minimum, aten.minimum, "dicp::minimum<{T}>({0}, {1})", CHEAP),
-    _binary("Remainder", torch.remainder, aten.remainder, "dicp::pymod<{T}>({0}, {1})", CALL,
-            divides=True),
-    _binary("Fmod", torch.fmod, aten.fmod, "std::fmod({0}, {1})", CALL, divides=True,
-            **CUSTOM),
+    _binary(
+        "Remainder",
+        torch.remainder,
+        aten.remainder,
+        "dicp::pymod<{T}>({0}, {1})",
+        CALL,
+        divides=True,
+    ),
+    _binary("Fmod", torch.fmod, aten.fmod, "std::fmod({0}, {1})", CALL, divides=True, **CUSTOM),
     _binary("Atan2", torch.atan2, aten.atan2, "std::atan2({0}, {1})", CALL),
     _binary("Hypot", torch.hypot, aten.hypot, "std::hypot({0}, {1})", CALL),
     _binary("Copysign", torch.copysign, aten.copysign, "std::copysign({0}, {1})", CHEAP),
@@ -119,20 +142,39 @@ POINTWISE = (
     _binary("BitwiseAnd", torch.bitwise_and, aten.bitwise_and, "({0} & {1})", CHEAP),
     _binary("BitwiseOr", torch.bitwise_or, aten.bitwise_or, "({0} | {1})", CHEAP),
     _binary("BitwiseXor", torch.bitwise_xor, aten.bitwise_xor, "({0} ^ {1})", CHEAP),
-    _binary("LogicalAnd", torch.logical_and, aten.logical_and,
-            "(({0} != 0) && ({1} != 0))", CHEAP, **BY_INPUT),
-    _binary("LogicalOr", torch.logical_or, aten.logical_or, "(({0} != 0) || ({1} != 0))",
-            CHEAP, **BY_INPUT),
-    _binary("LogicalXor", torch.logical_xor, aten.logical_xor,
-            "(({0} != 0) != ({1} != 0))", CHEAP, **BY_INPUT),
+    _binary(
+        "LogicalAnd",
+        torch.logical_and,
+        aten.logical_and,
+        "(({0} != 0) && ({1} != 0))",
+        CHEAP,
+        **BY_INPUT,
+    ),
+    _binary(
+        "LogicalOr",
+        torch.logical_or,
+        aten.logical_or,
+        "(({0} != 0) || ({1} != 0))",
+        CHEAP,
+        **BY_INPUT,
+    ),
+    _binary(
+        "LogicalXor",
+        torch.logical_xor,
+        aten.logical_xor,
+        "(({0} != 0) != ({1} != 0))",
+        CHEAP,
+        **BY_INPUT,
+    ),
     _binary("Eq", torch.eq, aten.eq, "({0} == {1})", CHEAP, **BY_INPUT),
     _binary("Ne", torch.ne, aten.ne, "({0} != {1})", CHEAP, **BY_INPUT),
     _binary("Lt", torch.lt, aten.lt, "({0} < {1})", CHEAP, **BY_INPUT),
     _binary("Le", torch.le, aten.le, "({0} <= {1})", CHEAP, **BY_INPUT),
     _binary("Gt", torch.gt, aten.gt, "({0} > {1})", CHEAP, **BY_INPUT),
     _binary("Ge", torch.ge, aten.ge, "({0} >= {1})", CHEAP, **BY_INPUT),
-    PointwiseOp("Where", "ternary", torch.where, "({0} ? {1} : {2})", CHEAP,
-                (aten.where.self,), **CUSTOM),
+    PointwiseOp(
+        "Where", "ternary", torch.where, "({0} ? {1} : {2})", CHEAP, (aten.where.self,), **CUSTOM
+    ),
 )
 
 ROWS = {row.name: row for row in POINTWISE}

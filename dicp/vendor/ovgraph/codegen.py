@@ -8,6 +8,7 @@ Parameters, and every size-valued argument that is symbolic (a Reshape target, a
 becomes an extra Parameter the wrapper feeds at run time, so one compiled Model serves every
 size.
 """
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,10 +24,14 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 # torch dtype -> (OpenVINO element type, numpy dtype)
 DTYPES = {
-    torch.float32: ("f32", "np.float32"), torch.float16: ("f16", "np.float16"),
-    torch.float64: ("f64", "np.float64"), torch.int64: ("i64", "np.int64"),
-    torch.int32: ("i32", "np.int32"), torch.int16: ("i16", "np.int16"),
-    torch.int8: ("i8", "np.int8"), torch.uint8: ("u8", "np.uint8"),
+    torch.float32: ("f32", "np.float32"),
+    torch.float16: ("f16", "np.float16"),
+    torch.float64: ("f64", "np.float64"),
+    torch.int64: ("i64", "np.int64"),
+    torch.int32: ("i32", "np.int32"),
+    torch.int16: ("i16", "np.int16"),
+    torch.int8: ("i8", "np.int8"),
+    torch.uint8: ("u8", "np.uint8"),
     torch.bool: ("boolean", "np.bool_"),
 }
 
@@ -35,6 +40,7 @@ DTYPES = {
 class Part:
     """One engine subgraph as rendered: builder lines, parameters, results, and what the
     wrapper feeds each parameter (a tensor variable or a size expression)."""
+
     name: str
     lines: list = field(default_factory=list)
     parameters: list = field(default_factory=list)
@@ -75,8 +81,10 @@ class SubgraphBuilder:
 
     def parameter(self, dims, dtype, feed):
         name = self.fresh("p")
-        self.part.lines.append(f"{name} = opset.parameter(ov.PartialShape({dims}), "
-                               f"ov.Type.{DTYPES[dtype][0]}, name={name!r})")
+        self.part.lines.append(
+            f"{name} = opset.parameter(ov.PartialShape({dims}), "
+            f"ov.Type.{DTYPES[dtype][0]}, name={name!r})"
+        )
         self.part.parameters.append(name)
         self.part.feeds.append(feed)
         return name
@@ -147,12 +155,23 @@ class OvCodegen(GraphEngineCodegen):
         return self.result_value(call, node.meta.get("val"))
 
     def finish(self):
-        models = render(TEMPLATES, "models.py.j2", graph_name=self.ctx.graph_name,
-                        opset_module=OPSET_MODULE, parts=self.parts)
+        models = render(
+            TEMPLATES,
+            "models.py.j2",
+            graph_name=self.ctx.graph_name,
+            opset_module=OPSET_MODULE,
+            parts=self.parts,
+        )
         files = {"models.py": models} if self.parts else {}
-        return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(), files,
-                              dict(self.vendor_ops), self.wrapper.constants,
-                              {"parts": [p.name for p in self.parts]})
+        return GeneratedGraph(
+            self.ctx.graph_name,
+            self.target,
+            self.wrapper.render(),
+            files,
+            dict(self.vendor_ops),
+            self.wrapper.constants,
+            {"parts": [p.name for p in self.parts]},
+        )
 
 
 def codegen(gm, ctx):

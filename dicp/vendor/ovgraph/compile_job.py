@@ -1,5 +1,6 @@
 """ovgraph's compile job: build each engine subgraph's Model once, compile it once for the
 configured device (and precision hint), then run the wrapper with them."""
+
 from dicp.api import config, load_wrapper
 
 from .runtime import EnginePart
@@ -17,6 +18,8 @@ def build_models(generated, path=None) -> dict:
 
 def compile_job(generated, ctx):
     models = build_models(generated, ctx.source_path("models.py"))
-    engine = {name: EnginePart(model, config.ovgraph_device, f"{generated.name} {name}")
-              for name, model in models.items()}
+    engine = {
+        name: EnginePart(model, config.ovgraph_device, f"{generated.name} {name}")
+        for name, model in models.items()
+    }
     return load_wrapper(generated, {"engine": engine}, ctx.source_path("wrapper.py"))

@@ -5,6 +5,7 @@ nodes. OpenVINO broadcasts like numpy but does not promote types, so every conve
 operands to the dtype torch computes in (`cast`). Layout, indexing and creation ops are in
 conversion_layout.py, which adds its rows to CONVERSIONS (the package imports both).
 """
+
 import math
 
 import torch
@@ -66,8 +67,9 @@ def broadcast_to_out(ctx, x):
         return op(ctx, "Reshape", x, [], False)
     if _no_elements(ctx.out):
         flat = op(ctx, "Reshape", x, [-1], False)
-        return op(ctx, "Reshape", op(ctx, "Slice", flat, [0], [0], [1], [0]),
-                  list(ctx.out.shape), False)
+        return op(
+            ctx, "Reshape", op(ctx, "Slice", flat, [0], [0], [1], [0]), list(ctx.out.shape), False
+        )
     return op(ctx, "Broadcast", x, list(ctx.out.shape))
 
 
@@ -81,35 +83,63 @@ def all_axes(ctx, x):
 
 # ---- elementwise ----
 UNARY_ROWS = {
-    aten.abs: "Abs", aten.neg: "Negative", aten.exp: "Exp", aten.log: "Log",
-    aten.sqrt: "Sqrt", aten.sin: "Sin", aten.cos: "Cos", aten.tan: "Tan", aten.tanh: "Tanh",
-    aten.sigmoid: "Sigmoid", aten.relu: "Relu", aten.erf: "Erf", aten.sign: "Sign",
-    aten.asin: "Asin", aten.acos: "Acos", aten.atan: "Atan", aten.sinh: "Sinh",
+    aten.abs: "Abs",
+    aten.neg: "Negative",
+    aten.exp: "Exp",
+    aten.log: "Log",
+    aten.sqrt: "Sqrt",
+    aten.sin: "Sin",
+    aten.cos: "Cos",
+    aten.tan: "Tan",
+    aten.tanh: "Tanh",
+    aten.sigmoid: "Sigmoid",
+    aten.relu: "Relu",
+    aten.erf: "Erf",
+    aten.sign: "Sign",
+    aten.asin: "Asin",
+    aten.acos: "Acos",
+    aten.atan: "Atan",
+    aten.sinh: "Sinh",
     aten.cosh: "Cosh",
 }
 INTEGER_IDENTITY = {aten.floor: "Floor", aten.ceil: "Ceiling"}  # exact on integers
 PREDICATES = {aten.isnan: "IsNaN", aten.isinf: "IsInf"}
 BINARY_ROWS = {
-    aten.mul: "Multiply", aten.remainder: "FloorMod", aten.fmod: "Mod",
+    aten.mul: "Multiply",
+    aten.remainder: "FloorMod",
+    aten.fmod: "Mod",
 }
-COMPARISONS = {aten.eq: "Equal", aten.ne: "NotEqual", aten.lt: "Less", aten.le: "LessEqual",
-               aten.gt: "Greater", aten.ge: "GreaterEqual"}
-LOGICAL = {aten.logical_and: "LogicalAnd", aten.logical_or: "LogicalOr",
-           aten.logical_xor: "LogicalXor"}
-BITWISE = {aten.bitwise_and: ("BitwiseAnd", "LogicalAnd"),
-           aten.bitwise_or: ("BitwiseOr", "LogicalOr"),
-           aten.bitwise_xor: ("BitwiseXor", "LogicalXor")}
+COMPARISONS = {
+    aten.eq: "Equal",
+    aten.ne: "NotEqual",
+    aten.lt: "Less",
+    aten.le: "LessEqual",
+    aten.gt: "Greater",
+    aten.ge: "GreaterEqual",
+}
+LOGICAL = {
+    aten.logical_and: "LogicalAnd",
+    aten.logical_or: "LogicalOr",
+    aten.logical_xor: "LogicalXor",
+}
+BITWISE = {
+    aten.bitwise_and: ("BitwiseAnd", "LogicalAnd"),
+    aten.bitwise_or: ("BitwiseOr", "LogicalOr"),
+    aten.bitwise_xor: ("BitwiseXor", "LogicalXor"),
+}
 
 
 def unary(name):
     def convert(ctx, x, *rest):
         return op(ctx, name, cast(ctx, x, ctx.out.dtype))
+
     return convert
 
 
 def integer_identity(name):
     def convert(ctx, x):
         return op(ctx, name, x) if ctx.out.dtype.is_floating_point else x
+
     return convert
 
 
@@ -118,12 +148,14 @@ def predicate(name):
         if not ctx.val(x).dtype.is_floating_point:
             return broadcast_to_out(ctx, op(ctx, "Constant", False, torch.bool))
         return op(ctx, name, x)
+
     return convert
 
 
 def binary(name):
     def convert(ctx, a, b):
         return in_arithmetic_type(ctx, name, ctx.out.dtype, a, b)
+
     return convert
 
 
@@ -140,12 +172,14 @@ def comparison(name):
     def convert(ctx, a, b):
         dtype = promoted(ctx, a, b)
         return op(ctx, name, cast(ctx, a, dtype), cast(ctx, b, dtype))
+
     return convert
 
 
 def logical(name):
     def convert(ctx, a, b):
         return op(ctx, name, cast(ctx, a, torch.bool), cast(ctx, b, torch.bool))
+
     return convert
 
 
@@ -154,12 +188,19 @@ def bitwise(names):
         if ctx.out.dtype == torch.bool:
             return logical(names[1])(ctx, a, b)
         return binary(names[0])(ctx, a, b)
+
     return convert
 
 
-for table, make in ((UNARY_ROWS, unary), (INTEGER_IDENTITY, integer_identity),
-                    (PREDICATES, predicate), (BINARY_ROWS, binary), (COMPARISONS, comparison),
-                    (LOGICAL, logical), (BITWISE, bitwise)):
+for table, make in (
+    (UNARY_ROWS, unary),
+    (INTEGER_IDENTITY, integer_identity),
+    (PREDICATES, predicate),
+    (BINARY_ROWS, binary),
+    (COMPARISONS, comparison),
+    (LOGICAL, logical),
+    (BITWISE, bitwise),
+):
     for aten_op, vendor in table.items():
         register_conversion(CONVERSIONS, aten_op)(make(vendor))
 
@@ -209,8 +250,9 @@ def power(ctx, a, b):
     whose answer at +-0 and -inf for an exponent that is no odd integer is |x|'s."""
     if ctx.out.dtype == torch.float16 and b in (0.5, -0.5):
         x = cast(ctx, a, torch.float16)
-        edge = op(ctx, "LogicalOr", op(ctx, "Equal", x, cast(ctx, 0, torch.float16)),
-                  op(ctx, "IsInf", x))
+        edge = op(
+            ctx, "LogicalOr", op(ctx, "Equal", x, cast(ctx, 0, torch.float16)), op(ctx, "IsInf", x)
+        )
         a = op(ctx, "Select", edge, op(ctx, "Abs", x), x)
     return binary("Power")(ctx, a, b)
 
@@ -236,8 +278,9 @@ def expm1(ctx, x):
     u_minus_1 = op(ctx, "Subtract", u, cast(ctx, 1, dtype))
     scaled = op(ctx, "Divide", op(ctx, "Multiply", u_minus_1, x), op(ctx, "Log", u))
     exact = op(ctx, "Equal", u, cast(ctx, 1, dtype))
-    saturated = op(ctx, "LogicalOr", op(ctx, "IsInf", u),
-                   op(ctx, "Equal", u_minus_1, cast(ctx, -1, dtype)))
+    saturated = op(
+        ctx, "LogicalOr", op(ctx, "IsInf", u), op(ctx, "Equal", u_minus_1, cast(ctx, -1, dtype))
+    )
     return op(ctx, "Select", exact, x, op(ctx, "Select", saturated, u_minus_1, scaled))
 
 
@@ -303,8 +346,9 @@ def float_floor_divide(ctx, a, b, dtype):
     zero = cast(ctx, 0, dtype)
     signs_differ = op(ctx, "NotEqual", op(ctx, "Less", b, zero), op(ctx, "Less", mod, zero))
     adjust = op(ctx, "LogicalAnd", op(ctx, "NotEqual", mod, zero), signs_differ)
-    quotient = op(ctx, "Select", adjust, op(ctx, "Subtract", quotient, cast(ctx, 1, dtype)),
-                  quotient)
+    quotient = op(
+        ctx, "Select", adjust, op(ctx, "Subtract", quotient, cast(ctx, 1, dtype)), quotient
+    )
     rounded = op(ctx, "Round", quotient, "half_to_even")
     plain = op(ctx, "Floor", op(ctx, "Divide", a, b))
     return op(ctx, "Select", op(ctx, "Equal", b, zero), plain, rounded)
@@ -315,8 +359,11 @@ def div(ctx, a, b, rounding_mode=None):
     dtype = ctx.out.dtype
     a, b = cast(ctx, a, dtype), cast(ctx, b, dtype)
     if rounding_mode == "floor":
-        return (float_floor_divide(ctx, a, b, dtype) if dtype.is_floating_point
-                else integer_floor_divide(ctx, a, b))
+        return (
+            float_floor_divide(ctx, a, b, dtype)
+            if dtype.is_floating_point
+            else integer_floor_divide(ctx, a, b)
+        )
     quotient = op(ctx, "Divide", a, b)
     if not dtype.is_floating_point or rounding_mode is None:
         return quotient
@@ -330,12 +377,14 @@ def trunc(ctx, x):
 
 @register_conversion(CONVERSIONS, aten.where.self)
 def where(ctx, condition, a, b):
-    return in_arithmetic_type(ctx, "Select", ctx.out.dtype, a, b,
-                              leading=(cast(ctx, condition, torch.bool),))
+    return in_arithmetic_type(
+        ctx, "Select", ctx.out.dtype, a, b, leading=(cast(ctx, condition, torch.bool),)
+    )
 
 
-@register_conversion(CONVERSIONS, [aten.clamp.default, aten.clamp.Tensor, aten.clamp_min,
-                                   aten.clamp_max])
+@register_conversion(
+    CONVERSIONS, [aten.clamp.default, aten.clamp.Tensor, aten.clamp_min, aten.clamp_max]
+)
 def clamp(ctx, x, low=None, high=None):
     if ctx.node.target.overloadpacket is aten.clamp_max:
         low, high = None, low
@@ -349,8 +398,14 @@ def clamp(ctx, x, low=None, high=None):
 
 
 # ---- reductions ----
-REDUCTIONS = {aten.sum: "ReduceSum", aten.mean: "ReduceMean", aten.amax: "ReduceMax",
-              aten.amin: "ReduceMin", aten.any: "ReduceLogicalOr", aten.all: "ReduceLogicalAnd"}
+REDUCTIONS = {
+    aten.sum: "ReduceSum",
+    aten.mean: "ReduceMean",
+    aten.amax: "ReduceMax",
+    aten.amin: "ReduceMin",
+    aten.any: "ReduceLogicalOr",
+    aten.all: "ReduceLogicalAnd",
+}
 
 
 def reduction(name):
@@ -361,6 +416,7 @@ def reduction(name):
         out_dtype = ctx.out.dtype
         source = cast(ctx, x, torch.bool if out_dtype == torch.bool else out_dtype)
         return op(ctx, name, source, axes, keepdim)
+
     return convert
 
 
@@ -399,8 +455,11 @@ def var(ctx, x, dims=None, correction=None, keepdim=False):
 @register_conversion(CONVERSIONS, [aten.argmax, aten.argmin])
 def argmax(ctx, x, dim=None, keepdim=False):
     """The first index of the extreme value (of the first NaN, as torch, when there is one)."""
-    if not ctx.val(x).dtype.is_floating_point and ctx.val(x).dtype != torch.int64 and \
-            ctx.val(x).dtype != torch.int32:
+    if (
+        not ctx.val(x).dtype.is_floating_point
+        and ctx.val(x).dtype != torch.int64
+        and ctx.val(x).dtype != torch.int32
+    ):
         raise Unsupported(f"dtype {ctx.val(x).dtype}")
     if dim is None or ctx.val(x).dim() == 0:
         x, dim = op(ctx, "Reshape", x, [-1], False), 0
@@ -411,11 +470,17 @@ def argmax(ctx, x, dim=None, keepdim=False):
         hits = op(ctx, "Select", op(ctx, "ReduceLogicalOr", nans, [dim], True), nans, hits)
     size = ctx.val(x).shape[dim]
     rank = ctx.val(x).dim()
-    positions = op(ctx, "Reshape", op(ctx, "Range", 0, size, 1, torch.int64),
-                   [-1] + [1] * (rank - 1 - dim % rank), False)
+    positions = op(
+        ctx,
+        "Reshape",
+        op(ctx, "Range", 0, size, 1, torch.int64),
+        [-1] + [1] * (rank - 1 - dim % rank),
+        False,
+    )
     candidates = op(ctx, "Select", hits, positions, cast(ctx, size, torch.int64))
-    return op(ctx, "Reshape", op(ctx, "ReduceMin", candidates, [dim], True),
-              list(ctx.out.shape), False)
+    return op(
+        ctx, "Reshape", op(ctx, "ReduceMin", candidates, [dim], True), list(ctx.out.shape), False
+    )
 
 
 @register_conversion(CONVERSIONS, aten.cumsum)
@@ -463,15 +528,17 @@ def attention(ctx, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, s
     heads = ctx.val(q).shape[1]
     q, k, v = (cast(ctx, t, f32) for t in (q, k, v))
     k, v = kv_heads(ctx, k, heads), kv_heads(ctx, v, heads)
-    scores = op(ctx, "Multiply", op(ctx, "MatMul", q, k, False, True),
-                attention_scale(ctx, q, scale))
+    scores = op(
+        ctx, "Multiply", op(ctx, "MatMul", q, k, False, True), attention_scale(ctx, q, scale)
+    )
     if attn_mask is not None:
         scores = masked_scores(ctx, scores, attn_mask)
     if is_causal:
         rows = op(ctx, "Unsqueeze", op(ctx, "Range", 0, ctx.val(q).shape[-2], 1, torch.int64), [1])
         cols = op(ctx, "Range", 0, ctx.val(k).shape[-2], 1, torch.int64)
-        scores = op(ctx, "Select", op(ctx, "LessEqual", cols, rows), scores,
-                    cast(ctx, float("-inf"), f32))
+        scores = op(
+            ctx, "Select", op(ctx, "LessEqual", cols, rows), scores, cast(ctx, float("-inf"), f32)
+        )
     top = op(ctx, "ReduceMax", scores, [-1], True)
     top = op(ctx, "Select", op(ctx, "IsInf", top), cast(ctx, 0, f32), top)  # no finite score
     exps = op(ctx, "Exp", op(ctx, "Subtract", scores, top))
@@ -479,8 +546,9 @@ def attention(ctx, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, s
     empty = op(ctx, "Equal", total, cast(ctx, 0, f32))
     probs = op(ctx, "Divide", exps, op(ctx, "Select", empty, cast(ctx, 1, f32), total))
     out = cast(ctx, op(ctx, "MatMul", probs, v, False, False), ctx.out[0].dtype)
-    logsumexp = op(ctx, "Select", empty, cast(ctx, 0, f32),
-                   op(ctx, "Add", op(ctx, "Log", total), top))
+    logsumexp = op(
+        ctx, "Select", empty, cast(ctx, 0, f32), op(ctx, "Add", op(ctx, "Log", total), top)
+    )
     return out, op(ctx, "Squeeze", logsumexp, [-1])
 
 
@@ -490,8 +558,9 @@ def kv_heads(ctx, t, heads):
     batch, kv, length, size = ctx.val(t).shape
     if to_sympy(kv) == to_sympy(heads):
         return t
-    wide = op(ctx, "Broadcast", op(ctx, "Unsqueeze", t, [2]),
-              [batch, kv, heads // kv, length, size])
+    wide = op(
+        ctx, "Broadcast", op(ctx, "Unsqueeze", t, [2]), [batch, kv, heads // kv, length, size]
+    )
     return op(ctx, "Reshape", wide, [batch, heads, length, size], False)
 
 
@@ -510,4 +579,3 @@ def masked_scores(ctx, scores, mask):
     if ctx.val(mask).dtype == torch.bool:
         return op(ctx, "Select", mask, scores, cast(ctx, float("-inf"), torch.float32))
     return op(ctx, "Add", scores, cast(ctx, mask, torch.float32))
-

@@ -4,6 +4,7 @@ OpenVINO values have no strides: a view is a new value (Reshape, Transpose, Slic
 exact because AOTAutograd hands dicp functional graphs. Target shapes come from the ATen node's
 fake result, so a symbolic size is a sympy expression the wrapper computes at run time.
 """
+
 import torch
 
 from dicp.api import Unsupported, is_symbolic, register_conversion, to_sympy
@@ -23,21 +24,33 @@ def statically_empty_result(convert):
     """A converter whose result has no elements at compile time returns a filled value of the
     result's shape instead: OpenVINO's CPU plugin (2026.4) dies of SIGFPE compiling a Gather
     with static empty indices (repeat_interleave with all-zero repeats gave one)."""
+
     def converter(ctx, *args, **kwargs):
         if any(not is_symbolic(size) and size == 0 for size in ctx.out.shape):
             return broadcast_to_out(ctx, op(ctx, "Constant", 0, ctx.out.dtype))
         return convert(ctx, *args, **kwargs)
+
     return converter
 
 
 # Element order kept, shape changed: one Reshape to the result's shape. clone and alias become a
 # Reshape too: a new value, never the input itself (an output must not alias an input that the
 # ATen graph did not alias).
-RESHAPES = [aten.view.default, aten._unsafe_view, aten.reshape, aten.squeeze, aten.unsqueeze,
-            aten.clone, aten.alias, aten.lift_fresh_copy, aten.view.dtype]
+RESHAPES = [
+    aten.view.default,
+    aten._unsafe_view,
+    aten.reshape,
+    aten.squeeze,
+    aten.unsqueeze,
+    aten.clone,
+    aten.alias,
+    aten.lift_fresh_copy,
+    aten.view.dtype,
+]
 for aten_op in RESHAPES:
     register_conversion(CONVERSIONS, aten_op)(
-        lambda ctx, x, *rest, **kwargs: _same_dtype_reshape(ctx, x))
+        lambda ctx, x, *rest, **kwargs: _same_dtype_reshape(ctx, x)
+    )
 
 
 def _same_dtype_reshape(ctx, x):
@@ -113,8 +126,13 @@ def index_select(ctx, x, dim, index):
     if ctx.val(index).dim() == 0:  # torch takes a 0-d index as one index, keeping the dim
         index = op(ctx, "Reshape", index, [1], False)
     if ctx.val(x).dim() == 0:
-        return op(ctx, "Reshape", op(ctx, "Gather", op(ctx, "Reshape", x, [1], False), index,
-                                     0), [], False)
+        return op(
+            ctx,
+            "Reshape",
+            op(ctx, "Gather", op(ctx, "Reshape", x, [1], False), index, 0),
+            [],
+            False,
+        )
     return op(ctx, "Gather", x, index, dim)
 
 
@@ -128,8 +146,13 @@ def embedding(ctx, weight, indices, *rest):
 @statically_empty_result
 def gather(ctx, x, dim, index, sparse_grad=False):
     if ctx.val(x).dim() == 0:  # OpenVINO's GatherElements wants a dim to gather along
-        flat = op(ctx, "GatherElements", op(ctx, "Reshape", x, [1], False),
-                  op(ctx, "Reshape", index, [1], False), 0)
+        flat = op(
+            ctx,
+            "GatherElements",
+            op(ctx, "Reshape", x, [1], False),
+            op(ctx, "Reshape", index, [1], False),
+            0,
+        )
         return op(ctx, "Reshape", flat, [], False)
     return op(ctx, "GatherElements", x, index, dim)
 
@@ -146,17 +169,23 @@ def index(ctx, x, indices):
     rank, sizes = ctx.val(x).dim(), ctx.val(x).shape
     rest = [d for d in range(rank) if d not in positions]
     grid = torch.broadcast_shapes(*(ctx.val(indices[d]).shape for d in positions))
-    coords = [op(ctx, "Unsqueeze", index_grid(ctx, indices[d], sizes[d], grid), [len(grid)])
-              for d in positions]
-    moved = x if positions == list(range(len(positions))) else \
-        op(ctx, "Transpose", x, positions + rest)
+    coords = [
+        op(ctx, "Unsqueeze", index_grid(ctx, indices[d], sizes[d], grid), [len(grid)])
+        for d in positions
+    ]
+    moved = (
+        x if positions == list(range(len(positions))) else op(ctx, "Transpose", x, positions + rest)
+    )
     gathered = op(ctx, "GatherND", moved, op(ctx, "Concat", coords, len(grid)), 0)
     first = positions[0]
     if positions != list(range(first, first + len(positions))) or first == 0:
         return gathered
     batch = len(grid)
-    order = [batch + i for i in range(first)] + list(range(batch)) + \
-        [batch + i for i in range(first, len(rest))]
+    order = (
+        [batch + i for i in range(first)]
+        + list(range(batch))
+        + [batch + i for i in range(first, len(rest))]
+    )
     return op(ctx, "Transpose", gathered, order)
 
 
@@ -181,14 +210,17 @@ def as_strided(ctx, x, size, stride, storage_offset=None):
     if any(is_symbolic(n) for n in (*size, *stride, offset, *source.shape)):
         raise Unsupported("symbolic sizes, strides or offset")
     if not source.is_contiguous() or source.storage_offset() != 0:
-        raise Unsupported("a tensor whose storage is not its value (a view or a layout "
-                          "with gaps)")
+        raise Unsupported("a tensor whose storage is not its value (a view or a layout with gaps)")
     if offset + sum((n - 1) * s for n, s in zip(size, stride)) >= source.numel():
         raise Unsupported("strides reaching past the tensor's elements")
     positions = op(ctx, "Constant", offset, torch.int64)
     for dim, (n, step) in enumerate(zip(size, stride)):
-        along = op(ctx, "Multiply", op(ctx, "Range", 0, n, 1, torch.int64),
-                   op(ctx, "Constant", step, torch.int64))
+        along = op(
+            ctx,
+            "Multiply",
+            op(ctx, "Range", 0, n, 1, torch.int64),
+            op(ctx, "Constant", step, torch.int64),
+        )
         shape = [1] * len(size)
         shape[dim] = n
         positions = op(ctx, "Add", positions, op(ctx, "Reshape", along, shape, False))
@@ -208,8 +240,9 @@ def copy(ctx, dst, src, non_blocking=False):
     return broadcast_to_out(ctx, cast(ctx, src, ctx.out.dtype))
 
 
-@register_conversion(CONVERSIONS, [aten.full.default, aten.full_like.default,
-                                   aten.scalar_tensor.default])
+@register_conversion(
+    CONVERSIONS, [aten.full.default, aten.full_like.default, aten.scalar_tensor.default]
+)
 def full(ctx, size_or_like, value=None, **kwargs):
     if ctx.node.target is aten.scalar_tensor.default:
         size_or_like, value = (), size_or_like
@@ -217,19 +250,27 @@ def full(ctx, size_or_like, value=None, **kwargs):
     return broadcast_to_out(ctx, fill)
 
 
-@register_conversion(CONVERSIONS, [aten.zeros.default, aten.ones.default,
-                                   aten.zeros_like.default, aten.ones_like.default,
-                                   aten.empty.memory_format, aten.empty_like.default,
-                                   aten.empty_strided.default, aten.empty_permuted.default,
-                                   aten.new_empty_strided.default])
+@register_conversion(
+    CONVERSIONS,
+    [
+        aten.zeros.default,
+        aten.ones.default,
+        aten.zeros_like.default,
+        aten.ones_like.default,
+        aten.empty.memory_format,
+        aten.empty_like.default,
+        aten.empty_strided.default,
+        aten.empty_permuted.default,
+        aten.new_empty_strided.default,
+    ],
+)
 def filled(ctx, *args, **kwargs):
     value = 1 if ctx.node.target.overloadpacket in (aten.ones, aten.ones_like) else 0
     fill = op(ctx, "Constant", value, ctx.out.dtype)
     return broadcast_to_out(ctx, fill)
 
 
-@register_conversion(CONVERSIONS, [aten.arange.default, aten.arange.start,
-                                   aten.arange.start_step])
+@register_conversion(CONVERSIONS, [aten.arange.default, aten.arange.start, aten.arange.start_step])
 def arange(ctx, *args, **kwargs):
     numbers = [scalar(ctx, a) for a in args if not isinstance(a, torch.dtype)]
     start, end, step = {1: (0, numbers[0], 1), 2: (*numbers, 1), 3: numbers}[len(numbers)]
@@ -247,8 +288,9 @@ def iota(ctx, length, *, start, step, dtype, **kwargs):
 
 # ---- convolution ----
 @register_conversion(CONVERSIONS, aten.convolution.default)
-def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, output_padding,
-                groups):
+def convolution(
+    ctx, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+):
     if transposed:
         raise Unsupported("a transposed convolution")
     if not all(is_tensor(ctx, t) for t in (x, weight)) or ctx.val(x).dim() < 3:
@@ -263,8 +305,9 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, out
     if bias is None:
         return out
     spatial = ctx.out.dim() - 2
-    return op(ctx, "Add", out, op(ctx, "Reshape", cast(ctx, bias, dtype),
-                                  [1, -1] + [1] * spatial, False))
+    return op(
+        ctx, "Add", out, op(ctx, "Reshape", cast(ctx, bias, dtype), [1, -1] + [1] * spatial, False)
+    )
 
 
 def _conv(ctx, x, weight, stride, padding, dilation, groups):

@@ -5,6 +5,7 @@ builds it; a vendor node's arguments are that function's arguments (tensors firs
 attributes), so codegen renders `opset.<fn>(*args)` with no per-op code. `impl` is the op's
 meaning in torch ops: on fake tensors it is the shape rule.
 """
+
 import torch
 
 from dicp.api import Operator
@@ -23,12 +24,14 @@ def _op(name, fn, impl):
 def _reduce(torch_fn):
     def impl(x, axes, keep_dims):
         return torch_fn(x, list(axes), keep_dims) if axes else x.clone()
+
     return impl
 
 
 def _amax_like(torch_fn):
     def impl(x, axes, keep_dims):
         return torch_fn(x, dim=list(axes), keepdim=keep_dims) if axes else x.clone()
+
     return impl
 
 
@@ -48,7 +51,7 @@ def _slice(x, start, stop, step, axes):
 def _gather(x, indices, axis, batch_dims=0):
     axis = axis % x.dim()
     flat = x.index_select(axis, indices.reshape(-1) % x.shape[axis])
-    return flat.reshape([*x.shape[:axis], *indices.shape, *x.shape[axis + 1:]])
+    return flat.reshape([*x.shape[:axis], *indices.shape, *x.shape[axis + 1 :]])
 
 
 def _gather_nd(x, indices, batch_dims=0):
@@ -73,8 +76,9 @@ def _divide(a, b):
 
 
 def _matmul(a, b, transpose_a=False, transpose_b=False):
-    return torch.matmul(a.transpose(-1, -2) if transpose_a else a,
-                        b.transpose(-1, -2) if transpose_b else b)
+    return torch.matmul(
+        a.transpose(-1, -2) if transpose_a else a, b.transpose(-1, -2) if transpose_b else b
+    )
 
 
 def _pad(x, pads_begin, pads_end, mode, value):
@@ -94,36 +98,66 @@ def _convolution(x, w, strides, pads_begin, pads_end, dilations):
 def _group_convolution(x, w, strides, pads_begin, pads_end, dilations):
     conv = {4: torch.conv1d, 5: torch.conv2d, 6: torch.conv3d}[w.dim()]
     groups = w.shape[0]
-    return conv(x, w.flatten(0, 1), stride=strides, padding=list(pads_begin),
-                dilation=dilations, groups=groups)
+    return conv(
+        x,
+        w.flatten(0, 1),
+        stride=strides,
+        padding=list(pads_begin),
+        dilation=dilations,
+        groups=groups,
+    )
 
 
 UNARY = {
-    "Abs": ("abs", torch.abs), "Negative": ("negative", torch.neg),
-    "Exp": ("exp", torch.exp), "Log": ("log", torch.log), "Sqrt": ("sqrt", torch.sqrt),
-    "Sin": ("sin", torch.sin), "Cos": ("cos", torch.cos), "Tan": ("tan", torch.tan),
-    "Tanh": ("tanh", torch.tanh), "Sigmoid": ("sigmoid", torch.sigmoid),
-    "Relu": ("relu", torch.relu), "Erf": ("erf", torch.erf), "Floor": ("floor", torch.floor),
-    "Ceiling": ("ceiling", torch.ceil), "Sign": ("sign", torch.sign),
-    "Asin": ("asin", torch.asin), "Acos": ("acos", torch.acos), "Atan": ("atan", torch.atan),
-    "Sinh": ("sinh", torch.sinh), "Cosh": ("cosh", torch.cosh),
+    "Abs": ("abs", torch.abs),
+    "Negative": ("negative", torch.neg),
+    "Exp": ("exp", torch.exp),
+    "Log": ("log", torch.log),
+    "Sqrt": ("sqrt", torch.sqrt),
+    "Sin": ("sin", torch.sin),
+    "Cos": ("cos", torch.cos),
+    "Tan": ("tan", torch.tan),
+    "Tanh": ("tanh", torch.tanh),
+    "Sigmoid": ("sigmoid", torch.sigmoid),
+    "Relu": ("relu", torch.relu),
+    "Erf": ("erf", torch.erf),
+    "Floor": ("floor", torch.floor),
+    "Ceiling": ("ceiling", torch.ceil),
+    "Sign": ("sign", torch.sign),
+    "Asin": ("asin", torch.asin),
+    "Acos": ("acos", torch.acos),
+    "Atan": ("atan", torch.atan),
+    "Sinh": ("sinh", torch.sinh),
+    "Cosh": ("cosh", torch.cosh),
     "LogicalNot": ("logical_not", torch.logical_not),
     "BitwiseNot": ("bitwise_not", torch.bitwise_not),
-    "IsNaN": ("is_nan", torch.isnan), "IsInf": ("is_inf", torch.isinf),
-    "Gelu": ("gelu", lambda x, mode="erf": torch.nn.functional.gelu(
-        x, approximate="none" if mode == "erf" else "tanh")),
+    "IsNaN": ("is_nan", torch.isnan),
+    "IsInf": ("is_inf", torch.isinf),
+    "Gelu": (
+        "gelu",
+        lambda x, mode="erf": torch.nn.functional.gelu(
+            x, approximate="none" if mode == "erf" else "tanh"
+        ),
+    ),
     "Round": ("round", lambda x, mode: torch.round(x)),
     "Swish": ("swish", lambda x, beta: x * torch.sigmoid(beta * x)),
 }
 BINARY = {
-    "Add": ("add", torch.add), "Subtract": ("subtract", torch.sub),
-    "Multiply": ("multiply", torch.mul), "Divide": ("divide", _divide),
-    "Power": ("power", torch.pow), "Maximum": ("maximum", torch.maximum),
-    "Minimum": ("minimum", torch.minimum), "FloorMod": ("floor_mod", torch.remainder),
+    "Add": ("add", torch.add),
+    "Subtract": ("subtract", torch.sub),
+    "Multiply": ("multiply", torch.mul),
+    "Divide": ("divide", _divide),
+    "Power": ("power", torch.pow),
+    "Maximum": ("maximum", torch.maximum),
+    "Minimum": ("minimum", torch.minimum),
+    "FloorMod": ("floor_mod", torch.remainder),
     "Mod": ("mod", torch.fmod),
-    "Equal": ("equal", torch.eq), "NotEqual": ("not_equal", torch.ne),
-    "Less": ("less", torch.lt), "LessEqual": ("less_equal", torch.le),
-    "Greater": ("greater", torch.gt), "GreaterEqual": ("greater_equal", torch.ge),
+    "Equal": ("equal", torch.eq),
+    "NotEqual": ("not_equal", torch.ne),
+    "Less": ("less", torch.lt),
+    "LessEqual": ("less_equal", torch.le),
+    "Greater": ("greater", torch.gt),
+    "GreaterEqual": ("greater_equal", torch.ge),
     "LogicalAnd": ("logical_and", torch.logical_and),
     "LogicalOr": ("logical_or", torch.logical_or),
     "LogicalXor": ("logical_xor", torch.logical_xor),
@@ -161,8 +195,10 @@ OTHER = {
     "Select": ("select", torch.where),
     "Convert": ("convert", lambda x, dtype: x.to(dtype)),
     "Constant": ("constant", lambda value, dtype: torch.full((), value, dtype=dtype)),
-    "Range": ("range", lambda start, stop, step, dtype: torch.arange(start, stop, step,
-                                                                     dtype=dtype)),
+    "Range": (
+        "range",
+        lambda start, stop, step, dtype: torch.arange(start, stop, step, dtype=dtype),
+    ),
     "MatMul": ("matmul", _matmul),
     "Softmax": ("softmax", lambda x, axis: torch.softmax(x, axis)),
     "LogSoftmax": ("log_softmax", lambda x, axis: torch.log_softmax(x, axis)),
@@ -171,7 +207,14 @@ OTHER = {
     "GroupConvolution": ("group_convolution", _group_convolution),
 }
 
-FAMILIES = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE, "layout": LAYOUT,
-            "index": INDEX, "other": OTHER}
-OPS = {name: _op(name, fn, impl)
-       for family in FAMILIES.values() for name, (fn, impl) in family.items()}
+FAMILIES = {
+    "unary": UNARY,
+    "binary": BINARY,
+    "reduce": REDUCE,
+    "layout": LAYOUT,
+    "index": INDEX,
+    "other": OTHER,
+}
+OPS = {
+    name: _op(name, fn, impl) for family in FAMILIES.values() for name, (fn, impl) in family.items()
+}

@@ -1,4 +1,5 @@
 """The ovgraph pass pipeline: ATen graph -> OpenVINO op graph, one flat function."""
+
 import torch
 
 from dicp.api import convert

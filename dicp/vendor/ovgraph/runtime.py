@@ -4,6 +4,7 @@ Inputs go in as numpy views of the torch tensors' memory (no copy for a contiguo
 `share_inputs=True`); outputs come back as numpy arrays OpenVINO wrote for this call, which
 `torch.from_numpy` wraps without copying.
 """
+
 import functools
 
 import numpy as np
@@ -16,13 +17,13 @@ from dicp.api import config
 def core():
     """One OpenVINO Core per process (it owns the plugins and their thread pools)."""
     import openvino as ov
+
     return ov.Core()
 
 
 def compile_options() -> dict:
     """The compile properties the knobs ask for."""
-    options = {"INFERENCE_PRECISION_HINT": config.ovgraph_precision,
-               "PERFORMANCE_HINT": "LATENCY"}
+    options = {"INFERENCE_PRECISION_HINT": config.ovgraph_precision, "PERFORMANCE_HINT": "LATENCY"}
     if config.ovgraph_model_cache:
         options["CACHE_DIR"] = str(config.cache_dir / "openvino")
     return options
@@ -30,7 +31,7 @@ def compile_options() -> dict:
 
 # OpenVINO's CPU plugin runs int64 as int32 (it has no int64 kernels; openvino 2026.4 wraps
 # 2**40 + 3 to 3 without a word), so an int64 feed outside int32 is refused, not truncated.
-INT32_RANGE = (-2 ** 31, 2 ** 31 - 1)
+INT32_RANGE = (-(2**31), 2**31 - 1)
 
 
 class Int64RangeError(OverflowError):
@@ -60,7 +61,8 @@ class EnginePart:
                 raise Int64RangeError(
                     f"ovgraph {self.name}: int64 input {position} holds values in [{low}, "
                     f"{high}], outside int32, which OpenVINO's CPU plugin would compute them "
-                    f"in (silently wrapped); run this graph with new_backendgraph")
+                    f"in (silently wrapped); run this graph with new_backendgraph"
+                )
 
     @staticmethod
     def _as_numpy(value, dtype):

@@ -3,6 +3,7 @@
 Every builder takes a seed and returns a model with random weights, so the suites need no
 downloads and every run sees the same numbers.
 """
+
 import contextlib
 
 import torch

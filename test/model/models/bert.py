@@ -2,6 +2,7 @@
 
 The attention mask marks real tokens (1) and padding (0); padded keys get no attention weight.
 """
+
 from dataclasses import dataclass
 
 import torch
@@ -64,8 +65,11 @@ class BertModel(nn.Module):
     def forward(self, input_ids, attention_mask, token_type_ids):
         """(sequence output (B, T, H), pooled output (B, H))."""
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-        x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)[None]
-             + self.token_type_embeddings(token_type_ids))
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(positions)[None]
+            + self.token_type_embeddings(token_type_ids)
+        )
         x = self.embedding_norm(x)
         # Additive bias (B, 1, 1, T): 0 for real tokens, the dtype's minimum for padding.
         key_bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min

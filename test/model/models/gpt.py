@@ -1,6 +1,7 @@
 """A GPT-2-style decoder built on F.scaled_dot_product_attention: learned positions, pre-norm
 blocks, causal (optionally grouped-query) attention, GELU MLP, tied input/output embeddings.
 Dropout sits where GPT-2 has it (attention probabilities, residual branches, embeddings)."""
+
 from dataclasses import dataclass
 
 import torch
@@ -17,7 +18,7 @@ class GptConfig:
     hidden_size: int = 48
     num_layers: int = 2
     num_heads: int = 4
-    num_kv_heads: int = 4   # fewer than num_heads: grouped-query attention
+    num_kv_heads: int = 4  # fewer than num_heads: grouped-query attention
     dropout: float = 0.0
 
     @property
@@ -39,9 +40,13 @@ class Attention(nn.Module):
         q = self.q(x).view(batch, length, cfg.num_heads, cfg.head_dim).transpose(1, 2)
         k, v = self.kv(x).view(batch, length, 2, cfg.num_kv_heads, cfg.head_dim).unbind(2)
         attended = F.scaled_dot_product_attention(
-            q, k.transpose(1, 2), v.transpose(1, 2), is_causal=True,
+            q,
+            k.transpose(1, 2),
+            v.transpose(1, 2),
+            is_causal=True,
             dropout_p=cfg.dropout if self.training else 0.0,
-            enable_gqa=cfg.num_kv_heads != cfg.num_heads)
+            enable_gqa=cfg.num_kv_heads != cfg.num_heads,
+        )
         return self.out(attended.transpose(1, 2).reshape(batch, length, -1))
 
 
@@ -50,8 +55,11 @@ class Block(nn.Module):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(cfg.hidden_size), nn.LayerNorm(cfg.hidden_size)
         self.attention = Attention(cfg)
-        self.mlp = nn.Sequential(nn.Linear(cfg.hidden_size, 4 * cfg.hidden_size), nn.GELU(),
-                                 nn.Linear(4 * cfg.hidden_size, cfg.hidden_size))
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.hidden_size, 4 * cfg.hidden_size),
+            nn.GELU(),
+            nn.Linear(4 * cfg.hidden_size, cfg.hidden_size),
+        )
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x):
@@ -73,7 +81,7 @@ class Gpt(nn.Module):
         x = self.dropout(self.tokens(input_ids) + self.positions(positions))
         for block in self.blocks:
             x = block(x)
-        logits = self.norm(x) @ self.tokens.weight.T   # tied embeddings
+        logits = self.norm(x) @ self.tokens.weight.T  # tied embeddings
         return F.cross_entropy(logits.flatten(0, 1), labels.flatten())
 
 

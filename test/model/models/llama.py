@@ -4,6 +4,7 @@ The KV cache is two explicit tensors of shape (layers, batch, kv_heads, max_len,
 passed in and returned (updated out of place), so a compiled step is a pure function. The
 same forward serves prefill (positions = arange(T)) and decode (positions = [p]).
 """
+
 import math
 from dataclasses import dataclass
 
@@ -123,8 +124,9 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(cfg)
 
     def forward(self, x, cos, sin, positions, k_cache, v_cache):
-        h, k_cache, v_cache = self.self_attn(self.input_norm(x), cos, sin, positions,
-                                             k_cache, v_cache)
+        h, k_cache, v_cache = self.self_attn(
+            self.input_norm(x), cos, sin, positions, k_cache, v_cache
+        )
         x = x + h
         return x + self.mlp(self.post_attention_norm(x)), k_cache, v_cache
 

@@ -1,4 +1,5 @@
 """Small models for the graph-break and distributed tests."""
+
 import torch
 import torch.nn.functional as F
 from torch import nn

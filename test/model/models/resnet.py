@@ -4,6 +4,7 @@ Bottleneck blocks [3, 4, 6, 3] with expansion 4, BatchNorm, a 7x7 stride-2 stem 
 pool, adaptive average pool and a linear classifier. `base_width=64` is the real ResNet-50; the
 tests use 8 so a training step runs in milliseconds on a CPU.
 """
+
 import torch
 from torch import nn
 
@@ -49,7 +50,7 @@ class ResNet(nn.Module):
         self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
         stages, cin = [], base_width
         for i, blocks in enumerate(layers):
-            planes = base_width * 2 ** i
+            planes = base_width * 2**i
             stage = [Bottleneck(cin, planes, stride=1 if i == 0 else 2)]
             cin = planes * Bottleneck.expansion
             stage += [Bottleneck(cin, planes) for _ in range(blocks - 1)]

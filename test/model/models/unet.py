@@ -5,6 +5,7 @@ ResNet blocks (GroupNorm, SiLU, timestep embedding added between the convs), tra
 and in the middle block, stride-2 conv downsampling, nearest upsampling + conv, and skip
 connections from each down block to the matching up block.
 """
+
 import math
 from dataclasses import dataclass
 
@@ -29,8 +30,9 @@ def timestep_embedding(timesteps, dim):
     """Sinusoidal embedding (B, dim) of float timesteps (B,), periods up to 10000."""
     half = dim // 2
     # A literal, not a float argument: dynamo would trace a float argument as a symbolic input.
-    exponent = -math.log(10000.0) * torch.arange(half, dtype=torch.float32,
-                                                 device=timesteps.device) / half
+    exponent = (
+        -math.log(10000.0) * torch.arange(half, dtype=torch.float32, device=timesteps.device) / half
+    )
     args = timesteps.float()[:, None] * torch.exp(exponent)[None, :]
     return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
 
@@ -124,8 +126,9 @@ class UNet(nn.Module):
         self.cfg = cfg
         c0, c1 = cfg.channels
         temb_dim = 4 * cfg.time_dim
-        self.time_embed = nn.Sequential(nn.Linear(cfg.time_dim, temb_dim), nn.SiLU(),
-                                        nn.Linear(temb_dim, temb_dim))
+        self.time_embed = nn.Sequential(
+            nn.Linear(cfg.time_dim, temb_dim), nn.SiLU(), nn.Linear(temb_dim, temb_dim)
+        )
         self.conv_in = nn.Conv2d(cfg.in_channels, c0, 3, padding=1)
         self.down0 = ResBlock(c0, c0, temb_dim, cfg.groups)
         self.downsample = nn.Conv2d(c0, c0, 3, stride=2, padding=1)
@@ -161,10 +164,13 @@ def build_unet(seed=0, dtype=torch.float32, cfg=UNetConfig()):
 class DDIMScheduler:
     """Deterministic DDIM (eta = 0) over the 'scaled linear' beta schedule of Stable Diffusion."""
 
-    def __init__(self, num_inference_steps, num_train_steps=1000, beta_start=0.00085,
-                 beta_end=0.012):
-        betas = torch.linspace(beta_start ** 0.5, beta_end ** 0.5, num_train_steps,
-                               dtype=torch.float64) ** 2
+    def __init__(
+        self, num_inference_steps, num_train_steps=1000, beta_start=0.00085, beta_end=0.012
+    ):
+        betas = (
+            torch.linspace(beta_start**0.5, beta_end**0.5, num_train_steps, dtype=torch.float64)
+            ** 2
+        )
         self.alphas_cumprod = torch.cumprod(1.0 - betas, dim=0)
         ratio = num_train_steps // num_inference_steps
         self.timesteps = [num_train_steps - 1 - i * ratio for i in range(num_inference_steps)]
@@ -175,8 +181,8 @@ class DDIMScheduler:
         alpha = self.alphas_cumprod[t].item()
         prev = t - self.ratio
         alpha_prev = self.alphas_cumprod[prev].item() if prev >= 0 else 1.0
-        x0 = (latents - (1 - alpha) ** 0.5 * noise_pred) / alpha ** 0.5
-        return alpha_prev ** 0.5 * x0 + (1 - alpha_prev) ** 0.5 * noise_pred
+        x0 = (latents - (1 - alpha) ** 0.5 * noise_pred) / alpha**0.5
+        return alpha_prev**0.5 * x0 + (1 - alpha_prev) ** 0.5 * noise_pred
 
 
 def denoise(unet, scheduler, latents, context, dtype):

@@ -1,6 +1,7 @@
 """BACKEND_NAME's toolchain and compile job: g++ builds the kernels into a shared library (dicp's
 cache keys it by source, command and chip; a corrupt entry is rebuilt), then the wrapper runs
 with them."""
+
 import ctypes
 
 from dicp.api import BuildSpec, Toolchain, load_artifact, load_wrapper

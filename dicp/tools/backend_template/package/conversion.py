@@ -1,6 +1,7 @@
 """ATen -> BACKEND_NAME ops. A converter gets the conversion context and the ATen node's
 arguments (tensors already converted) and returns the vendor node; `raise Unsupported(why)`
 leaves the node to eager fallback."""
+
 import torch
 
 from dicp.api import Unsupported, register_conversion
@@ -28,11 +29,19 @@ def elementwise(vendor_name):
         tensors = args[:2] if vendor_name in ("Add", "Sub", "Mul", "Div") else args[:1]
         same_dtype_tensors(ctx, *tensors)
         return ctx.op(OPS[vendor_name], *tensors)
+
     return convert
 
 
-ROWS = {aten.add.Tensor: "Add", aten.sub.Tensor: "Sub", aten.mul.Tensor: "Mul",
-        aten.div.Tensor: "Div", aten.neg.default: "Neg", aten.relu.default: "Relu",
-        aten.exp.default: "Exp", aten.sqrt.default: "Sqrt"}
+ROWS = {
+    aten.add.Tensor: "Add",
+    aten.sub.Tensor: "Sub",
+    aten.mul.Tensor: "Mul",
+    aten.div.Tensor: "Div",
+    aten.neg.default: "Neg",
+    aten.relu.default: "Relu",
+    aten.exp.default: "Exp",
+    aten.sqrt.default: "Sqrt",
+}
 for aten_op, vendor_name in ROWS.items():
     register_conversion(CONVERSIONS, aten_op)(elementwise(vendor_name))

@@ -1,5 +1,6 @@
 """BACKEND_NAME's op vocabulary: elementwise ops. Each is a name, an `impl` in torch ops (its
 meaning, and on fake tensors its shape rule) and the C++ expression its kernel computes."""
+
 import torch
 
 from dicp.api import Operator
@@ -7,12 +8,12 @@ from dicp.api import Operator
 
 class Elementwise(Operator):
     """An op applied element by element to same-shaped, same-dtype operands."""
+
     cpp = ""  # C++ expression over the loaded operands a, b (and the dtype T)
 
 
 def _op(name, impl, cpp):
-    return type(name, (Elementwise,), {"name": name, "cpp": cpp,
-                                       "impl": staticmethod(impl)})()
+    return type(name, (Elementwise,), {"name": name, "cpp": cpp, "impl": staticmethod(impl)})()
 
 
 # name -> (torch implementation, C++ expression)

@@ -8,6 +8,7 @@ Replace these with your runtime's calls; the rest of the backend does not know t
 - copies: constants go to the device when the graph loads; eager fallbacks are the device's own;
 - synchronization: none in a graph (the runtime's ops wait where the host needs a value).
 """
+
 import ctypes
 import importlib
 
@@ -36,10 +37,14 @@ class LaunchRenderer(PythonWrapperRenderer):
 
 def kernel_addresses(library, names) -> dict:
     """Kernel name -> the address of its launch entry (`<name>_launch`)."""
-    return {name: ctypes.cast(getattr(library, f"{name}_launch"), ctypes.c_void_p).value
-            for name in names}
+    return {
+        name: ctypes.cast(getattr(library, f"{name}_launch"), ctypes.c_void_p).value
+        for name in names
+    }
 
 
 def constants_on_device(constants: dict) -> dict:
-    return {name: value.to(DEVICE) if isinstance(value, torch.Tensor) else value
-            for name, value in constants.items()}
+    return {
+        name: value.to(DEVICE) if isinstance(value, torch.Tensor) else value
+        for name, value in constants.items()
+    }

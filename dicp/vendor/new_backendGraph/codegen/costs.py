@@ -12,17 +12,30 @@ runtime header or the C library: exp, erf, pow, floordiv). Decisions read it as 
   per channel rather than once per pixel;
 - integer arithmetic that `divides` is no loop-index arithmetic (kernel.py).
 """
+
 from ..pointwise import CALL, CHEAP, DIVIDE, POINTWISE
 
 LOOP_OP_COSTS = {
-    "Cast": CHEAP, "StaticCast": CHEAP, "FloatToInt": CHEAP, "ToBool": CHEAP, "RoundTo": CHEAP,
-    "StoreRound": CHEAP, "All": CHEAP, "Iota": CHEAP, "Tril": CHEAP,
-    "Triu": CHEAP, "Better": CHEAP, "IsNanCompare": CHEAP, "ArgBetter": CHEAP,
-    "PoolBetter": CHEAP, "WrapIndex": CHEAP, "CheckedIndex": CHEAP,
+    "Cast": CHEAP,
+    "StaticCast": CHEAP,
+    "FloatToInt": CHEAP,
+    "ToBool": CHEAP,
+    "RoundTo": CHEAP,
+    "StoreRound": CHEAP,
+    "All": CHEAP,
+    "Iota": CHEAP,
+    "Tril": CHEAP,
+    "Triu": CHEAP,
+    "Better": CHEAP,
+    "IsNanCompare": CHEAP,
+    "ArgBetter": CHEAP,
+    "PoolBetter": CHEAP,
+    "WrapIndex": CHEAP,
+    "CheckedIndex": CHEAP,
     "InjectedCompileError": CHEAP,
-    "ErfCentral": CALL,   # erf's central polynomial (value_range.py)
-    "IPow": CALL,         # Pow of integers
-    "IMod": DIVIDE,       # Fmod of integers: C++'s %
+    "ErfCentral": CALL,  # erf's central polynomial (value_range.py)
+    "IPow": CALL,  # Pow of integers
+    "IMod": DIVIDE,  # Fmod of integers: C++'s %
 }
 OP_COSTS = {**{row.name: row.cost for row in POINTWISE}, **LOOP_OP_COSTS}
 DIVIDING_OPS = frozenset({row.name for row in POINTWISE if row.divides} | {"IMod"})

@@ -1,15 +1,26 @@
 """C++ target: lowers vendor ops to fused loop nests (loop IR), printed by the C++ renderer
 into Jinja templates."""
+
 import sympy
 import torch
 import torch.fx as fx
 
-from dicp.api import (GeneratedGraph, GraphCodegenBase, Operator, log, shape_of, size_hints,
-                      sizes_as_sympy, strides_of, to_sympy)
+from dicp.api import (
+    GeneratedGraph,
+    GraphCodegenBase,
+    Operator,
+    log,
+    shape_of,
+    size_hints,
+    sizes_as_sympy,
+    strides_of,
+    to_sympy,
+)
 
 from .. import config
-from . import (lowering_indexing, lowering_layout, lowering_pool,  # noqa: F401  (register
-               lowering_reduce)  # their rows)
+
+# imported for the rows they register in the lowering tables
+from . import lowering_indexing, lowering_layout, lowering_pool, lowering_reduce  # noqa: F401
 from .costs import divides_or_calls
 from .cpp_render import CppRenderer
 from .faults import KERNEL_FAULTS
@@ -52,9 +63,13 @@ def _static_extents(inner, loop_vars):
 def _channels_last_strides(val):
     """The strides of `val` when it is a channels-last 4-d tensor (after a ConvolutionNHWC,
     eager's pointwise ops keep that layout), else None."""
-    if isinstance(val, torch.Tensor) and val.dim() == 4 and not val.is_contiguous() \
-            and val.is_contiguous(memory_format=torch.channels_last) \
-            and all(type(size) is int for size in val.shape):
+    if (
+        isinstance(val, torch.Tensor)
+        and val.dim() == 4
+        and not val.is_contiguous()
+        and val.is_contiguous(memory_format=torch.channels_last)
+        and all(type(size) is int for size in val.shape)
+    ):
         return list(val.stride())
     return None
 
@@ -78,9 +93,11 @@ def _matrices_transposed(buffer):
 
 def _memory_order(strides):
     """The dims of a layout from its outermost in memory, when that is not their order."""
-    order = sorted(range(len(strides)), key=lambda d: -int(strides[d])) \
-        if all(isinstance(st, int) or getattr(st, "is_Integer", False) for st in strides) \
+    order = (
+        sorted(range(len(strides)), key=lambda d: -int(strides[d]))
+        if all(isinstance(st, int) or getattr(st, "is_Integer", False) for st in strides)
         else None
+    )
     return None if order is None or order == list(range(len(strides))) else order
 
 
@@ -92,10 +109,8 @@ def _loop_nest(k, outer, sizes):
         extents |= {v: hi - lo for v, lo, hi in phase.inner}
         starts |= {v: lo for v, lo, _ in phase.inner if lo != 0}
         pre, body, post = phase.accesses
-        phases.append(PhaseLoops(tuple(v for v, _, _ in phase.inner), body, pre + post,
-                                 phase.simd))
-    return KernelLoops(outer, tuple(phases), extents, k.computed, starts,
-                       k.computed_symbols)
+        phases.append(PhaseLoops(tuple(v for v, _, _ in phase.inner), body, pre + post, phase.simd))
+    return KernelLoops(outer, tuple(phases), extents, k.computed, starts, k.computed_symbols)
 
 
 # Lazy values inlined into one another, at most: each is a nested expression the kernel
@@ -151,8 +166,12 @@ def _costly_and_read_broadly(node, value):
         return False
     own = _static_numel(node.meta.get("val"))
     readers = [_static_numel(u.meta.get("val")) for u in node.users]
-    if own is None or None in readers or not readers or \
-            max(readers) < max(BROADCAST_WRITE_MIN, own * BROADCAST_WRITE_RATIO):
+    if (
+        own is None
+        or None in readers
+        or not readers
+        or max(readers) < max(BROADCAST_WRITE_MIN, own * BROADCAST_WRITE_RATIO)
+    ):
         return False
     probe = _emit_probe(value)
     reads_reduction = probe.phases or probe.unfused or probe.fused_reductions
@@ -161,8 +180,9 @@ def _costly_and_read_broadly(node, value):
 
 def _static_extents_of(variables, sizes):
     """Loop variable -> extent, for the loops of static extent (index simplification)."""
-    return {v: int(size) for v, size in zip(variables, sizes)
-            if isinstance(size, (int, sympy.Integer))}
+    return {
+        v: int(size) for v, size in zip(variables, sizes) if isinstance(size, (int, sympy.Integer))
+    }
 
 
 def _static_numel(val):
@@ -197,10 +217,12 @@ KERNELS_PER_SOURCE = 64
 
 def kernel_sources(kernels):
     """(file name, kernels) of each source: kernels.cpp, kernels_1.cpp, ..."""
-    chunks = [kernels[i:i + KERNELS_PER_SOURCE] for i in range(0, len(kernels),
-                                                                KERNELS_PER_SOURCE)]
-    return [("kernels.cpp" if i == 0 else f"kernels_{i}.cpp", chunk)
-            for i, chunk in enumerate(chunks)]
+    chunks = [
+        kernels[i : i + KERNELS_PER_SOURCE] for i in range(0, len(kernels), KERNELS_PER_SOURCE)
+    ]
+    return [
+        ("kernels.cpp" if i == 0 else f"kernels_{i}.cpp", chunk) for i, chunk in enumerate(chunks)
+    ]
 
 
 class UnsupportedLowering(NotImplementedError):
@@ -244,39 +266,54 @@ class CppCodegen(GraphCodegenBase):
             # do not tell layouts apart (a size-1 channel dim: a transposed convolution after
             # a one-channel group norm came back NCHW, traced channels-last: random_nets seed
             # 463); products' results do not, and the native entry plans their lines
-            result = self.aten_call(node, self.vendor_op_source(node.target), node.target,
-                                    as_traced=not self._matrices_read)
+            result = self.aten_call(
+                node,
+                self.vendor_op_source(node.target),
+                node.target,
+                as_traced=not self._matrices_read,
+            )
             self._matrices_read = []
             val = node.meta.get("val")
-            if node.target.fresh_result and isinstance(result, Buffer) and \
-                    to_sympy(val.storage_offset()) == 0:
-                self.wrapper.own_fresh_result(result.base, val.dtype, result.sizes,
-                                              result.strides, node.target.writes_out)
+            if (
+                node.target.fresh_result
+                and isinstance(result, Buffer)
+                and to_sympy(val.storage_offset()) == 0
+            ):
+                self.wrapper.own_fresh_result(
+                    result.base, val.dtype, result.sizes, result.strides, node.target.writes_out
+                )
             return result
         try:
             lower = LOWERINGS[node.target.name]
         except KeyError:
-            raise UnsupportedLowering(f"vendor op {node.target.name} has no C++ lowering; "
-                                      f"add one in codegen/lowering*.py") from None
+            raise UnsupportedLowering(
+                f"vendor op {node.target.name} has no C++ lowering; add one in codegen/lowering*.py"
+            ) from None
         args, kwargs = fx.node.map_aggregate(
-            fx.node.map_arg((node.args, node.kwargs), self._size_or_node), sizes_as_sympy)
+            fx.node.map_arg((node.args, node.kwargs), self._size_or_node), sizes_as_sympy
+        )
         value = lower(self, node, *args, **kwargs)
         self.lazy_reductions |= isinstance(value, LazyReduction)
-        if node.target.name in INDEX_ARITHMETIC_OPS and _index_too_long(value) \
-                and isinstance(self.env[node.args[0]], Pointwise):
+        if (
+            node.target.name in INDEX_ARITHMETIC_OPS
+            and _index_too_long(value)
+            and isinstance(self.env[node.args[0]], Pointwise)
+        ):
             self.env[node.args[0]] = self.realize(self.env[node.args[0]])
             value = lower(self, node, *args, **kwargs)
         if not self._must_realize(node, value):
             return value
-        return self.realize(value, self._transposed_operand_strides(node, value)
-                            or _channels_last_strides(node.meta["val"]))
+        return self.realize(
+            value,
+            self._transposed_operand_strides(node, value)
+            or _channels_last_strides(node.meta["val"]),
+        )
 
     def _materialize_node(self, arg):
         """A product's matrix operand stays in memory with its matrices transposed (see
         _transposed_operand_strides); any other argument takes its traced layout."""
         value = self.env[arg]
-        if arg in self._matrices_read and isinstance(value, Buffer) and \
-                _matrices_transposed(value):
+        if arg in self._matrices_read and isinstance(value, Buffer) and _matrices_transposed(value):
             return value
         return super()._materialize_node(arg)
 
@@ -287,21 +324,27 @@ class CppCodegen(GraphCodegenBase):
         transposing tiles (llama_block's key: 43 -> 17 us). The products read either layout
         alike. None for any other value."""
         val = node.meta.get("val")
-        if not node.users or not isinstance(val, torch.Tensor) or val.dim() < 2 or \
-                isinstance(value, LazyReduction) or \
-                not all(node in _matrix_operands(u) for u in node.users):
+        if (
+            not node.users
+            or not isinstance(val, torch.Tensor)
+            or val.dim() < 2
+            or isinstance(value, LazyReduction)
+            or not all(node in _matrix_operands(u) for u in node.users)
+        ):
             return None
         rows, columns = val.dim() - 2, val.dim() - 1
         if transposed_dims(value, contiguous_strides(value.sizes)) != (rows, columns):
             return None
-        strides = contiguous_strides([*value.sizes[:rows], value.sizes[columns],
-                                      value.sizes[rows]])
+        strides = contiguous_strides([*value.sizes[:rows], value.sizes[columns], value.sizes[rows]])
         return [*strides[:rows], 1, strides[rows]]
 
     def _lazy_depth(self, node):
         """How many lazy values `node`'s value nests, itself included (MAX_LAZY_DEPTH)."""
-        inlined = [self._lazy_depths.get(arg, 1) for arg in node.all_input_nodes
-                   if type(self.env.get(arg)) is Pointwise]
+        inlined = [
+            self._lazy_depths.get(arg, 1)
+            for arg in node.all_input_nodes
+            if type(self.env.get(arg)) is Pointwise
+        ]
         depth = self._lazy_depths[node] = 1 + max(inlined, default=0)
         return depth
 
@@ -341,8 +384,9 @@ class CppCodegen(GraphCodegenBase):
         if not isinstance(val, torch.Tensor) or not isinstance(value, (Buffer, Pointwise)):
             return value
         strides = strides_of(val)
-        if isinstance(value, Buffer) and (val.numel() <= 1 or
-                                          same_layout(value.sizes, value.strides, strides)):
+        if isinstance(value, Buffer) and (
+            val.numel() <= 1 or same_layout(value.sizes, value.strides, strides)
+        ):
             return value
         return self.realize(Pointwise(value.dtype, value.sizes, value.load), strides)
 
@@ -363,23 +407,33 @@ class CppCodegen(GraphCodegenBase):
         elif split is None and order is not None:
             self._kernel_in_memory_order(value, out, order)
         elif split in (None, 0, len(value.sizes)):
-            self.pointwise_kernel(*split_loops(
-                value.sizes, lambda k, index: out.store(k, index, value.load(k, index))))
+            self.pointwise_kernel(
+                *split_loops(
+                    value.sizes, lambda k, index: out.store(k, index, value.load(k, index))
+                )
+            )
         else:
-            self.kernel(value.sizes[:split], pre=None,
-                        inner=[(0, size) for size in value.sizes[split:]],
-                        body=lambda k, outer, inner: out.store(
-                            k, outer + inner, value.load(k, outer + inner)),
-                        post=None, simd_reduction="")
+            self.kernel(
+                value.sizes[:split],
+                pre=None,
+                inner=[(0, size) for size in value.sizes[split:]],
+                body=lambda k, outer, inner: out.store(
+                    k, outer + inner, value.load(k, outer + inner)
+                ),
+                post=None,
+                simd_reduction="",
+            )
         return out
 
     def _kernel_in_memory_order(self, value, out, order):
         """A pointwise kernel whose loops run in the order of `out`'s memory (`order`: dims
         from outermost), so its innermost loop stores contiguously (channels-last: over
         channels)."""
+
         def store(k, loop_index):
             index = [loop_index[order.index(d)] for d in range(len(order))]
             out.store(k, index, value.load(k, index))
+
         self.pointwise_kernel(*split_loops([value.sizes[d] for d in order], store))
 
     def _realize_reduction(self, value):
@@ -388,16 +442,17 @@ class CppCodegen(GraphCodegenBase):
         if value.realized is None:
             value.computed_in_kernel = False  # its own kernel computes it in any case
             kept = value.kept_sizes()
-            base = self.wrapper.allocate(value.dtype, value.sizes,
-                                         contiguous_strides(value.sizes))
+            base = self.wrapper.allocate(value.dtype, value.sizes, contiguous_strides(value.sizes))
             flat = Buffer(base, value.dtype, kept, contiguous_strides(kept))
             if value.emit_kernel is not None:
                 value.emit_kernel(self, flat)
             else:
-                self.pointwise_kernel(kept, lambda k, index: flat.store(
-                    k, index, k.fused_reduction(value, index)))
-            value.realized = Buffer(base, value.dtype, list(value.sizes),
-                                    contiguous_strides(value.sizes))
+                self.pointwise_kernel(
+                    kept, lambda k, index: flat.store(k, index, k.fused_reduction(value, index))
+                )
+            value.realized = Buffer(
+                base, value.dtype, list(value.sizes), contiguous_strides(value.sizes)
+            )
         return value.realized
 
     def _outer_rank(self, value):
@@ -415,8 +470,9 @@ class CppCodegen(GraphCodegenBase):
         if not probe.reduction_uses:
             return None
         used = set().union(*probe.reduction_uses)
-        leading_units = next((d for d, size in enumerate(value.sizes) if size != 1),
-                             len(value.sizes))
+        leading_units = next(
+            (d for d, size in enumerate(value.sizes) if size != 1), len(value.sizes)
+        )
         return max([d + 1 for d, v in enumerate(variables) if v in used] + [leading_units])
 
     def pointwise_kernel(self, sizes, body):
@@ -428,8 +484,9 @@ class CppCodegen(GraphCodegenBase):
         reductions the callbacks read at an index of the outer loops become phases of this
         nest, computed before (see KernelBuilder.fused_reduction); any other is realized
         first. Which loops run in parallel or as SIMD is decided from the accesses (loops.py)."""
-        self.phased_kernel(sizes, [dict(pre=pre, inner=inner, body=body, post=post,
-                                         simd=simd_reduction)])
+        self.phased_kernel(
+            sizes, [dict(pre=pre, inner=inner, body=body, post=post, simd=simd_reduction)]
+        )
 
     def phased_kernel(self, sizes, phases):
         """`kernel` with several phases run in order in each outer iteration, each a dict of
@@ -447,16 +504,20 @@ class CppCodegen(GraphCodegenBase):
 
     def _emit_kernel(self, sizes, phases, row_caches=None):
         outer = loop_index(len(sizes))
-        k = KernelBuilder(f"kernel_{len(self.kernels)}", outer, self.bounds_check, self.size_params,
-                          row_caches)
+        k = KernelBuilder(
+            f"kernel_{len(self.kernels)}", outer, self.bounds_check, self.size_params, row_caches
+        )
         k.unit_loops = {v for v, size in zip(outer, sizes) if size == 1}
         k.extents = _static_extents_of(outer, sizes)
         for phase in phases:
             pre, body, post = phase["pre"], phase["body"], phase["post"]
-            k.phase(phase["inner"], pre=pre and (lambda k, pre=pre: pre(k, outer)),
-                    body=body and (lambda k, inner, body=body: body(k, outer, inner)),
-                    post=post and (lambda k, inner, post=post: post(k, outer)),
-                    simd=phase["simd"])
+            k.phase(
+                phase["inner"],
+                pre=pre and (lambda k, pre=pre: pre(k, outer)),
+                body=body and (lambda k, inner, body=body: body(k, outer, inner)),
+                post=post and (lambda k, inner, post=post: post(k, outer)),
+                simd=phase["simd"],
+            )
         return k
 
     def _add_kernel(self, k, sizes):
@@ -465,14 +526,23 @@ class CppCodegen(GraphCodegenBase):
         outer = loop_index(len(sizes))
         nest = _loop_nest(k, outer, sizes)
         plan = plan_loops(nest)
-        work = k.index(product(sizes) * sum(product(_static_extents(
-            [(lo, hi) for _, lo, hi in p.inner], list(nest.extents))) for p in k.phases))
+        work = k.index(
+            product(sizes)
+            * sum(
+                product(_static_extents([(lo, hi) for _, lo, hi in p.inner], list(nest.extents)))
+                for p in k.phases
+            )
+        )
         loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
         shared = in_place_source(k, self.wrapper.may_share) or ()
         params, symbols = k.params_of(self.wrapper.private, shared)
-        kernel = L.Kernel(k.name, tuple(params), tuple(s.name for s in symbols),
-                          self.bounds_check,
-                          loop_nest(k, loops, plan, work, PARALLEL_THRESHOLD))
+        kernel = L.Kernel(
+            k.name,
+            tuple(params),
+            tuple(s.name for s in symbols),
+            self.bounds_check,
+            loop_nest(k, loops, plan, work, PARALLEL_THRESHOLD),
+        )
         self.kernels.append(self._render(kernel))
         extents = 2 * len(params) if self.bounds_check else 0
         self.signatures[k.name] = (len(params), len(symbols) + extents)
@@ -500,18 +570,31 @@ class CppCodegen(GraphCodegenBase):
 
     def finish(self):
         statements, sources = self.wrapper.planned(), kernel_sources(self.kernels)
-        files = {name: render("module.cpp.j2", kernels=kernels, bounds_check=self.bounds_check)
-                 for name, kernels in sources}
+        files = {
+            name: render("module.cpp.j2", kernels=kernels, bounds_check=self.bounds_check)
+            for name, kernels in sources
+        }
         metadata = {"kernels": dict(self.signatures), "divide_integers": self.dividing_kernels}
         entry = self._native_entry(statements, sources)
         wrapper_source = self.wrapper.render(statements)
         if entry is not None:
             wrapper_source = self.wrapper.render(entry.statements, NATIVE_ENTRY_HEADER)
             files[sources[-1][0]] += "\n" + CppRenderer(self.bounds_check).entry(entry)
-            metadata["entry"] = {"functions": entry.entries, "products": entry.products,
-                                 "external": list(entry.external), "source": sources[-1][0]}
-        return GeneratedGraph(self.ctx.graph_name, self.target, wrapper_source, files,
-                              dict(self.vendor_ops), self.wrapper.constants, metadata)
+            metadata["entry"] = {
+                "functions": entry.entries,
+                "products": entry.products,
+                "external": list(entry.external),
+                "source": sources[-1][0],
+            }
+        return GeneratedGraph(
+            self.ctx.graph_name,
+            self.target,
+            wrapper_source,
+            files,
+            dict(self.vendor_ops),
+            self.wrapper.constants,
+            metadata,
+        )
 
     def _native_entry(self, statements, sources):
         """Native entries running the wrapper's kernels and products (native_entry.py), in
@@ -522,17 +605,26 @@ class CppCodegen(GraphCodegenBase):
         first_local = KERNELS_PER_SOURCE * (len(sources) - 1)
         local = {f"kernel_{i}" for i in range(first_local, len(self.kernels))}
         try:
-            return plan_native_entry(statements, self.wrapper.inputs, self.wrapper.layouts,
-                                     {**self.input_dtypes, **self.wrapper.dtypes},
-                                     self.kernel_types, local, size_hints(self.ctx.fake_mode),
-                                     self.bounds_check)
+            return plan_native_entry(
+                statements,
+                self.wrapper.inputs,
+                self.wrapper.layouts,
+                {**self.input_dtypes, **self.wrapper.dtypes},
+                self.kernel_types,
+                local,
+                size_hints(self.ctx.fake_mode),
+                self.bounds_check,
+            )
         except NotNative as reason:
             log.debug("%s keeps a call per kernel: %s", self.ctx.graph_name, reason)
             return None
         except Exception:  # a planner bug must not cost the graph: the wrapper still runs
-            log.warning("%s: planning its native entry failed; it keeps a call per kernel "
-                        "(DICP_NATIVE_ENTRY=0 skips the planning)", self.ctx.graph_name,
-                        exc_info=True)
+            log.warning(
+                "%s: planning its native entry failed; it keeps a call per kernel "
+                "(DICP_NATIVE_ENTRY=0 skips the planning)",
+                self.ctx.graph_name,
+                exc_info=True,
+            )
             return None
 
     def inject_fault(self, node, value, kind):
@@ -548,6 +640,7 @@ class CppCodegen(GraphCodegenBase):
 class LoopPythonCodegen(CppCodegen):
     """The C++ target's lowering and schedule, each kernel printed by the Python renderer
     (py_render.py) instead: no compiler, slow; for checking a schedule or a renderer."""
+
     target = "python_loops"
 
     def _render(self, kernel):
@@ -555,11 +648,19 @@ class LoopPythonCodegen(CppCodegen):
 
     def finish(self):
         source = PYTHON_KERNELS_HEADER + "\n\n".join(self.kernels)
-        return GeneratedGraph(self.ctx.graph_name, self.target, self.wrapper.render(),
-                              {"kernels.py": source}, dict(self.vendor_ops),
-                              self.wrapper.constants, {"kernels": dict(self.signatures)})
+        return GeneratedGraph(
+            self.ctx.graph_name,
+            self.target,
+            self.wrapper.render(),
+            {"kernels.py": source},
+            dict(self.vendor_ops),
+            self.wrapper.constants,
+            {"kernels": dict(self.signatures)},
+        )
 
 
-PYTHON_KERNELS_HEADER = ("# Generated by dicp new_backendgraph (python_loops): loop IR kernels "
-                         "printed as Python.\n"
-                         "from dicp.vendor.new_backendGraph.codegen import py_runtime as rt\n\n\n")
+PYTHON_KERNELS_HEADER = (
+    "# Generated by dicp new_backendgraph (python_loops): loop IR kernels "
+    "printed as Python.\n"
+    "from dicp.vendor.new_backendGraph.codegen import py_runtime as rt\n\n\n"
+)

@@ -7,6 +7,7 @@ A template names its operands `{0}`, `{1}`, ... and the op's result type `{T}` a
 `{P}`. Index expressions print through `cpp_expr` (the size functions of the runtime
 header).
 """
+
 import math
 
 import sympy
@@ -40,8 +41,8 @@ LOOP = {
     "CheckedIndex": 'dicp::checked_index<int64_t>({0}, {1}, "{P}")',
     "InjectedCompileError": "dicp_injected_compile_error_TESTING_ONLY({0})",
     "ErfCentral": "dicp::erf_central<{T}>({0})",  # erf on (-1, 1) (value_range.py)
-    "IPow": "dicp::ipow<{T}>({0}, {1})",          # Pow of integers
-    "IMod": "dicp::imod<{T}>({0}, {1})",          # Fmod of integers
+    "IPow": "dicp::ipow<{T}>({0}, {1})",  # Pow of integers
+    "IMod": "dicp::imod<{T}>({0}, {1})",  # Fmod of integers
 }
 # The C++ of every loop IR op: the vendor pointwise ops' from their rows, then the loop level's
 OPS = {**{row.name: row.cpp for row in POINTWISE}, **LOOP}
@@ -51,31 +52,40 @@ INTEGER_DIVISIONS = {"FloorDiv", "TruncDiv", "Remainder", "IMod"}
 
 # ---- index expressions -----------------------------------------------------------------
 
+
 def _typed(template):
     """A C++ helper instantiated over int64_t, or over double where an argument is a float
     (kornia's antialiased resize takes sigma = max(0.001, (h / 11 - 1) / 2) of a symbolic h;
     the int64_t max truncated it to 0 and blurred with the wrong kernel, silently)."""
+
     def render(expr, args):
         ctype = "int64_t" if all(integer_valued(a) for a in expr.args) else "double"
         return template.format(*args, args=", ".join(args), T=ctype)
+
     return render
 
 
 # torch's own symbolic functions and ours, by class name -> C++ (the runtime header's helpers)
 CPP_FUNCTIONS = {
-    "IDiv": "({0} / {1})", "IMod": "({0} % {1})",
-    "FloorDiv": _typed("dicp::floordiv<{T}>({0}, {1})"), "CleanDiv": "({0} / {1})",
+    "IDiv": "({0} / {1})",
+    "IMod": "({0} % {1})",
+    "FloorDiv": _typed("dicp::floordiv<{T}>({0}, {1})"),
+    "CleanDiv": "({0} / {1})",
     "CeilDiv": "dicp::ceildiv<int64_t>({0}, {1})",
     "IntTrueDiv": "(static_cast<double>({0}) / {1})",
     "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})",
-    "PythonMod": _typed("dicp::pymod<{T}>({0}, {1})"), "Mod": _typed("dicp::pymod<{T}>({0}, {1})"),
+    "PythonMod": _typed("dicp::pymod<{T}>({0}, {1})"),
+    "Mod": _typed("dicp::pymod<{T}>({0}, {1})"),
     "ModularIndexing": "(({0} / {1}) % {2})",
-    "Max": _typed("dicp::max_of<{T}>({args})"), "Min": _typed("dicp::min_of<{T}>({args})"),
-    "FloatTrueDiv": "(static_cast<double>({0}) / {1})", "ToFloat": "static_cast<double>({0})",
+    "Max": _typed("dicp::max_of<{T}>({args})"),
+    "Min": _typed("dicp::min_of<{T}>({args})"),
+    "FloatTrueDiv": "(static_cast<double>({0}) / {1})",
+    "ToFloat": "static_cast<double>({0})",
     "FloatPow": "std::pow(static_cast<double>({0}), {1})",
     "PowByNatural": "dicp::ipow<int64_t>({0}, {1})",
     "OpaqueUnaryFn_sqrt": "std::sqrt(static_cast<double>({0}))",
-    "TruncToInt": "static_cast<int64_t>({0})", "floor": "static_cast<int64_t>(std::floor({0}))",
+    "TruncToInt": "static_cast<int64_t>({0})",
+    "floor": "static_cast<int64_t>(std::floor({0}))",
     "ceiling": "static_cast<int64_t>(std::ceil({0}))",
     "FloorToInt": "static_cast<int64_t>(std::floor({0}))",
     "CeilToInt": "static_cast<int64_t>(std::ceil({0}))",
@@ -116,8 +126,9 @@ class CppRenderer(L.Renderer):
         if not self.bounds_check:
             return f"{access.pointer}[{position}]"
         pointer = access.pointer
-        return f'(*dicp::checked({pointer}, {position}, {pointer}_lo, {pointer}_hi, ' \
-               f'"{access.site}"))'
+        return (
+            f'(*dicp::checked({pointer}, {position}, {pointer}_lo, {pointer}_hi, "{access.site}"))'
+        )
 
     # ---- statements ----
     def statement_Let(self, s):
@@ -156,12 +167,17 @@ class CppRenderer(L.Renderer):
         if s.chunk is None:
             return [*pragmas, *simd, self._for(var, lo, hi, s.until), *body, "}"]
         size = s.chunk.size
-        inner = self._for(var, f"{var}_chunk", f"std::min<int64_t>({var}_chunk + {size}, {hi})",
-                          s.until)
-        return [*pragmas, f"for (int64_t {var}_chunk = {lo}; {var}_chunk < {hi}; "
-                f"{var}_chunk += {size}) {{", *self.lines(s.chunk.open, "  "),
-                *("  " + line for line in [*simd, inner, *body, "}"]),
-                *self.lines(s.chunk.close, "  "), "}"]
+        inner = self._for(
+            var, f"{var}_chunk", f"std::min<int64_t>({var}_chunk + {size}, {hi})", s.until
+        )
+        return [
+            *pragmas,
+            f"for (int64_t {var}_chunk = {lo}; {var}_chunk < {hi}; {var}_chunk += {size}) {{",
+            *self.lines(s.chunk.open, "  "),
+            *("  " + line for line in [*simd, inner, *body, "}"]),
+            *self.lines(s.chunk.close, "  "),
+            "}",
+        ]
 
     def _for(self, var, lo, hi, until=None):
         stop = f" && !{until.name}" if until is not None else ""
@@ -169,8 +185,10 @@ class CppRenderer(L.Renderer):
 
     def _parallel(self, parallel):
         collapse = f" collapse({parallel.collapse})" if parallel.collapse > 1 else ""
-        return [f"#pragma omp parallel for{collapse} if({self.expr(parallel.work)} >= "
-                f"{parallel.threshold})"]
+        return [
+            f"#pragma omp parallel for{collapse} if({self.expr(parallel.work)} >= "
+            f"{parallel.threshold})"
+        ]
 
     def _simd(self, clauses):
         return ["#pragma omp simd" + "".join(f" reduction({c})" for c in clauses.split())]
@@ -179,16 +197,27 @@ class CppRenderer(L.Renderer):
     def kernel(self, kernel) -> str:
         """The C++ of a whole kernel (loop_ir.Kernel): its signature and body in the file
         skeleton kernel.cpp.j2."""
-        return render("kernel.cpp.j2", name=kernel.name, parameters=self.parameters(kernel),
-                      body=self.lines(kernel.body))
+        return render(
+            "kernel.cpp.j2",
+            name=kernel.name,
+            parameters=self.parameters(kernel),
+            body=self.lines(kernel.body),
+        )
 
     def parameters(self, kernel) -> list:
         """The C++ parameters of a kernel: its pointers, its sizes, and with bounds checks
         each pointer's storage extent."""
-        pointers = [f"{self.pointer_type(p.ctype, p.writable)}"
-                    f"{' __restrict__' if p.restrict else ''} {p.name}" for p in kernel.params]
-        extents = [f"int64_t {p.name}_{end}" for p in kernel.params for end in ("lo", "hi")
-                   if kernel.extents]
+        pointers = [
+            f"{self.pointer_type(p.ctype, p.writable)}"
+            f"{' __restrict__' if p.restrict else ''} {p.name}"
+            for p in kernel.params
+        ]
+        extents = [
+            f"int64_t {p.name}_{end}"
+            for p in kernel.params
+            for end in ("lo", "hi")
+            if kernel.extents
+        ]
         return pointers + [f"int64_t {s}" for s in kernel.sizes] + extents
 
     @staticmethod
@@ -200,26 +229,44 @@ class CppRenderer(L.Renderer):
     def entry(self, entry) -> str:
         """The C++ of a graph's native entries (native_entry.NativeEntry) in the skeleton
         graph_entry.cpp.j2: each segment's function calling its steps in order."""
-        segments = [(s.function, self._entry_parameters(s, entry.bounds_check),
-                     [self.step(step) for step in s.steps]) for s in entry.segments]
-        external = [(name, [self.pointer_type(p.ctype, p.writable) for p in params] +
-                     ["int64_t"] * ints) for name, (params, ints) in entry.external.items()]
-        return render("graph_entry.cpp.j2", segments=segments, products=entry.products,
-                      external=external, bounds_check=entry.bounds_check)
+        segments = [
+            (
+                s.function,
+                self._entry_parameters(s, entry.bounds_check),
+                [self.step(step) for step in s.steps],
+            )
+            for s in entry.segments
+        ]
+        external = [
+            (name, [self.pointer_type(p.ctype, p.writable) for p in params] + ["int64_t"] * ints)
+            for name, (params, ints) in entry.external.items()
+        ]
+        return render(
+            "graph_entry.cpp.j2",
+            segments=segments,
+            products=entry.products,
+            external=external,
+            bounds_check=entry.bounds_check,
+        )
 
     def _entry_parameters(self, segment, bounds_check):
         """Byte pointers to the roots, the size variables, with bounds checks each root's
         storage extent (`lo_<root>`, `hi_<root>`)."""
         extents = [f"int64_t {bound}_{root}" for root in segment.roots for bound in ("lo", "hi")]
-        return [f"char* {root}" for root in segment.roots] + \
-            [f"int64_t {p}" for p in segment.params] + (extents if bounds_check else [])
+        return (
+            [f"char* {root}" for root in segment.roots]
+            + [f"int64_t {p}" for p in segment.params]
+            + (extents if bounds_check else [])
+        )
 
     def step(self, step) -> str:
         return getattr(self, f"step_{type(step).__name__}")(step)
 
     def step_KernelStep(self, s):
-        arguments = [f"reinterpret_cast<{self.pointer_type(p.ctype, p.writable)}>"
-                     f"({_address(pointer)})" for p, pointer in s.pointers]
+        arguments = [
+            f"reinterpret_cast<{self.pointer_type(p.ctype, p.writable)}>({_address(pointer)})"
+            for p, pointer in s.pointers
+        ]
         arguments += list(s.sizes)
         if s.extents:
             arguments += [bound for _, pointer in s.pointers for bound in _extent(pointer)]
@@ -230,16 +277,21 @@ class CppRenderer(L.Renderer):
         operand spans lies in its storage (the first one outside is reported, as a kernel's
         access is)."""
         bias = f"reinterpret_cast<const float*>({_address(s.bias)})" if s.bias else "nullptr"
-        call = f"product({', '.join(map(_integer, s.shape))}, {_operand(s.a, 'const float*')}, " \
-               f"{_operand(s.b, 'const float*')}, {bias}, " \
-               f"reinterpret_cast<float*>({_address(s.out.pointer)}), {_integer(s.out.ld)}, " \
-               f"{_integer(s.out.step)});"
+        call = (
+            f"product({', '.join(map(_integer, s.shape))}, {_operand(s.a, 'const float*')}, "
+            f"{_operand(s.b, 'const float*')}, {bias}, "
+            f"reinterpret_cast<float*>({_address(s.out.pointer)}), {_integer(s.out.ld)}, "
+            f"{_integer(s.out.step)});"
+        )
         if not s.checks:
             return call
         site = f"product {s.number} of this entry, operand"
-        checks = [f"matrix_in_bounds({', '.join(map(_integer, (*shape, m.ld, m.step)))}, "
-                  f"{str(m.transposed).lower()}, {', '.join(_extent(m.pointer))}, "
-                  f"\"{site} {role}\")" for role, m, shape in s.checks]
+        checks = [
+            f"matrix_in_bounds({', '.join(map(_integer, (*shape, m.ld, m.step)))}, "
+            f"{str(m.transposed).lower()}, {', '.join(_extent(m.pointer))}, "
+            f'"{site} {role}")'
+            for role, m, shape in s.checks
+        ]
         return f"if ({' & '.join(checks)}) {call}"
 
 
@@ -247,8 +299,11 @@ def _constant(const):
     if const.value in ("lowest", "highest"):
         limit = "lowest" if const.value == "lowest" else "max"
         return f"std::numeric_limits<{const.type}>::{limit}()"
-    if isinstance(const.value, float) and math.isinf(const.value) and \
-            const.type not in ("float", "double"):
+    if (
+        isinstance(const.value, float)
+        and math.isinf(const.value)
+        and const.type not in ("float", "double")
+    ):
         return _constant(L.Const("lowest" if const.value < 0 else "highest", const.type))
     return _literal(const.value, const.type)
 
@@ -303,8 +358,10 @@ def _address(pointer):
 
 def _operand(operand, ctype):
     """A product's matrix: its address, whether it is transposed, its ld and step."""
-    return f"reinterpret_cast<{ctype}>({_address(operand.pointer)}), " \
-           f"{str(operand.transposed).lower()}, {_integer(operand.ld)}, {_integer(operand.step)}"
+    return (
+        f"reinterpret_cast<{ctype}>({_address(operand.pointer)}), "
+        f"{str(operand.transposed).lower()}, {_integer(operand.ld)}, {_integer(operand.step)}"
+    )
 
 
 def _extent(pointer):

@@ -1,11 +1,19 @@
 """dtypes as the loop IR's element types: the type an element is stored as, and the type it is
 computed in (half types compute in float)."""
+
 import torch
 
 STORAGE_CTYPE = {
-    torch.float32: "float", torch.float64: "double", torch.float16: "dicp::half_t",
-    torch.bfloat16: "dicp::bf16_t", torch.int64: "int64_t", torch.int32: "int32_t",
-    torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool",
+    torch.float32: "float",
+    torch.float64: "double",
+    torch.float16: "dicp::half_t",
+    torch.bfloat16: "dicp::bf16_t",
+    torch.int64: "int64_t",
+    torch.int32: "int32_t",
+    torch.int16: "int16_t",
+    torch.int8: "int8_t",
+    torch.uint8: "uint8_t",
+    torch.bool: "bool",
 }
 
 # Half types compute in float: they load and store through it.
@@ -23,8 +31,10 @@ def storage_ctype(dtype):
     try:
         return STORAGE_CTYPE[dtype]
     except KeyError:
-        raise UnsupportedDtype(f"new_backendgraph kernels do not support {dtype}; "
-                               f"supported: {sorted(str(d) for d in STORAGE_CTYPE)}") from None
+        raise UnsupportedDtype(
+            f"new_backendgraph kernels do not support {dtype}; "
+            f"supported: {sorted(str(d) for d in STORAGE_CTYPE)}"
+        ) from None
 
 
 def compute_ctype(dtype):

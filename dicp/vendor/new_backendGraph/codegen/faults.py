@@ -5,6 +5,7 @@ A fault takes the IR value an op produced and returns the faulty one: `accuracy`
 function that does not exist. Runtime errors, and faults on values the wrapper computes (eager
 fallback, library calls), are the shared wrapper's (GraphCodegenBase.inject_fault).
 """
+
 import torch
 
 from .ctypes_map import compute_ctype
@@ -21,14 +22,18 @@ def _accuracy(value):
         if value.dtype == torch.bool:
             return k.op("LogicalNot", "bool", x)
         return k.op("Add", ctype, k.op("Add", ctype, x, Const(1, ctype)), k.op("Abs", ctype, x))
+
     return Pointwise(value.dtype, list(value.sizes), load)
 
 
 def _compile_error(value):
     """A call of a function no header declares."""
     ctype = compute_ctype(value.dtype)
-    return Pointwise(value.dtype, list(value.sizes), lambda k, index: k.op(
-        "InjectedCompileError", ctype, value.load(k, index)))
+    return Pointwise(
+        value.dtype,
+        list(value.sizes),
+        lambda k, index: k.op("InjectedCompileError", ctype, value.load(k, index)),
+    )
 
 
 KERNEL_FAULTS = {"accuracy": _accuracy, "compile_error": _compile_error}

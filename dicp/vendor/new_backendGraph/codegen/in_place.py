@@ -8,6 +8,7 @@ is read only by the iteration that writes the same element of the output, before
 iterations then never see each other's writes, run in any order, in parallel or as vector
 lanes.
 """
+
 import dataclasses
 
 import sympy
@@ -28,8 +29,11 @@ def in_place_source(k, may_share):
         return None
     at_unit_loops = {v: 0 for v in k.unit_loops}
     for source in k.params.values():
-        if source is not output and may_share(output.base, source.base) and \
-                _read_only_before(k.phases, store, source.name, at_unit_loops):
+        if (
+            source is not output
+            and may_share(output.base, source.base)
+            and _read_only_before(k.phases, store, source.name, at_unit_loops)
+        ):
             return output, source
     return None
 
@@ -37,10 +41,13 @@ def in_place_source(k, may_share):
 def _only_store(phases, pointer):
     """(phase number, part, index in the part, position) of the one store to `pointer`, or
     None where the kernel stores to it more than once or inside a branch or loop of its own."""
-    found = [(number, part, index, statement)
-             for number, phase in enumerate(phases) for part in _PARTS
-             for index, statement in enumerate(getattr(phase, part))
-             if any(isinstance(s, L.Store) and s.pointer == pointer for s in L.walk([statement]))]
+    found = [
+        (number, part, index, statement)
+        for number, phase in enumerate(phases)
+        for part in _PARTS
+        for index, statement in enumerate(getattr(phase, part))
+        if any(isinstance(s, L.Store) and s.pointer == pointer for s in L.walk([statement]))
+    ]
     if len(found) != 1 or not isinstance(found[0][3], L.Store):
         return None
     number, part, index, statement = found[0]
@@ -66,16 +73,22 @@ def _read_only_before(phases, store, pointer, at_unit_loops):
             if earlier == number and name == part:
                 ahead, after = statements[:index], statements[index:]
                 if _loads(after, pointer) or any(
-                        _at(load.position, at_unit_loops) != position
-                        for load in _loads(ahead, pointer)):
+                    _at(load.position, at_unit_loops) != position for load in _loads(ahead, pointer)
+                ):
                     return False
                 continue
             loads = _loads(statements, pointer)
-            renaming = _renaming(phase, stored_in) if earlier < number and \
-                _loops_keep_bounds(statements, phase) else None
-            if loads and (renaming is None or any(
-                    _at(load.position, {**at_unit_loops, **renaming}) != position
-                    for load in loads)):
+            renaming = (
+                _renaming(phase, stored_in)
+                if earlier < number and _loops_keep_bounds(statements, phase)
+                else None
+            )
+            if loads and (
+                renaming is None
+                or any(
+                    _at(load.position, {**at_unit_loops, **renaming}) != position for load in loads
+                )
+            ):
                 return False
     return True
 
@@ -86,8 +99,9 @@ def _loops_keep_bounds(statements, phase):
     bounds = {str(var): (lo, hi) for var, lo, hi in phase.inner}
     for loop in (s for s in L.walk(statements) if isinstance(s, L.Loop)):
         if loop.var.name in bounds and any(
-                sympy.expand(_index(mine) - theirs) != 0
-                for mine, theirs in zip((loop.lo, loop.hi), bounds[loop.var.name])):
+            sympy.expand(_index(mine) - theirs) != 0
+            for mine, theirs in zip((loop.lo, loop.hi), bounds[loop.var.name])
+        ):
             return False
     return True
 
@@ -102,8 +116,10 @@ def _renaming(phase, stored_in):
     if not phase.inner or len(phase.inner) != len(stored_in.inner):
         return None
     pairs = list(zip(phase.inner, stored_in.inner))
-    if any(sympy.expand(lo - lo2) != 0 or sympy.expand(hi - hi2) != 0
-           for (_, lo, hi), (_, lo2, hi2) in pairs):
+    if any(
+        sympy.expand(lo - lo2) != 0 or sympy.expand(hi - hi2) != 0
+        for (_, lo, hi), (_, lo2, hi2) in pairs
+    ):
         return None
     return {var: var2 for (var, _, _), (var2, _, _) in pairs}
 
@@ -119,6 +135,9 @@ def _loads(node, pointer):
     if isinstance(node, (list, tuple)):
         return [load for item in node for load in _loads(item, pointer)]
     if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        return [load for field in dataclasses.fields(node)
-                for load in _loads(getattr(node, field.name), pointer)]
+        return [
+            load
+            for field in dataclasses.fields(node)
+            for load in _loads(getattr(node, field.name), pointer)
+        ]
     return []

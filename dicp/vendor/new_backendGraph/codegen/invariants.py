@@ -13,6 +13,7 @@ may store to what they read), and so does integer arithmetic, which may divide: 
 loop of no iterations, a division by a size of 0 would trap. Float arithmetic does not trap
 (kernels build with -fno-trapping-math), and moving it changes no value.
 """
+
 from .loop_ir import Assign, Declare, Index, Let, Op, Var, walk
 
 FLOAT_TYPES = ("float", "double")
@@ -25,8 +26,9 @@ def hoist_invariants(pre, body, loop_vars, computed, around=()):
     open and close), whose assignments change values too."""
     varying = set(loop_vars) | set(computed)
     inside = [*body, *around]
-    changed = {s.target.name for s in walk(inside) if isinstance(s, Assign)
-               and isinstance(s.target, Var)}
+    changed = {
+        s.target.name for s in walk(inside) if isinstance(s, Assign) and isinstance(s.target, Var)
+    }
     changed |= {s.var.name for s in walk(inside) if isinstance(s, (Declare, Let))}
     hoisted, kept, moved = [], [], set()
 
@@ -38,8 +40,12 @@ def hoist_invariants(pre, body, loop_vars, computed, around=()):
         return True  # a Const
 
     for statement in body:
-        if isinstance(statement, Let) and isinstance(statement.value, Op) and \
-                statement.value.type in FLOAT_TYPES and all(map(fixed, statement.value.args)):
+        if (
+            isinstance(statement, Let)
+            and isinstance(statement.value, Op)
+            and statement.value.type in FLOAT_TYPES
+            and all(map(fixed, statement.value.args))
+        ):
             hoisted.append(statement)
             moved.add(statement.var.name)
         else:

@@ -1,5 +1,6 @@
 """KernelBuilder: builds one kernel's loop IR (loop_ir.py): its parameters, statements and
 memory accesses, with structural CSE and masked scopes."""
+
 from dataclasses import dataclass, field
 
 import sympy
@@ -11,8 +12,7 @@ from .costs import DIVIDING_OPS
 from .ctypes_map import compute_ctype, storage_ctype
 from .invariants import hoist_invariants
 from .row_cache import LoadRecord, costly, plan_row_caches
-from .sym import (contiguous_strides, flat_index, integer_valued, loop_index,
-                  simplify_in_loops)
+from .sym import contiguous_strides, flat_index, integer_valued, loop_index, simplify_in_loops
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Access:
     plan (`loops.plan_loops`) decides parallelism and vectorization from these records.
     `overlaps`: a store into a layout whose elements of nonzero stride may share an address
     (a value realized in the layout of unfold's overlapping windows)."""
+
     base: str
     index: tuple
     strides: tuple
@@ -47,6 +48,7 @@ class Phase:
     ((variable, lo, hi) each, sympy; `bounds`: the same with sizes hoisted, as Index) around
     `body`, then `post` (loop IR statements); the accesses of each part, and the `omp simd`
     reduction clauses its last inner loop may take (None: no `omp simd`)."""
+
     inner: list
     bounds: list
     pre: list
@@ -62,6 +64,7 @@ class _OpenPhase:
     """A phase being emitted: its identity (the same in every emission of the kernel: which
     reduction at which index, or which of the kernel's own phases), loop variables, bounds
     and current part."""
+
     identity: tuple
     variables: tuple
     bounds: tuple
@@ -77,27 +80,26 @@ INDEX_CTYPES = ("int64_t", "int32_t", "bool")
 class KernelBuilder:
     """Statements are emitted into the innermost open block; CSE is scoped to blocks."""
 
-    def __init__(self, name, loop_vars=(), bounds_check=False, size_params=None,
-                 row_caches=None):
+    def __init__(self, name, loop_vars=(), bounds_check=False, size_params=None, row_caches=None):
         self.name = name
         self.outer = tuple(loop_vars)  # the loops a fused reduction is computed inside
-        self.unit_loops = set()         # those of them that run once
+        self.unit_loops = set()  # those of them that run once
         self.phases: list[Phase] = []
-        self.fused = {}                 # (reduction, kept index) -> its value in this kernel
-        self.fused_reductions = []      # the reductions it computes
-        self.unfused = []               # reductions this kernel could not compute inside it
-        self.reduction_uses = None      # a probe's record: the loop variables each read uses
+        self.fused = {}  # (reduction, kept index) -> its value in this kernel
+        self.fused_reductions = []  # the reductions it computes
+        self.unfused = []  # reductions this kernel could not compute inside it
+        self.reduction_uses = None  # a probe's record: the loop variables each read uses
         self._masks = 0
         self._phases_started = 0
-        self._open: list[_OpenPhase] = []   # phases being emitted, innermost last
-        self._phase_order = {}              # phase identity -> position in `phases`
-        self._pending_identity = None       # the identity of the next phase (fused_reduction)
-        self._own_phases = 0                # phases of the kernel's own started so far
-        self._row_stores = set()            # row keys whose caches this emission stores
+        self._open: list[_OpenPhase] = []  # phases being emitted, innermost last
+        self._phase_order = {}  # phase identity -> position in `phases`
+        self._pending_identity = None  # the identity of the next phase (fused_reduction)
+        self._own_phases = 0  # phases of the kernel's own started so far
+        self._row_stores = set()  # row keys whose caches this emission stores
         self.row_caches = row_caches or {}  # row key -> RowCache (row_cache.py)
-        self._row_records = []              # a LoadRecord per lazy load with a row key
-        self._row_values = {}               # row key -> its IR value
-        self._lazy_chain = []               # row keys of the lazy values being computed
+        self._row_records = []  # a LoadRecord per lazy load with a row key
+        self._row_values = {}  # row key -> its IR value
+        self._lazy_chain = []  # row keys of the lazy values being computed
         self.size_params = {} if size_params is None else size_params  # expression -> symbol
         self._hoisted = {}
         self.bounds_check = bounds_check  # every access checked against its storage
@@ -105,9 +107,9 @@ class KernelBuilder:
         self.symbols: set = set()
         self.loop_vars = set(loop_vars)
         self.extents = {}  # loop variable -> its static extent (index simplification)
-        self.computed: set = set()   # symbols of data-dependent indices (loaded at run time)
-        self.computed_symbols = {}   # computed index -> the symbols its value varies with
-        self._var_symbols = {}       # Let-bound var name -> the symbols its value varies with
+        self.computed: set = set()  # symbols of data-dependent indices (loaded at run time)
+        self.computed_symbols = {}  # computed index -> the symbols its value varies with
+        self._var_symbols = {}  # Let-bound var name -> the symbols its value varies with
         self.accesses: list[Access] = []
         self.blocks = [Block()]
         self._next = 0
@@ -136,10 +138,14 @@ class KernelBuilder:
         if expr.is_Atom or not expr.free_symbols:
             return expr
         if expr not in self._hoisted:
-            if isinstance(expr, sympy.Function) and integer_valued(expr) and \
-                    not expr.free_symbols & (self.loop_vars | self.computed):
-                symbol = sympy.Symbol(f"hs{len(self.size_params)}", integer=True,
-                                      nonnegative=expr.is_nonnegative)
+            if (
+                isinstance(expr, sympy.Function)
+                and integer_valued(expr)
+                and not expr.free_symbols & (self.loop_vars | self.computed)
+            ):
+                symbol = sympy.Symbol(
+                    f"hs{len(self.size_params)}", integer=True, nonnegative=expr.is_nonnegative
+                )
                 self._hoisted[expr] = self.size_params.setdefault(expr, symbol)
             else:
                 self._hoisted[expr] = expr.func(*(self._hoist(a) for a in expr.args))
@@ -162,12 +168,20 @@ class KernelBuilder:
         """The symbols (loop variables, sizes) the value of IR `expr` depends on through its
         indices, computed indices expanded; None when unknown (a mutable local's value)."""
         if isinstance(expr, (L.Index, L.Load)) or isinstance(expr, sympy.Basic):
-            index = expr.expr if isinstance(expr, L.Index) else \
-                expr.position if isinstance(expr, L.Load) else expr
+            index = (
+                expr.expr
+                if isinstance(expr, L.Index)
+                else expr.position
+                if isinstance(expr, L.Load)
+                else expr
+            )
             found = set()
             for symbol in sympy.sympify(index).free_symbols:
-                inner = self.computed_symbols.get(symbol, {symbol}) \
-                    if symbol in self.computed else {symbol}
+                inner = (
+                    self.computed_symbols.get(symbol, {symbol})
+                    if symbol in self.computed
+                    else {symbol}
+                )
                 if inner is None:
                     return None
                 found |= inner
@@ -190,8 +204,11 @@ class KernelBuilder:
     def load(self, buffer, index) -> L.Var:
         """The element of `buffer` (a values.Buffer) at per-dim `index`, in its compute type."""
         pointer, position, site = self._access(buffer, index, is_store=False)
-        return self.emit(L.Load(pointer, position, storage_ctype(buffer.dtype),
-                                compute_ctype(buffer.dtype), site))
+        return self.emit(
+            L.Load(
+                pointer, position, storage_ctype(buffer.dtype), compute_ctype(buffer.dtype), site
+            )
+        )
 
     def store(self, buffer, index, value):
         pointer, position, site = self._access(buffer, index, is_store=True)
@@ -201,13 +218,20 @@ class KernelBuilder:
         """Records the access; returns (pointer parameter, hoisted flat position, the access's
         name for bounds checks)."""
         ptr = self.pointer(buffer.base, buffer.dtype, writable=is_store)
-        access = Access(buffer.base,
-                        tuple(simplify_in_loops(sympy.sympify(i), self.extents) for i in index),
-                        tuple(buffer.strides), buffer.offset, is_store,
-                        is_store and _overlapping(buffer.sizes, buffer.strides))
+        access = Access(
+            buffer.base,
+            tuple(simplify_in_loops(sympy.sympify(i), self.extents) for i in index),
+            tuple(buffer.strides),
+            buffer.offset,
+            is_store,
+            is_store and _overlapping(buffer.sizes, buffer.strides),
+        )
         self.accesses.append(access)
-        site = f"{'store to' if is_store else 'load of'} buffer {buffer.base} at element" \
-            if self.bounds_check else ""
+        site = (
+            f"{'store to' if is_store else 'load of'} buffer {buffer.base} at element"
+            if self.bounds_check
+            else ""
+        )
         return ptr, self.index(access.address).expr, site
 
     # ---- statements ----
@@ -316,8 +340,11 @@ class KernelBuilder:
         chain, self._lazy_chain = self._lazy_chain, []
         parts, accesses, result = [], [], None
         try:
-            for part, callback, args in (("pre", pre, ()), ("body", body, (variables,)),
-                                         ("post", post, (variables,))):
+            for part, callback, args in (
+                ("pre", pre, ()),
+                ("body", body, (variables,)),
+                ("post", post, (variables,)),
+            ):
                 opened.part = part
                 if callback is not None:
                     result = callback(self, *args)
@@ -332,8 +359,9 @@ class KernelBuilder:
             chunked, simd = chunked
         if loops:  # a chunk's open and close run inside the loop too
             around = [*chunked.open, *chunked.close] if chunked is not None else []
-            parts[0], parts[1] = hoist_invariants(parts[0], parts[1], variables, self.computed,
-                                                  around)
+            parts[0], parts[1] = hoist_invariants(
+                parts[0], parts[1], variables, self.computed, around
+            )
         self._phase_order[identity] = len(self.phases)
         self.phases.append(Phase(loops, bounds, *parts, tuple(accesses), simd, chunked))
         return result
@@ -360,9 +388,15 @@ class KernelBuilder:
             self.add(L.Assign(L.Element(cache.array, (self._row_position(opened),)), var))
             self._row_stores.add(key)
         self._row_values[key] = value
-        self._row_records.append(LoadRecord(key, opened.identity, can_store,
-                                            costly(block.statements[first:]),
-                                            tuple(self._lazy_chain)))
+        self._row_records.append(
+            LoadRecord(
+                key,
+                opened.identity,
+                can_store,
+                costly(block.statements[first:]),
+                tuple(self._lazy_chain),
+            )
+        )
         return var
 
     def _row_key(self, value, index):
@@ -383,9 +417,13 @@ class KernelBuilder:
 
     def _row_position(self, opened):
         extents = [hi - lo for lo, hi in opened.bounds]
-        strides = [int(sympy.prod(extents[j + 1:])) for j in range(len(extents))]
-        return self.index(sum((v - lo) * stride for v, (lo, _), stride
-                              in zip(opened.variables, opened.bounds, strides)))
+        strides = [int(sympy.prod(extents[j + 1 :])) for j in range(len(extents))]
+        return self.index(
+            sum(
+                (v - lo) * stride
+                for v, (lo, _), stride in zip(opened.variables, opened.bounds, strides)
+            )
+        )
 
     def plan_row_caches(self):
         """The row caches a second emission of this kernel should use (row_cache.py)."""
@@ -395,9 +433,12 @@ class KernelBuilder:
         """Whether this emission stores every row cache it has, in a phase before each phase
         that reads it (a second emission could order its phases differently)."""
         order = self._phase_order
-        return all(key in self._row_stores and cache.storer in order and
-                   all(order.get(reader, -1) > order[cache.storer] for reader in cache.readers)
-                   for key, cache in self.row_caches.items())
+        return all(
+            key in self._row_stores
+            and cache.storer in order
+            and all(order.get(reader, -1) > order[cache.storer] for reader in cache.readers)
+            for key, cache in self.row_caches.items()
+        )
 
     def row_cache_declarations(self):
         return [L.Declare(cache.array, aligned=True) for cache in self.row_caches.values()]
@@ -420,9 +461,13 @@ class KernelBuilder:
             self.reduction_uses.append(used)
             return L.Const(0, compute_ctype(reduction.dtype))
         varying = set(self.outer) - self.unit_loops
-        if self._masks or used - self.unit_loops != varying \
-                or not _one_to_one(kept_index, reduction.kept_sizes(), varying) \
-                or reduction.computed_in_kernel or reduction.emit_kernel is not None:
+        if (
+            self._masks
+            or used - self.unit_loops != varying
+            or not _one_to_one(kept_index, reduction.kept_sizes(), varying)
+            or reduction.computed_in_kernel
+            or reduction.emit_kernel is not None
+        ):
             self.unfused.append(reduction)
             return L.Const(0, compute_ctype(reduction.dtype))
         saved = self.blocks, self.accesses
@@ -474,8 +519,18 @@ def _overlapping(sizes, strides):
 
 
 # Index functions that divide (a division's cost is not an index statement's)
-_DIVIDING_FUNCTIONS = {"IDiv", "IMod", "FloorDiv", "ModularIndexing", "CleanDiv", "CeilDiv",
-                       "PythonMod", "Mod", "IntTrueDiv", "FloatTrueDiv"}
+_DIVIDING_FUNCTIONS = {
+    "IDiv",
+    "IMod",
+    "FloorDiv",
+    "ModularIndexing",
+    "CleanDiv",
+    "CeilDiv",
+    "PythonMod",
+    "Mod",
+    "IntTrueDiv",
+    "FloatTrueDiv",
+}
 
 
 def _index_arithmetic(expr):
@@ -488,8 +543,10 @@ def _index_arithmetic(expr):
 
 
 def _divides(expr):
-    return any(type(e).__name__ in _DIVIDING_FUNCTIONS or (e.is_Rational and not e.is_Integer)
-               for e in sympy.preorder_traversal(expr))
+    return any(
+        type(e).__name__ in _DIVIDING_FUNCTIONS or (e.is_Rational and not e.is_Integer)
+        for e in sympy.preorder_traversal(expr)
+    )
 
 
 def _one_to_one(index, sizes, variables):
@@ -509,5 +566,4 @@ def _one_to_one(index, sizes, variables):
 
 
 def _affine(expr, variables):
-    return expr.is_polynomial(*variables) and all(sympy.degree(expr, v) <= 1
-                                                  for v in variables)
+    return expr.is_polynomial(*variables) and all(sympy.degree(expr, v) <= 1 for v in variables)

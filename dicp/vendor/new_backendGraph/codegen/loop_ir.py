@@ -14,16 +14,19 @@ sympy expression). An `Op` is one row of the renderer's table (`cpp_render.OPS`)
 the vendor op it computes where there is one ("Exp", "Add") and after what it does otherwise
 ("Cast", "RoundTo").
 """
+
 from dataclasses import dataclass
 from typing import Any
 
 
 # ---- expressions ---------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Var:
     """A named value of a kernel: a statement's result, a mutable local (an accumulator) or a
     local array (`dims` its extents)."""
+
     name: str
     type: str
     dims: tuple = ()
@@ -34,6 +37,7 @@ class Const:
     """A number (bool, int or float; inf and NaN too) as a value of `type`. Two are equal
     when they print alike: -0.0 == 0.0 in Python, and merging them made x + -0.0 reuse
     x + 0.0 (clamp(x, min=-0.0) and clamp(x, min=0.0) in one kernel)."""
+
     value: Any
     type: str
 
@@ -50,6 +54,7 @@ class Const:
 @dataclass(frozen=True)
 class Index:
     """Integer (int64) arithmetic over loop variables, size symbols and computed indices."""
+
     expr: Any
     type: str = "int64_t"
 
@@ -58,6 +63,7 @@ class Index:
 class Op:
     """`name` applied to `args`, a value of `type`; `param` is the type an op is written for
     when it is not `type` (the half type RoundTo rounds through, a comparison's operator)."""
+
     name: str
     type: str
     args: tuple
@@ -68,6 +74,7 @@ class Op:
 class Load:
     """The element at flat `position` of pointer parameter `pointer` (storage type
     `storage`), as a value of `type`. `site` names the access for bounds checks."""
+
     pointer: str
     position: Any
     storage: str
@@ -78,6 +85,7 @@ class Load:
 @dataclass(frozen=True)
 class Element:
     """An element of local array `array` at `indices` (one Index or Var per dim)."""
+
     array: Var
     indices: tuple
 
@@ -88,9 +96,11 @@ class Element:
 
 # ---- statements ----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Let:
     """`var` is `value` from here on (a constant)."""
+
     var: Var
     value: Any
 
@@ -99,6 +109,7 @@ class Let:
 class Declare:
     """A mutable local `var`, `init` its first value (None: none yet; for an array, "zeros"
     sets every element to 0). `aligned` asks for cache-line alignment."""
+
     var: Var
     init: Any = None
     aligned: bool = False
@@ -108,6 +119,7 @@ class Declare:
 class Assign:
     """`target` (a Var or an Element) becomes `value`; `combine` ("|", "+") makes it
     target combine value."""
+
     target: Any
     value: Any
     combine: str = ""
@@ -116,6 +128,7 @@ class Assign:
 @dataclass(frozen=True)
 class Store:
     """`value` converted to `storage` into pointer parameter `pointer` at flat `position`."""
+
     pointer: str
     position: Any
     storage: str
@@ -126,6 +139,7 @@ class Store:
 @dataclass(frozen=True)
 class If:
     """`body` where `condition` holds, else `orelse`."""
+
     condition: Any
     body: tuple
     orelse: tuple = ()
@@ -136,6 +150,7 @@ class Parallel:
     """The loop and the `collapse` - 1 loops directly inside it are shared among threads,
     where the kernel's `work` (an Index: elements times inner iterations) reaches
     `threshold`; below it one thread costs less."""
+
     collapse: int
     work: Any
     threshold: int
@@ -146,6 +161,7 @@ class Chunk:
     """A loop run in chunks of `size` iterations: `open` (statements) before each chunk,
     `close` after it. A float sum accumulates each chunk in float at the full vector width and
     adds the chunk's total to its double accumulator."""
+
     size: int
     open: tuple
     close: tuple
@@ -158,6 +174,7 @@ class Loop:
     these reduction clauses, space separated: "+:acc max:m"), `chunk` (a Chunk: run in chunks,
     `simd` applying within one), `until` (a bool Var: stop early once it holds). Scheduling
     (loops.plan_loops) sets them from the kernel's accesses; renderers only print them."""
+
     var: Var
     lo: Any
     hi: Any
@@ -173,11 +190,13 @@ STATEMENTS = (Let, Declare, Assign, Store, If, Loop)
 
 # ---- kernels ---------------------------------------------------------------------------
 
+
 @dataclass
 class Param:
     """A pointer parameter of a kernel: elements of storage type `ctype` of wrapper variable
     `base`; `writable` when the kernel stores through it, `restrict` when no other pointer
     of the kernel reaches its elements (see KernelBuilder.params_of)."""
+
     name: str
     ctype: str
     base: str
@@ -189,6 +208,7 @@ class Param:
 class Kernel:
     """A whole kernel: pointer `params`, int64 `sizes` (size symbols), with `extents` each
     pointer's storage extent after them (bounds checks), and its `body` statements."""
+
     name: str
     params: tuple
     sizes: tuple
@@ -217,8 +237,9 @@ def walk(statements):
 
 def computed_ops(statements):
     """The name of every op that `statements` compute into a local, nested ones included."""
-    return (s.value.name for s in walk(statements)
-            if isinstance(s, Let) and isinstance(s.value, Op))
+    return (
+        s.value.name for s in walk(statements) if isinstance(s, Let) and isinstance(s.value, Op)
+    )
 
 
 class Renderer:

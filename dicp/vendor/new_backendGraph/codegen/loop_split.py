@@ -6,6 +6,7 @@ result of `(probs @ v).transpose(1, 2).reshape(b, t, d)` reads its [4, 4, 128, 6
 (i1 // 64, i1 % 64), the same kernel indexes every dim linearly in its loop variables and the
 innermost loop reads 64 contiguous floats (the kernel: 34 -> 10 us).
 """
+
 import sympy
 
 from .kernel import KernelBuilder
@@ -18,8 +19,10 @@ def split_loops(sizes, body):
     variables = loop_index(len(sizes))
     probe = KernelBuilder("probe", variables)
     body(probe, variables)
-    parts = [_parts(size, _divisors(probe.accesses, variable))
-             for size, variable in zip(sizes, variables)]
+    parts = [
+        _parts(size, _divisors(probe.accesses, variable))
+        for size, variable in zip(sizes, variables)
+    ]
     if all(len(p) == 1 for p in parts):
         return sizes, body
     split_sizes = [extent for p in parts for extent in p]
@@ -27,9 +30,10 @@ def split_loops(sizes, body):
     def split_body(k, split_index):
         position, index = 0, []
         for p in parts:
-            index.append(_compose(split_index[position:position + len(p)], p))
+            index.append(_compose(split_index[position : position + len(p)], p))
             position += len(p)
         return body(k, index)
+
     return split_sizes, split_body
 
 

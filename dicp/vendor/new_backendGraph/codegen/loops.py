@@ -27,6 +27,7 @@ its accesses prove it:
 The rule reads `Access` records only, never the lowering that made them, so every lowering
 and any later loop IR that records its accesses gets it.
 """
+
 from dataclasses import dataclass, field
 
 import sympy
@@ -36,11 +37,11 @@ from . import loop_ir as L
 
 @dataclass(frozen=True)
 class LoopPlan:
-    parallel: int = 0           # outer loops one `omp parallel for` collapses (0: serial)
-    simd_outer: bool = False    # `omp simd` on the innermost outer loop (no inner loops)
-    simd_phases: tuple = ()     # per phase: `omp simd` on its last inner loop with these
-                                # reduction clauses ("+:acc", space separated; "" none), or
-                                # None for no `omp simd`
+    parallel: int = 0  # outer loops one `omp parallel for` collapses (0: serial)
+    simd_outer: bool = False  # `omp simd` on the innermost outer loop (no inner loops)
+    simd_phases: tuple = ()  # per phase: `omp simd` on its last inner loop with these
+    # reduction clauses ("+:acc", space separated; "" none), or
+    # None for no `omp simd`
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class PhaseLoops:
     """One phase of a kernel: the inner loops it runs inside each outer iteration (none for a
     phase of straight-line code), the accesses of its body (once per inner iteration) and of
     the code around its loops, and the `omp simd` reduction clauses it asks for (None: none)."""
+
     inner: tuple
     body: tuple
     around: tuple
@@ -59,6 +61,7 @@ class KernelLoops:
     """A kernel's loop nest as the plan sees it: outer loop variables, the phases run in
     order inside each outer iteration, the trip count of every loop and the computed index
     symbols. A reduction fused into its consumer is a phase before the consumer's."""
+
     outer: list
     phases: tuple
     extents: dict
@@ -70,19 +73,30 @@ class KernelLoops:
     def pinned(self, var, stores, varying):
         bounded = {v: e for v, e in self.extents.items() if self.starts.get(v, 0) == 0}
         return sympy.sympify(self.extents[var]) == 1 or all(
-            _pins(s, var, varying, set(self.extents), bounded, self.computed) for s in stores)
+            _pins(s, var, varying, set(self.extents), bounded, self.computed) for s in stores
+        )
 
     def lanes_pinned(self, var, stores):
         """Whether SIMD lanes over `var`, every other variable fixed, store to distinct
         elements: as `pinned`, with each computed index the same in every lane taken as
         fixed (a nonzero coefficient still may not name it)."""
-        same_in_lanes = {s for s in self.computed
-                         if self.computed_symbols.get(s) is not None
-                         and var not in self.computed_symbols[s]}
+        same_in_lanes = {
+            s
+            for s in self.computed
+            if self.computed_symbols.get(s) is not None and var not in self.computed_symbols[s]
+        }
         bounded = {v: e for v, e in self.extents.items() if self.starts.get(v, 0) == 0}
         return sympy.sympify(self.extents[var]) == 1 or all(
-            _pins(s, var, {var}, set(self.extents) | same_in_lanes, bounded,
-                  self.computed - same_in_lanes) for s in stores)
+            _pins(
+                s,
+                var,
+                {var},
+                set(self.extents) | same_in_lanes,
+                bounded,
+                self.computed - same_in_lanes,
+            )
+            for s in stores
+        )
 
     def accesses(self):
         return [a for phase in self.phases for a in phase.around + phase.body]
@@ -121,8 +135,7 @@ def _own_elements_only(accesses):
             stored.setdefault(access.base, set()).add(access.address)
     if any(len(addresses) > 1 for addresses in stored.values()):
         return False
-    return all(a.is_store or a.base not in stored or a.address in stored[a.base]
-               for a in accesses)
+    return all(a.is_store or a.base not in stored or a.address in stored[a.base] for a in accesses)
 
 
 def _pins(store, var, varying, loop_vars, bounded, computed):
@@ -178,8 +191,11 @@ def _within_block(rest, width, excluded, extents):
     most `width`, so 0 <= s < width."""
     for s in rest.free_symbols & set(extents):
         c = sympy.expand(rest - s)
-        if rest.coeff(s) == 1 and not c.free_symbols & (excluded | {s}) \
-                and _at_most(sympy.sympify(extents[s]), width):
+        if (
+            rest.coeff(s) == 1
+            and not c.free_symbols & (excluded | {s})
+            and _at_most(sympy.sympify(extents[s]), width)
+        ):
             return True
     return False
 
@@ -187,8 +203,9 @@ def _within_block(rest, width, excluded, extents):
 def _at_most(extent, bound):
     if (extent - bound).is_nonpositive:
         return True
-    return isinstance(extent, sympy.Min) and any((arg - bound).is_nonpositive
-                                                 for arg in extent.args)
+    return isinstance(extent, sympy.Min) and any(
+        (arg - bound).is_nonpositive for arg in extent.args
+    )
 
 
 def loop_nest(k, outer, plan, work, threshold):
@@ -201,11 +218,20 @@ def loop_nest(k, outer, plan, work, threshold):
         body += [*phase.pre, *_inner_loops(phase, simd), *phase.post]
     for depth in reversed(range(len(outer))):
         var, size = outer[depth]
-        parallel = L.Parallel(plan.parallel, work, threshold) \
-            if depth == 0 and plan.parallel else None
+        parallel = (
+            L.Parallel(plan.parallel, work, threshold) if depth == 0 and plan.parallel else None
+        )
         simd = "" if depth == len(outer) - 1 and plan.simd_outer else None
-        body = [L.Loop(L.Var(var.name, "int64_t"), L.Index(0), size, tuple(body),
-                       parallel=parallel, simd=simd)]
+        body = [
+            L.Loop(
+                L.Var(var.name, "int64_t"),
+                L.Index(0),
+                size,
+                tuple(body),
+                parallel=parallel,
+                simd=simd,
+            )
+        ]
     return tuple(body)
 
 
@@ -218,6 +244,14 @@ def _inner_loops(phase, simd):
     for depth in reversed(range(len(phase.bounds))):
         var, lo, hi = phase.bounds[depth]
         last = depth == len(phase.bounds) - 1
-        body = (L.Loop(L.Var(var.name, "int64_t"), lo, hi, body, simd=simd if last else None,
-                       chunk=phase.chunk if last else None),)
+        body = (
+            L.Loop(
+                L.Var(var.name, "int64_t"),
+                lo,
+                hi,
+                body,
+                simd=simd if last else None,
+                chunk=phase.chunk if last else None,
+            ),
+        )
     return list(body)

@@ -4,6 +4,7 @@ C++ is cpp_render's, its Python py_render's).
 A lowering gets the codegen context `g`, the vendor node and its arguments as IR values
 (Buffer / Pointwise), Python scalars, sympy sizes or lists of those.
 """
+
 import torch
 
 from dicp.api import shape_of
@@ -21,6 +22,7 @@ def lowering(*names):
         for name in names:
             LOWERINGS[name] = fn
         return fn
+
     return decorator
 
 
@@ -39,8 +41,7 @@ def promoted_dtype(node):
 # Pointwise vendor ops that are one loop IR op of the same name (their rows in pointwise.py):
 # the others have a lowering function of their own below.
 UNARY = tuple(row.name for row in POINTWISE if row.family == "unary" and row.compute != "custom")
-BINARY = tuple(row.name for row in POINTWISE
-               if row.family == "binary" and row.compute != "custom")
+BINARY = tuple(row.name for row in POINTWISE if row.family == "binary" and row.compute != "custom")
 # Integer-valued ops that are identities on integers (std:: versions return double).
 INTEGER_IDENTITY = {row.name for row in POINTWISE if row.integer_identity}
 # These compute in the promoted input type; the rest compute in the output type.
@@ -64,8 +65,12 @@ def load_operand(k, value, index, dtype, out_sizes, second_of=None):
     if dtype in HALF_TYPES:
         if isinstance(value, (bool, int, float)) and second_of not in NUMBER_AT_OPMATH:
             value = torch.tensor(value, dtype=torch.float64).to(dtype).item()
-        elif second_of in SCALAR_AT_OPMATH and isinstance(value, (Buffer, Pointwise)) \
-                and not value.sizes and value.dtype in (torch.float32, torch.float64):
+        elif (
+            second_of in SCALAR_AT_OPMATH
+            and isinstance(value, (Buffer, Pointwise))
+            and not value.sizes
+            and value.dtype in (torch.float32, torch.float64)
+        ):
             return cast_value(k, value.load(k, []), value.dtype, torch.float32)
     return load_broadcast(k, value, index, dtype, out_sizes)
 
@@ -89,12 +94,14 @@ def _pointwise(g, node, op):
     sizes = shape_of(node.meta["val"])
 
     def fn(k, index):
-        loaded = [load_operand(k, g.value(a), index, dtype, sizes,
-                               name if position == 1 else None)
-                  for position, a in enumerate(operands)]
+        loaded = [
+            load_operand(k, g.value(a), index, dtype, sizes, name if position == 1 else None)
+            for position, a in enumerate(operands)
+        ]
         if callable(op):
             return op(k, compute_ctype(dtype), loaded)
         return in_range_of(k, k.op(op, result_type, *loaded), out_dtype)
+
     return Pointwise(out_dtype, sizes, fn)
 
 
@@ -120,8 +127,9 @@ def unary(g, node, x):
 
 @lowering("BitwiseNot")
 def bitwise_not(g, node, x):
-    return _pointwise(g, node, "LogicalNot" if node.meta["val"].dtype == torch.bool
-                      else "BitwiseNot")
+    return _pointwise(
+        g, node, "LogicalNot" if node.meta["val"].dtype == torch.bool else "BitwiseNot"
+    )
 
 
 @lowering(*BINARY)
@@ -155,8 +163,13 @@ def pow_(g, node, a, b):
         raise RuntimeError("Integers to negative integer powers are not allowed.")  # as eager
     if number and dtype in POW_BY_NUMBER_DTYPES and float(b) in POW_BY_NUMBER:
         x, sizes = g.value(a), shape_of(node.meta["val"])
-        return Pointwise(dtype, sizes, lambda k, index: _pow_by_number(
-            k, load_operand(k, x, index, dtype, sizes), float(b), dtype))
+        return Pointwise(
+            dtype,
+            sizes,
+            lambda k, index: _pow_by_number(
+                k, load_operand(k, x, index, dtype, sizes), float(b), dtype
+            ),
+        )
     return _pointwise(g, node, "Pow" if node.meta["val"].is_floating_point() else "IPow")
 
 
@@ -177,14 +190,16 @@ def where(g, node, cond, a, b):
         x = load_broadcast(k, a, index, out_dtype, sizes)
         y = load_broadcast(k, b, index, out_dtype, sizes)
         return k.op("Where", compute_ctype(out_dtype), c, x, y)
+
     return Pointwise(out_dtype, sizes, fn)
 
 
 @lowering("Convert")
 def convert(g, node, x, dtype):
     x = g.value(x)
-    return Pointwise(dtype, list(x.sizes),
-                     lambda k, index: cast_value(k, x.load(k, index), x.dtype, dtype))
+    return Pointwise(
+        dtype, list(x.sizes), lambda k, index: cast_value(k, x.load(k, index), x.dtype, dtype)
+    )
 
 
 @lowering("Copy")
@@ -196,8 +211,7 @@ def copy(g, node, x):
 @lowering("Full")
 def full(g, node, size, value, dtype, device=None):
     sizes = shape_of(node.meta["val"])
-    return Pointwise(dtype, sizes,
-                     lambda k, index: load_broadcast(k, value, index, dtype, sizes))
+    return Pointwise(dtype, sizes, lambda k, index: load_broadcast(k, value, index, dtype, sizes))
 
 
 @lowering("Iota")
@@ -209,6 +223,7 @@ def iota(g, node, length, start, step, dtype, device=None):
         first = load_broadcast(k, start, index, dtype, sizes)
         stride = load_broadcast(k, step, index, dtype, sizes)
         return k.op("Iota", ctype, first, k.index(index[0]), stride)
+
     return Pointwise(dtype, sizes, fn)
 
 
@@ -219,6 +234,13 @@ def triangle(g, node, x, diagonal=0):
 
     def fn(k, index):
         value = x.load(k, index)
-        return k.op(node.target.name, ctype, k.index(index[-2]), k.index(index[-1]),
-                    k.index(diagonal), value)
+        return k.op(
+            node.target.name,
+            ctype,
+            k.index(index[-2]),
+            k.index(index[-1]),
+            k.index(diagonal),
+            value,
+        )
+
     return Pointwise(x.dtype, list(x.sizes), fn)

@@ -1,5 +1,6 @@
 """Lowerings of the indexing family and of writes in place: gather, advanced indexing, the
 scatters and index_put (stores through computed indices), and copies into graph inputs."""
+
 import torch
 
 from dicp.api import shape_of
@@ -8,6 +9,7 @@ from .ctypes_map import compute_ctype
 from .loop_ir import Const
 from .lowering import HALF_TYPES, lowering, new_buffer
 from .values import Pointwise, cast_value, load_broadcast
+
 
 def _indexed_dim(sizes, dim):
     """(dim made non-negative, its size). A 0-d tensor is one element along dim 0 or -1, as
@@ -21,7 +23,7 @@ def _indexed_dim(sizes, dim):
 def _along(index, dim, position):
     """`index` with dim `dim` at `position`; a 0-d tensor's index stays empty (the position
     can only be 0, which the bounds check verifies)."""
-    return index[:dim] + [position] + index[dim + 1:] if index else index
+    return index[:dim] + [position] + index[dim + 1 :] if index else index
 
 
 @lowering("Gather")
@@ -30,9 +32,9 @@ def gather(g, node, x, dim, index):
     dim, size = _indexed_dim(x.sizes, dim)
 
     def fn(k, idx):
-        position = k.computed_index(index_value.load(k, idx), size,
-                                    f"Gather index for dim {dim}")
+        position = k.computed_index(index_value.load(k, idx), size, f"Gather index for dim {dim}")
         return x.load(k, _along(idx, dim, position))
+
     return Pointwise(x.dtype, shape_of(node.meta["val"]), fn)
 
 
@@ -49,9 +51,9 @@ def _index_source(k, x, indices, out_index, out_sizes):
     rank, broadcast_rank = len(x.sizes), _broadcast_rank(indices)
     positions, adjacent = _advanced_index_layout(rank, indices)
     first = positions[0] if adjacent else 0
-    b_index = out_index[first:first + broadcast_rank]
-    b_sizes = out_sizes[first:first + broadcast_rank]
-    rest = out_index[:first] + out_index[first + broadcast_rank:]
+    b_index = out_index[first : first + broadcast_rank]
+    b_sizes = out_sizes[first : first + broadcast_rank]
+    rest = out_index[:first] + out_index[first + broadcast_rank :]
     source, rest_iter = [], iter(rest)
     for d in range(rank):
         if d in positions:
@@ -71,8 +73,9 @@ def index_tensor(g, node, x, indices):
     x = g.value(x)
     indices = [None if t is None else g.value(t) for t in indices]
     sizes = shape_of(node.meta["val"])
-    return Pointwise(x.dtype, sizes,
-                     lambda k, idx: x.load(k, _index_source(k, x, indices, idx, sizes)))
+    return Pointwise(
+        x.dtype, sizes, lambda k, idx: x.load(k, _index_source(k, x, indices, idx, sizes))
+    )
 
 
 # A scatter copies x into a float32 buffer when x is a half type, unrounded: a half type
@@ -91,9 +94,16 @@ def scatter_target(g, x, fake):
     a half type."""
     dtype = torch.float32 if fake.dtype in HALF_TYPES else fake.dtype
     out = new_buffer(g, fake, dtype=dtype)
-    g.pointwise_kernel(out.sizes, lambda k, idx: out.store(
-        k, idx, Const(0, compute_ctype(dtype)) if x is None else
-        cast_value(k, x.load(k, idx), x.dtype, dtype)))
+    g.pointwise_kernel(
+        out.sizes,
+        lambda k, idx: out.store(
+            k,
+            idx,
+            Const(0, compute_ctype(dtype))
+            if x is None
+            else cast_value(k, x.load(k, idx), x.dtype, dtype),
+        ),
+    )
     return out
 
 
@@ -123,10 +133,12 @@ def scatter(g, node, x, dim, index, src):
     dim, size = _indexed_dim(out.sizes, dim)
 
     def body(k, idx):
-        position = k.computed_index(index_value.load(k, idx), size,
-                                    f"{node.target.name} index for dim {dim}")
+        position = k.computed_index(
+            index_value.load(k, idx), size, f"{node.target.name} index for dim {dim}"
+        )
         value = cast_value(k, src.load(k, idx), src.dtype, out.dtype)
         scatter_store(k, out, _along(idx, dim, position), value, accumulate)
+
     g.pointwise_kernel(index_value.sizes, body)
     return scatter_result(out, node.meta["val"])
 
@@ -144,8 +156,10 @@ def index_put(g, node, x, indices, values, accumulate=False):
 
     def body(k, idx):
         value = load_broadcast(k, values, idx, out.dtype, sizes)
-        scatter_store(k, out, _index_source(k, out, indices, idx, sizes), value, accumulate,
-                       round_to)
+        scatter_store(
+            k, out, _index_source(k, out, indices, idx, sizes), value, accumulate, round_to
+        )
+
     g.pointwise_kernel(sizes, body)
     return scatter_result(out, node.meta["val"])
 
@@ -157,6 +171,8 @@ def copy_into(g, node, dst, src):
     # src that is a plain view overlapping dst is refused by eager's copy_.
     g.realize_live_values()
     dst, src = g.value(dst), g.value(src)
-    g.pointwise_kernel(dst.sizes, lambda k, idx: dst.store(
-        k, idx, load_broadcast(k, src, idx, dst.dtype, dst.sizes)))
+    g.pointwise_kernel(
+        dst.sizes,
+        lambda k, idx: dst.store(k, idx, load_broadcast(k, src, idx, dst.dtype, dst.sizes)),
+    )
     return dst

@@ -1,5 +1,6 @@
 """Lowerings of the layout family: views (as strides, or lazy index arithmetic), diagonals,
 slices and their scatters, concatenation, padding, and empty buffers."""
+
 import sympy
 
 from dicp.api import shape_of, strides_of, to_sympy
@@ -10,6 +11,7 @@ from .loop_ir import Const
 from .lowering import lowering, new_buffer
 from .sym import IDiv, IMod, clamp_bound, is_dense, same_layout, wrap_index
 from .values import Buffer, Pointwise, cast_value
+
 
 @lowering("Reshape")
 def reshape(g, node, x, shape):
@@ -30,8 +32,9 @@ def expand(g, node, x, shape):
 @lowering("Slice")
 def slice_(g, node, x, dim, start, end, step=1):
     x = g.value(x)  # a symbolic start may be negative: its sign is known only at run time
-    return views.slice_view(x, dim, clamp_bound(start, x.sizes[dim]), step,
-                         shape_of(node.meta["val"]))
+    return views.slice_view(
+        x, dim, clamp_bound(start, x.sizes[dim]), step, shape_of(node.meta["val"])
+    )
 
 
 @lowering("Select")
@@ -61,8 +64,10 @@ def diagonal(g, node, x, offset, dim1, dim2):
     def fn(k, index):
         rest, i = iter(index[:-1]), index[-1]
         on_diagonal = {dim1: i + start1, dim2: i + start2}
-        return x.load(k, [on_diagonal[d] if d in on_diagonal else next(rest)
-                          for d in range(len(x.sizes))])
+        return x.load(
+            k, [on_diagonal[d] if d in on_diagonal else next(rest) for d in range(len(x.sizes))]
+        )
+
     return Pointwise(x.dtype, shape_of(node.meta["val"]), fn)
 
 
@@ -79,8 +84,13 @@ def diagonal_scatter(g, node, x, src, offset, dim1, dim2):
         on_diagonal = k.op("Eq", "bool", k.index(index[dim2] - index[dim1]), k.index(offset))
         local = [index[d] for d in rest] + [index[dim1] - start1]
         outside = cast_value(k, x.load(k, index), x.dtype, out_val.dtype)
-        return k.masked(on_diagonal, lambda: cast_value(k, src.load(k, local), src.dtype,
-                                                        out_val.dtype), outside, T)
+        return k.masked(
+            on_diagonal,
+            lambda: cast_value(k, src.load(k, local), src.dtype, out_val.dtype),
+            outside,
+            T,
+        )
+
     return Pointwise(out_val.dtype, shape_of(out_val), fn)
 
 
@@ -96,15 +106,21 @@ def slice_scatter(g, node, x, src, dim, start, end, step=1):
 
     def fn(k, index):
         offset = index[dim] - start
-        inside = k.op("All", "bool", k.op("Ge", "bool", k.index(offset), k.index(0)),
-                      k.op("Lt", "bool", k.index(index[dim]), k.index(end)))
+        inside = k.op(
+            "All",
+            "bool",
+            k.op("Ge", "bool", k.index(offset), k.index(0)),
+            k.op("Lt", "bool", k.index(index[dim]), k.index(end)),
+        )
         if step != 1:
             on_step = k.op("Eq", "bool", k.index(IMod(offset, step)), k.index(0))
             inside = k.op("All", "bool", inside, on_step)
-        local = index[:dim] + [offset if step == 1 else IDiv(offset, step)] + index[dim + 1:]
+        local = index[:dim] + [offset if step == 1 else IDiv(offset, step)] + index[dim + 1 :]
         outside = cast_value(k, x.load(k, index), x.dtype, out_val.dtype)
-        return k.masked(inside, lambda: cast_value(k, src.load(k, local), src.dtype,
-                                                   out_val.dtype), outside, T)
+        return k.masked(
+            inside, lambda: cast_value(k, src.load(k, local), src.dtype, out_val.dtype), outside, T
+        )
+
     return Pointwise(out_val.dtype, shape_of(out_val), fn)
 
 
@@ -119,8 +135,9 @@ def as_strided(g, node, x, size, stride, offset, owner_strides=None):
         layout = ([to_sympy(s) for s in owner_strides], sympy.Integer(0))
         if not is_dense(x.sizes, layout[0]):
             x = _in_layout(g, x, layout[0])  # gaps: no inverse index; lay it out as eager
-    return views.as_strided(x, shape_of(val), strides_of(val), to_sympy(val.storage_offset()),
-                         layout)
+    return views.as_strided(
+        x, shape_of(val), strides_of(val), to_sympy(val.storage_offset()), layout
+    )
 
 
 def _in_layout(g, x, strides):
@@ -139,9 +156,11 @@ CAT_MAX_PARTS = 64
 def cat(g, node, tensors, dim):
     parts, out_val = [g.value(t) for t in tensors], node.meta["val"]
     while len(parts) > CAT_MAX_PARTS:
-        groups = [parts[i:i + CAT_MAX_PARTS] for i in range(0, len(parts), CAT_MAX_PARTS)]
-        parts = [g.realize(_concatenated(group, dim, out_val.dtype, _cat_sizes(group, dim)))
-                 for group in groups]
+        groups = [parts[i : i + CAT_MAX_PARTS] for i in range(0, len(parts), CAT_MAX_PARTS)]
+        parts = [
+            g.realize(_concatenated(group, dim, out_val.dtype, _cat_sizes(group, dim)))
+            for group in groups
+        ]
     return _concatenated(parts, dim, out_val.dtype, shape_of(out_val))
 
 
@@ -161,13 +180,23 @@ def _concatenated(parts, dim, dtype, sizes):
     def fn(k, index):
         cases = []
         for i, (part, start) in enumerate(zip(parts, starts)):
-            local = index[:dim] + [index[dim] - start] + index[dim + 1:]
+            local = index[:dim] + [index[dim] - start] + index[dim + 1 :]
             last = i == len(parts) - 1
-            condition = None if last else k.op("Lt", "bool", k.index(index[dim]),
-                                               k.index(start + part.sizes[dim]))
-            cases.append((condition, lambda part=part, local=local: cast_value(
-                k, part.load(k, local), part.dtype, dtype)))
+            condition = (
+                None
+                if last
+                else k.op("Lt", "bool", k.index(index[dim]), k.index(start + part.sizes[dim]))
+            )
+            cases.append(
+                (
+                    condition,
+                    lambda part=part, local=local: cast_value(
+                        k, part.load(k, local), part.dtype, dtype
+                    ),
+                )
+            )
         return k.select_first(cases, T)
+
     return Pointwise(dtype, sizes, fn)
 
 
@@ -183,6 +212,7 @@ def constant_pad(g, node, x, pad, value=0):
     def fn(k, index):
         local = [i - b for i, b in zip(index, before)]
         return k.masked(within(k, local, x.sizes), lambda: x.load(k, local), Const(value, T), T)
+
     return Pointwise(x.dtype, shape_of(out_val), fn)
 
 
@@ -190,10 +220,15 @@ def within(k, index, sizes):
     """A bool IR value: 0 <= index[d] < sizes[d] for every d."""
     condition = Const(True, "bool")
     for i, size in zip(index, sizes):
-        inside = k.op("All", "bool", k.op("Ge", "bool", k.index(i), k.index(0)),
-                      k.op("Lt", "bool", k.index(i), k.index(size)))
-        condition = inside if condition == Const(True, "bool") else \
-            k.op("All", "bool", condition, inside)
+        inside = k.op(
+            "All",
+            "bool",
+            k.op("Ge", "bool", k.index(i), k.index(0)),
+            k.op("Lt", "bool", k.index(i), k.index(size)),
+        )
+        condition = (
+            inside if condition == Const(True, "bool") else k.op("All", "bool", condition, inside)
+        )
     return condition
 
 

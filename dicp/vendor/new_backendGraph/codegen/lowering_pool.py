@@ -1,5 +1,6 @@
 """Pooling as window reductions over the last two or three (spatial) dims: one loop nest per
 output."""
+
 import sympy
 
 from dicp.api import shape_of
@@ -65,8 +66,12 @@ def _max_with_index(g, node, x, inner, window):
 def max_pool(g, node, x, kernel, stride, padding, dilation, ceil_mode):
     x = g.value(x)
     return _max_with_index(
-        g, node, x, [(0, size) for size in kernel],
-        lambda k, outer, inner: _window(k, outer, x, kernel, stride, padding, dilation, inner))
+        g,
+        node,
+        x,
+        [(0, size) for size in kernel],
+        lambda k, outer, inner: _window(k, outer, x, kernel, stride, padding, dilation, inner),
+    )
 
 
 @lowering("AdaptiveMaxPool2d", "AdaptiveMaxPool3d")
@@ -77,8 +82,7 @@ def adaptive_max_pool(g, node, x, output_size):
     nd = len(output_size)
     outer = loop_index(len(out_sizes))
     inner = _adaptive_windows(outer[-nd:], x.sizes[-nd:], out_sizes[-nd:])
-    return _max_with_index(g, node, x, inner,
-                           lambda k, outer, inner: (inner, Const(True, "bool")))
+    return _max_with_index(g, node, x, inner, lambda k, outer, inner: (inner, Const(True, "bool")))
 
 
 @lowering("AvgPool2d", "AvgPool3d")
@@ -89,16 +93,19 @@ def avg_pool(g, node, x, kernel, stride, padding, ceil_mode, count_include_pad, 
 
     def body(k, outer, inner):
         at, inside = _window(k, outer, x, kernel, stride, padding, (1,) * nd, inner)
-        _add_to_acc(k, k.masked(inside, lambda: x.load(k, outer[:-nd] + at),
-                                Const(0, "double"), "double"))
+        _add_to_acc(
+            k, k.masked(inside, lambda: x.load(k, outer[:-nd] + at), Const(0, "double"), "double")
+        )
 
     def post(k, outer):
-        count = _avg_divisor(x.sizes, outer[-nd:], kernel, stride, padding, count_include_pad,
-                             divisor)
+        count = _avg_divisor(
+            x.sizes, outer[-nd:], kernel, stride, padding, count_include_pad, divisor
+        )
         out.store(k, outer, _divided(k, ACC, count))
 
-    g.kernel(out.sizes, pre=_declare_acc, inner=[(0, size) for size in kernel], body=body,
-             post=post)
+    g.kernel(
+        out.sizes, pre=_declare_acc, inner=[(0, size) for size in kernel], body=body, post=post
+    )
     return out
 
 
@@ -113,7 +120,7 @@ def _avg_divisor(in_sizes, window, kernel, stride, padding, count_include_pad, d
     if divisor:
         return sympy.Integer(divisor)
     count = sympy.Integer(1)
-    for d, (size, o) in enumerate(zip(in_sizes[-len(window):], window)):
+    for d, (size, o) in enumerate(zip(in_sizes[-len(window) :], window)):
         start = o * stride[d] - padding[d]
         end = sympy.Min(start + kernel[d], size + padding[d])
         if not count_include_pad:
@@ -123,8 +130,9 @@ def _avg_divisor(in_sizes, window, kernel, stride, padding, count_include_pad, d
 
 
 @lowering("AvgPool2dBackward", "AvgPool3dBackward")
-def avg_pool_backward(g, node, grad, x, kernel, stride, padding, ceil_mode, count_include_pad,
-                      divisor):
+def avg_pool_backward(
+    g, node, grad, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor
+):
     grad, x = g.value(grad), g.value(x)
     out = new_buffer(g, node.meta["val"])
     nd = len(kernel)
@@ -142,8 +150,13 @@ def avg_pool_backward(g, node, grad, x, kernel, stride, padding, ceil_mode, coun
         count = _avg_divisor(x.sizes, inner, kernel, stride, padding, count_include_pad, divisor)
         _add_to_acc(k, _divided(k, grad.load(k, outer[:-nd] + inner), count))
 
-    g.kernel(out.sizes, pre=_declare_acc, inner=[window_range(d) for d in range(nd)], body=body,
-             post=lambda k, o: out.store(k, o, ACC))
+    g.kernel(
+        out.sizes,
+        pre=_declare_acc,
+        inner=[window_range(d) for d in range(nd)],
+        body=body,
+        post=lambda k, o: out.store(k, o, ACC),
+    )
     return out
 
 
@@ -197,8 +210,10 @@ def _adaptive_windows(index, in_sizes, out_sizes):
     output positions whose window holds input index i, exactly: o's window holds i iff
     o * I / O < i + 1 and i < (o + 1) * I / O, that is [floor(i * O / I), ceil((i + 1) * O /
     I))."""
-    return [(IDiv(o * size_in, size_out), IDiv((o + 1) * size_in + size_out - 1, size_out))
-            for o, size_in, size_out in zip(index, in_sizes, out_sizes)]
+    return [
+        (IDiv(o * size_in, size_out), IDiv((o + 1) * size_in + size_out - 1, size_out))
+        for o, size_in, size_out in zip(index, in_sizes, out_sizes)
+    ]
 
 
 def _window_size(bounds):
@@ -221,8 +236,13 @@ def adaptive_avg_pool_backward(g, node, grad, x):
         _add_to_acc(k, _divided(k, grad.load(k, outer[:-nd] + inner), _window_size(window)))
 
     sources = _adaptive_windows(outer[-nd:], out_sizes, in_sizes)
-    g.kernel(out.sizes, pre=_declare_acc, inner=sources, body=body,
-             post=lambda k, o: out.store(k, o, ACC))
+    g.kernel(
+        out.sizes,
+        pre=_declare_acc,
+        inner=sources,
+        body=body,
+        post=lambda k, o: out.store(k, o, ACC),
+    )
     return out
 
 
@@ -238,6 +258,7 @@ def _spread_evenly(grad, sizes, factors):
     def value(k, index):
         window = [IDiv(i, f) for i, f in zip(index[-nd:], factors)]
         return k.op("Div", T, grad.load(k, index[:-nd] + window), count)
+
     return Pointwise(grad.dtype, list(sizes), value)
 
 
@@ -265,9 +286,13 @@ def replication_pad_backward(g, node, grad, x, padding):
         hi = i + before + 1 + last * out_size
         return sympy.Max(lo, 0), sympy.Min(hi, out_size)
 
-    g.kernel(out.sizes, pre=_declare_acc, inner=[copied_from(d) for d in range(nd)],
-             body=lambda k, outer, inner: _add_to_acc(k, grad.load(k, outer[:-nd] + inner)),
-             post=lambda k, o: out.store(k, o, ACC))
+    g.kernel(
+        out.sizes,
+        pre=_declare_acc,
+        inner=[copied_from(d) for d in range(nd)],
+        body=lambda k, outer, inner: _add_to_acc(k, grad.load(k, outer[:-nd] + inner)),
+        post=lambda k, o: out.store(k, o, ACC),
+    )
     return out
 
 

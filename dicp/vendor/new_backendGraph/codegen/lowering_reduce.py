@@ -1,5 +1,6 @@
 """Lowerings of the reduction family: sums, products, extrema and any/all (lazy, fused into
 their consumers' kernels where they can be), arg reductions and scans."""
+
 import sympy
 import torch
 
@@ -14,9 +15,12 @@ from .values import Buffer, LazyReduction, cast_value
 # name -> (the accumulator's first value, its update by a loaded value: a loop IR op of the
 # accumulator's type)
 REDUCTIONS = {
-    "ReduceSum": (0, "Add"), "ReduceProd": (1, "Mul"),
-    "ReduceMax": (-float("inf"), "Maximum"), "ReduceMin": (float("inf"), "Minimum"),
-    "ReduceAny": (False, "LogicalOr"), "ReduceAll": (True, "LogicalAnd"),
+    "ReduceSum": (0, "Add"),
+    "ReduceProd": (1, "Mul"),
+    "ReduceMax": (-float("inf"), "Maximum"),
+    "ReduceMin": (float("inf"), "Minimum"),
+    "ReduceAny": (False, "LogicalOr"),
+    "ReduceAll": (True, "LogicalAnd"),
 }
 
 
@@ -52,9 +56,13 @@ def reduction(g, node, x, dims, keepdim, dtype=None):
     kept = [d for d in range(len(sizes)) if not (keepdim and d in dims)]
     columns = name == "ReduceSum" and dims and x.sizes[-1] != 1 and len(x.sizes) - 1 not in dims
     return LazyReduction(
-        out_val.dtype, sizes, None, kept=tuple(kept),
+        out_val.dtype,
+        sizes,
+        None,
+        kept=tuple(kept),
         emit_phase=lambda k, kept_index: emit(k, name, x, dims, kept_index, out_val.dtype),
-        emit_kernel=(lambda g, out: _column_sum(g, x, dims, out)) if columns else None)
+        emit_kernel=(lambda g, out: _column_sum(g, x, dims, out)) if columns else None,
+    )
 
 
 for _name in REDUCTIONS:
@@ -77,8 +85,13 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype):
 
     def body(k, inner):
         value = x.load(k, _split_index(x.sizes, dims, kept_index, inner))
-        if name == "ReduceSum" and len(dims) == 1 and acc_t == "double" \
-                and value.type == compute_ctype(dtype) == "float" and _never_negative(k, value):
+        if (
+            name == "ReduceSum"
+            and len(dims) == 1
+            and acc_t == "double"
+            and value.type == compute_ctype(dtype) == "float"
+            and _never_negative(k, value)
+        ):
             if not chunk_accs:
                 chunk_accs.append(k.new_var("float", "chunk_acc"))
             k.add(Assign(chunk_accs[0], Op("Add", "float", (chunk_accs[0], value))))
@@ -91,13 +104,20 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype):
             return None
         chunk_acc = chunk_accs[0]
         add = Op("Add", acc_t, (acc, Op("StaticCast", acc_t, (chunk_acc,))))
-        return (Chunk(SUM_CHUNK, (Declare(chunk_acc, Const(0, "float")),),
-                      (Assign(acc, add),)), f"+:{chunk_acc.name}")
+        return (
+            Chunk(SUM_CHUNK, (Declare(chunk_acc, Const(0, "float")),), (Assign(acc, add),)),
+            f"+:{chunk_acc.name}",
+        )
 
     simd = SIMD_REDUCTIONS.get(name)
-    return k.phase([(0, x.sizes[d]) for d in dims], pre=pre, body=body,
-                   post=lambda k, inner: _reduced_value(k, acc, dtype),
-                   simd=simd and f"{simd}:{acc.name}", chunk=chunk)
+    return k.phase(
+        [(0, x.sizes[d]) for d in dims],
+        pre=pre,
+        body=body,
+        post=lambda k, inner: _reduced_value(k, acc, dtype),
+        simd=simd and f"{simd}:{acc.name}",
+        chunk=chunk,
+    )
 
 
 # A float sum of values that cannot be negative (softmax's exponentials, a norm's squares)
@@ -114,8 +134,12 @@ NEVER_NEGATIVE_OPS = {"Exp", "Abs", "Sqrt", "Sigmoid", "Relu"}
 
 
 def _even_integer(value):
-    return isinstance(value, Const) and isinstance(value.value, (int, float)) \
-        and float(value.value).is_integer() and int(value.value) % 2 == 0
+    return (
+        isinstance(value, Const)
+        and isinstance(value.value, (int, float))
+        and float(value.value).is_integer()
+        and int(value.value) % 2 == 0
+    )
 
 
 def _never_negative(k, value, depth=0):
@@ -171,9 +195,13 @@ def _column_sum(g, x, dims, out):
         out.store(k, kept_index(outer, inner[0]), Element(acc, (k.index(inner[0]),)))
 
     rows = [(0, x.sizes[d]) for d in dims]
-    g.phased_kernel(leading + [blocks], [
-        dict(pre=clear, inner=rows + [(0, width)], body=accumulate, post=None, simd=""),
-        dict(pre=None, inner=[(0, width)], body=store, post=None, simd="")])
+    g.phased_kernel(
+        leading + [blocks],
+        [
+            dict(pre=clear, inner=rows + [(0, width)], body=accumulate, post=None, simd=""),
+            dict(pre=None, inner=[(0, width)], body=store, post=None, simd=""),
+        ],
+    )
 
 
 # Max and min as a plain compare-and-select per element, which g++ vectorizes under
@@ -257,8 +285,13 @@ def arg_reduction(g, node, x, dim=None, keepdim=False):
         k.add(Declare(best, Const(0, T)))
         k.add(Declare(best_index, Const(-1, "int64_t")))
 
-    g.kernel(kept, pre=pre, inner=[(0, s) for s in reduced_sizes], body=body,
-             post=lambda k, o: out_flat.store(k, o, best_index))
+    g.kernel(
+        kept,
+        pre=pre,
+        inner=[(0, s) for s in reduced_sizes],
+        body=body,
+        post=lambda k, o: out_flat.store(k, o, best_index),
+    )
     return out
 
 
@@ -284,6 +317,11 @@ def scan(g, node, x, dim, dtype=None):
         k.add(Assign(acc, Op(update, acc.type, (acc, k.op("StaticCast", acc.type, v)))))
         out.store(k, index, acc)
 
-    g.kernel(others, pre=lambda k, o: k.add(Declare(acc, Const(init, acc.type))),
-             inner=[(0, x.sizes[dim])] if x.sizes else [], body=body, post=None)
+    g.kernel(
+        others,
+        pre=lambda k, o: k.add(Declare(acc, Const(init, acc.type))),
+        inner=[(0, x.sizes[dim])] if x.sizes else [],
+        body=body,
+        post=None,
+    )
     return out

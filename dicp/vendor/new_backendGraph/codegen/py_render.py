@@ -6,6 +6,7 @@ and slow (one Python call per op and element), for checking a schedule or a rend
 inputs (DICP_NEW_BACKENDGRAPH_TARGET=python_loops). Loop plans (parallel, SIMD) are C++'s
 business and are not printed.
 """
+
 from dicp.api import py_expr
 
 from . import loop_ir as L
@@ -68,11 +69,17 @@ class PyRenderer(L.Renderer):
         if s.chunk is None:
             return [f"for {s.var.name} in range({lo}, {hi}):", *stop, *self.block(s.body)]
         var, size = s.var.name, s.chunk.size
-        inner = [f"for {var} in range({var}_chunk, min({var}_chunk + {size}, {hi})):", *stop,
-                 *self.block(s.body)]
-        return [f"for {var}_chunk in range({lo}, {hi}, {size}):",
-                *self.lines(s.chunk.open, "    "), *("    " + line for line in inner),
-                *self.lines(s.chunk.close, "    ")]
+        inner = [
+            f"for {var} in range({var}_chunk, min({var}_chunk + {size}, {hi})):",
+            *stop,
+            *self.block(s.body),
+        ]
+        return [
+            f"for {var}_chunk in range({lo}, {hi}, {size}):",
+            *self.lines(s.chunk.open, "    "),
+            *("    " + line for line in inner),
+            *self.lines(s.chunk.close, "    "),
+        ]
 
     # ---- kernels ----
     def kernel(self, kernel) -> str:
@@ -91,5 +98,6 @@ class PyRenderer(L.Renderer):
 def _constant(const):
     if const.value in ("lowest", "highest"):
         return f"rt.limit({const.type!r}, {const.value!r})"
-    return f"rt.value({const.type!r}, {const.value!r})".replace("inf)", "float('inf'))") \
-        .replace("nan)", "float('nan'))")
+    return f"rt.value({const.type!r}, {const.value!r})".replace("inf)", "float('inf'))").replace(
+        "nan)", "float('nan'))"
+    )

@@ -7,21 +7,37 @@ Values keep their IR type: "float" is numpy.float32 (every op rounds to float, a
 "bool" a Python bool. Transcendentals are numpy's, not the runtime header's: results agree
 with the C++ kernels to a few ulps, not bit for bit.
 """
+
 import ctypes
 import math
 
 import numpy as np
 
-_STORAGE = {"float": ctypes.c_float, "double": ctypes.c_double, "int64_t": ctypes.c_int64,
-            "int32_t": ctypes.c_int32, "int16_t": ctypes.c_int16, "int8_t": ctypes.c_int8,
-            "uint8_t": ctypes.c_uint8, "bool": ctypes.c_bool, "dicp::half_t": ctypes.c_uint16,
-            "dicp::bf16_t": ctypes.c_uint16}
-_INT_BITS = {"int64_t": (64, True), "int32_t": (32, True), "int16_t": (16, True),
-             "int8_t": (8, True), "uint8_t": (8, False), "int": (32, True)}
+_STORAGE = {
+    "float": ctypes.c_float,
+    "double": ctypes.c_double,
+    "int64_t": ctypes.c_int64,
+    "int32_t": ctypes.c_int32,
+    "int16_t": ctypes.c_int16,
+    "int8_t": ctypes.c_int8,
+    "uint8_t": ctypes.c_uint8,
+    "bool": ctypes.c_bool,
+    "dicp::half_t": ctypes.c_uint16,
+    "dicp::bf16_t": ctypes.c_uint16,
+}
+_INT_BITS = {
+    "int64_t": (64, True),
+    "int32_t": (32, True),
+    "int16_t": (16, True),
+    "int8_t": (8, True),
+    "uint8_t": (8, False),
+    "int": (32, True),
+}
 _FLOATS = {"float": np.float32, "double": np.float64}
 
 
 # ---- types ----
+
 
 def value(type_, x):
     """`x` as a value of IR type `type_` (C++'s static_cast, as the C++ kernels convert)."""
@@ -49,6 +65,7 @@ def _is_float(x):
 
 # ---- memory ----
 
+
 class Pointer:
     """Elements of storage type `storage` from address `address` on: p[i] reads or writes the
     i-th (i may be negative, as a C++ pointer's). With `lo` and `hi` (DICP_BOUNDS_CHECK), an
@@ -61,8 +78,7 @@ class Pointer:
 
     def _cell(self, i):
         if self.lo is not None and not self.lo <= i < self.hi:
-            raise IndexError(f"dicp kernel: element {i} outside its storage [{self.lo}, "
-                             f"{self.hi})")
+            raise IndexError(f"dicp kernel: element {i} outside its storage [{self.lo}, {self.hi})")
         return self.ctype.from_address(self.address + int(i) * self.size)
 
     def __getitem__(self, i):
@@ -121,6 +137,7 @@ def store(pointer, position, x):
 
 # ---- conversions (cpp_render.LOOP) ----
 
+
 def cast(type_, x):
     """dicp::cast: an integer 0 converts to +0 (never trunc's -0), bool to 0/1."""
     if type_ in _FLOATS and not _is_float(x):
@@ -163,13 +180,16 @@ Cast = cast
 
 # ---- arithmetic ----
 
+
 def _arithmetic(fn):
     """An op computing in its type: floats round to it, integers wrap to its width."""
+
     def op(type_, *args):
         if type_ in _FLOATS:
             with np.errstate(all="ignore"):
                 return value(type_, fn(*(value(type_, a) for a in args)))
         return value(type_, fn(*(int(a) for a in args)))
+
     return op
 
 
@@ -287,11 +307,13 @@ def _numpy(fn):
     def op(type_, *args):
         with np.errstate(all="ignore"):
             return value(type_, fn(*[value(type_, a) for a in args]))
+
     return op
 
 
-Exp, Log, Sqrt, Sin, Cos, Tan, Tanh = map(_numpy, (np.exp, np.log, np.sqrt, np.sin, np.cos,
-                                                 np.tan, np.tanh))
+Exp, Log, Sqrt, Sin, Cos, Tan, Tanh = map(
+    _numpy, (np.exp, np.log, np.sqrt, np.sin, np.cos, np.tan, np.tanh)
+)
 Floor, Ceil, Round, Trunc = map(_numpy, (np.floor, np.ceil, np.rint, np.trunc))
 Log1p, Expm1, Log2, Exp2 = map(_numpy, (np.log1p, np.expm1, np.log2, np.exp2))
 Log10 = _numpy(np.log10)
@@ -306,8 +328,12 @@ def Signbit(type_, x):
 
 
 def Erf(type_, x):
-    return value(type_, math.erf(float(x)) if math.isfinite(x) else
-                 (math.copysign(1.0, x) if not math.isnan(x) else x))
+    return value(
+        type_,
+        math.erf(float(x))
+        if math.isfinite(x)
+        else (math.copysign(1.0, x) if not math.isnan(x) else x),
+    )
 
 
 ErfCentral = Erf  # erf on |x| < 1 (value_range.py): the same function
@@ -430,6 +456,7 @@ def InjectedCompileError(type_, x):
 
 
 # ---- index arithmetic (cpp_render.cpp_expr's functions) ----
+
 
 def floordiv(a, b):
     return a // b

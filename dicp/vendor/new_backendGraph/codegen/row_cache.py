@@ -17,6 +17,7 @@ A value is cached only where that is provably the same value:
 The kernel is emitted once recording its loads (`LoadRecord`), then, when `plan_row_caches`
 finds something to cache, emitted again with the plan.
 """
+
 from dataclasses import dataclass
 
 import sympy
@@ -25,9 +26,15 @@ from . import loop_ir as L
 from .costs import calls
 from .ctypes_map import compute_ctype
 
-ROW_CACHE_BYTES = 64 * 1024   # per kernel: the arrays live on each thread's stack
-_CTYPE_BYTES = {"bool": 1, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4,
-                "float": 4}   # anything else: 8
+ROW_CACHE_BYTES = 64 * 1024  # per kernel: the arrays live on each thread's stack
+_CTYPE_BYTES = {
+    "bool": 1,
+    "int8_t": 1,
+    "uint8_t": 1,
+    "int16_t": 2,
+    "int32_t": 4,
+    "float": 4,
+}  # anything else: 8
 
 
 def costly(statements) -> bool:
@@ -42,6 +49,7 @@ class LoadRecord:
     phase (its identity), whether that load could store the array (straight-line body
     code), whether its code was costly, and the row keys of the lazy values of the same phase
     being computed around it (a cached one makes this load vanish)."""
+
     key: tuple
     phase: tuple
     can_store: bool
@@ -54,9 +62,9 @@ class RowCache:
     name: str
     ctype: str
     size: int
-    storer: tuple       # the phase (identity) that fills it
+    storer: tuple  # the phase (identity) that fills it
     readers: frozenset  # the phases that load it
-    value: object       # the IR value, held so that its id stays its own while the plan lives
+    value: object  # the IR value, held so that its id stays its own while the plan lives
 
     @property
     def array(self):
@@ -87,6 +95,5 @@ def plan_row_caches(records, order, values) -> dict:
         cost = size * _CTYPE_BYTES.get(ctype, 8)
         if readers and cost <= budget:
             budget -= cost
-            plan[key] = RowCache(f"row_cache{len(plan)}", ctype, size, storer, readers,
-                                 values[key])
+            plan[key] = RowCache(f"row_cache{len(plan)}", ctype, size, storer, readers, values[key])
     return plan

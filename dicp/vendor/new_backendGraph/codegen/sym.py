@@ -1,4 +1,5 @@
 """Index arithmetic over loop variables and sizes, as sympy (its C++ is cpp_render's)."""
+
 import sympy
 
 from dicp.api import is_dense, py_expr, same_layout, same_size  # noqa: F401
@@ -6,6 +7,7 @@ from dicp.api import is_dense, py_expr, same_layout, same_size  # noqa: F401
 
 class IDiv(sympy.Function):
     """Floor division of non-negative integers (index arithmetic)."""
+
     is_integer = True
 
     @classmethod
@@ -21,6 +23,7 @@ class IDiv(sympy.Function):
 
 class IMod(sympy.Function):
     """Remainder of non-negative integers (index arithmetic)."""
+
     is_integer = True
 
     @classmethod
@@ -36,6 +39,7 @@ class WrapIndex(sympy.Function):
     """An ATen index or slice bound counted from the end when negative: `index + size` if
     `index < 0`, else `index`. Under dynamic shapes an index argument is a symbol whose sign
     is only known when the kernel runs."""
+
     is_integer = True
 
     @classmethod
@@ -82,8 +86,9 @@ def contiguous_strides(sizes):
 
 
 def flat_index(index, strides):
-    return fold_div_mod(sympy.expand(sum((i * s for i, s in zip(index, strides)),
-                                         sympy.Integer(0))))
+    return fold_div_mod(
+        sympy.expand(sum((i * s for i, s in zip(index, strides)), sympy.Integer(0)))
+    )
 
 
 def fold_div_mod(expr):
@@ -109,8 +114,11 @@ def _fold_one_pair(terms) -> bool:
         y, n = mod.args
         for j, div_term in enumerate(terms):
             scale, div = _split(div_term, IDiv)
-            if div is not None and _divides_like(div, y, n) and \
-                    sympy.expand(scale - coefficient * n) == 0:
+            if (
+                div is not None
+                and _divides_like(div, y, n)
+                and sympy.expand(scale - coefficient * n) == 0
+            ):
                 terms[:] = [t for k, t in enumerate(terms) if k not in (i, j)] + [coefficient * y]
                 return True
     return False
@@ -139,8 +147,9 @@ def simplify_in_loops(expr, extents):
     the split dims (loop_split.py) then reads each dim's index without one."""
     if not expr.has(IDiv, IMod):
         return expr
-    return expr.replace(lambda e: isinstance(e, (IDiv, IMod)),
-                        lambda e: _quotient_or_remainder(e, extents))
+    return expr.replace(
+        lambda e: isinstance(e, (IDiv, IMod)), lambda e: _quotient_or_remainder(e, extents)
+    )
 
 
 def _quotient_or_remainder(e, extents):
@@ -213,15 +222,19 @@ def _largest_factor(factor, extents):
 
 
 def _nonnegative(expr):
-    return all(term.as_coeff_Mul()[0] >= 0 and term.as_coeff_Mul()[1].is_nonnegative
-               for term in sympy.Add.make_args(expr))
+    return all(
+        term.as_coeff_Mul()[0] >= 0 and term.as_coeff_Mul()[1].is_nonnegative
+        for term in sympy.Add.make_args(expr)
+    )
 
 
 def unflatten(flat, sizes):
     """Per-dim indices of a row-major position `flat` over `sizes`."""
     strides = contiguous_strides(sizes)
-    return [IMod(IDiv(flat, stride), size) if i else IDiv(flat, stride)
-            for i, (size, stride) in enumerate(zip(sizes, strides))]
+    return [
+        IMod(IDiv(flat, stride), size) if i else IDiv(flat, stride)
+        for i, (size, stride) in enumerate(zip(sizes, strides))
+    ]
 
 
 # Functions whose value is an integer whatever their arguments, and those that are integers

@@ -1,4 +1,5 @@
 """Jinja templates of the reference backend, loaded by name with StrictUndefined."""
+
 from pathlib import Path
 
 from dicp.api import render as render_template

@@ -11,6 +11,7 @@ array, reading along the load's contiguous dim, and a second stores it along the
 (0.31 ms). Inductor transposes tiles in registers (at::vec's transpose_mxn); a local array
 keeps the generated C++ plain.
 """
+
 import sympy
 
 from .ctypes_map import compute_ctype
@@ -29,8 +30,11 @@ def transposed_dims(value, out_strides):
     Only for static sizes and loads whose address is linear in both dims' loop variables
     (others may sit in divisions: a head split of a fused QKV projection)."""
     sizes = value.sizes
-    store_dims = [d for d, (size, stride) in enumerate(zip(sizes, out_strides))
-                  if stride == 1 and _static_at_least(size)]
+    store_dims = [
+        d
+        for d, (size, stride) in enumerate(zip(sizes, out_strides))
+        if stride == 1 and _static_at_least(size)
+    ]
     if not store_dims or isinstance(value, Buffer):
         return None
     variables = loop_index(len(sizes))
@@ -43,8 +47,11 @@ def transposed_dims(value, out_strides):
         if abs(_coefficient(address, store_var) or 0) <= 1:
             continue
         for d, var in enumerate(variables):
-            if d != store_dims[0] and _static_at_least(sizes[d]) and \
-                    _coefficient(address, var) == 1:
+            if (
+                d != store_dims[0]
+                and _static_at_least(sizes[d])
+                and _coefficient(address, var) == 1
+            ):
                 return d, store_dims[0]
     return None
 
@@ -76,8 +83,10 @@ def transposing_kernel(g, value, out, load_dim, store_dim):
     blocks = [IDiv(value.sizes[d] + TILE - 1, TILE) for d in (load_dim, store_dim)]
     outer = loop_index(len(others) + 2)
     load_block, store_block = outer[-2:]
-    load_width, store_width = (_width(value.sizes[d], block)
-                               for d, block in ((load_dim, load_block), (store_dim, store_block)))
+    load_width, store_width = (
+        _width(value.sizes[d], block)
+        for d, block in ((load_dim, load_block), (store_dim, store_block))
+    )
     tile = Var("tile", compute_ctype(value.dtype), (TILE, TILE))
 
     def index(outer, load_position, store_position):
@@ -98,11 +107,24 @@ def transposing_kernel(g, value, out, load_dim, store_dim):
 
     def store(k, outer, inner):
         load_position, store_position = inner
-        out.store(k, index(outer, load_position, store_position),
-                  Element(tile, (k.index(store_position), k.index(load_position))))
+        out.store(
+            k,
+            index(outer, load_position, store_position),
+            Element(tile, (k.index(store_position), k.index(load_position))),
+        )
 
-    g.phased_kernel([value.sizes[d] for d in others] + blocks, [
-        dict(pre=declare, inner=[(0, store_width), (0, load_width)], body=compute, post=None,
-             simd=""),
-        dict(pre=None, inner=[(0, load_width), (0, store_width)], body=store, post=None,
-             simd="")])
+    g.phased_kernel(
+        [value.sizes[d] for d in others] + blocks,
+        [
+            dict(
+                pre=declare,
+                inner=[(0, store_width), (0, load_width)],
+                body=compute,
+                post=None,
+                simd="",
+            ),
+            dict(
+                pre=None, inner=[(0, load_width), (0, store_width)], body=store, post=None, simd=""
+            ),
+        ],
+    )

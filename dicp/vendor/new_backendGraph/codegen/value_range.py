@@ -12,6 +12,7 @@ Two rules are about softmax, and relate a node to another rather than to its ope
 x - max(x) <= 0 where the max reduces x itself, and sum(exp(x - max(x))) >= 1 over the same
 dims, since the row maximum contributes exp(0) = 1 exactly and every other term is >= 0.
 """
+
 import math
 from dataclasses import dataclass
 
@@ -96,21 +97,39 @@ def _rsqrt(a):
 
 UNIT = Interval(-1.0, 1.0)
 UNARY = {
-    "Exp": lambda a: _monotone(_exp, a), "Sigmoid": lambda a: _monotone(_sigmoid, a),
-    "Tanh": lambda a: _monotone(math.tanh, a), "Erf": lambda a: _monotone(math.erf, a),
-    "Relu": lambda a: Interval(max(a.lo, 0.0), max(a.hi, 0.0)), "Abs": _abs, "Neg": _neg,
-    "Sqrt": _sqrt, "Rsqrt": _rsqrt, "Reciprocal": _reciprocal,
-    "Sin": lambda a: UNIT, "Cos": lambda a: UNIT,
+    "Exp": lambda a: _monotone(_exp, a),
+    "Sigmoid": lambda a: _monotone(_sigmoid, a),
+    "Tanh": lambda a: _monotone(math.tanh, a),
+    "Erf": lambda a: _monotone(math.erf, a),
+    "Relu": lambda a: Interval(max(a.lo, 0.0), max(a.hi, 0.0)),
+    "Abs": _abs,
+    "Neg": _neg,
+    "Sqrt": _sqrt,
+    "Rsqrt": _rsqrt,
+    "Reciprocal": _reciprocal,
+    "Sin": lambda a: UNIT,
+    "Cos": lambda a: UNIT,
 }
 BINARY = {
-    "Add": _add, "Sub": lambda a, b: _add(a, _neg(b)), "Mul": _mul,
+    "Add": _add,
+    "Sub": lambda a, b: _add(a, _neg(b)),
+    "Mul": _mul,
     "Div": lambda a, b: _mul(a, _reciprocal(b)),
     "Maximum": lambda a, b: Interval(max(a.lo, b.lo), max(a.hi, b.hi)),
     "Minimum": lambda a, b: Interval(min(a.lo, b.lo), min(a.hi, b.hi)),
 }
 # Ops whose elements are some of their first operand's (or a fill value's).
-SAME_VALUES = {"Reshape", "Permute", "Expand", "Slice", "Select", "Copy", "Convert",
-               "ReduceMax", "ReduceMin"}
+SAME_VALUES = {
+    "Reshape",
+    "Permute",
+    "Expand",
+    "Slice",
+    "Select",
+    "Copy",
+    "Convert",
+    "ReduceMax",
+    "ReduceMin",
+}
 
 
 class ValueRanges:
@@ -172,8 +191,10 @@ def _widened(interval, node, roundings=1):
     if not _is_float(node):
         return interval
     finfo = torch.finfo(node.meta["val"].dtype)
-    return Interval(_outward(interval.lo, -roundings * finfo.eps, finfo.max),
-                    _outward(interval.hi, roundings * finfo.eps, finfo.max))
+    return Interval(
+        _outward(interval.lo, -roundings * finfo.eps, finfo.max),
+        _outward(interval.hi, roundings * finfo.eps, finfo.max),
+    )
 
 
 def _outward(bound, step, largest):
@@ -199,8 +220,11 @@ def _argument(node, position, name):
 
 def _is_max_of(row_max, x):
     """Whether `row_max` is ReduceMax(x, dims, keepdim=True): broadcast back over x."""
-    return _target_name(row_max) == "ReduceMax" and row_max.args[0] is x \
+    return (
+        _target_name(row_max) == "ReduceMax"
+        and row_max.args[0] is x
         and _argument(row_max, 2, "keepdim") is True
+    )
 
 
 def _is_softmax_denominator(row_sum):

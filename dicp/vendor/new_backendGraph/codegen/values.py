@@ -5,6 +5,7 @@ A lazy value is a function from an output index to a loop IR value; consumers in
 which is how pointwise chains and reductions with their producers fuse into one loop nest.
 Views of either are in views.py.
 """
+
 from dataclasses import dataclass
 from collections.abc import Callable
 
@@ -28,8 +29,12 @@ class Buffer(TensorView):
         k.store(self, index, value)
 
     def is_contiguous(self):
-        return all(size == 1 or sympy.expand(stride - expected) == 0 for size, stride, expected
-                   in zip(self.sizes, self.strides, contiguous_strides(self.sizes)))
+        return all(
+            size == 1 or sympy.expand(stride - expected) == 0
+            for size, stride, expected in zip(
+                self.sizes, self.strides, contiguous_strides(self.sizes)
+            )
+        )
 
 
 @dataclass
@@ -56,6 +61,7 @@ class LazyReduction(Pointwise):
     an `emit_kernel(g, out)` is never computed in another kernel: that emits its own kernel
     storing it in `out` (a sum over rows of contiguous columns, which a phase per column
     would read with the row stride)."""
+
     emit_phase: Callable = None
     emit_kernel: Callable = None
     kept: tuple = ()
@@ -93,8 +99,7 @@ def may_be_either(size, out_size):
     """Whether an operand's dim of `size` may be 1 or `out_size` at run time, for all the
     compiler knows: a symbolic size that is neither expression (a slice's (s0 + 2) // 3 that
     dynamo guards to be 1). Broadcasting asks it to be one of the two."""
-    return isinstance(size, sympy.Basic) and not size.is_Integer \
-        and not same_size(size, out_size)
+    return isinstance(size, sympy.Basic) and not size.is_Integer and not same_size(size, out_size)
 
 
 def broadcast_position(size, position, out_size):
@@ -112,10 +117,12 @@ def load_broadcast(k, value, index, dtype, out_sizes):
     ctype = compute_ctype(dtype)
     if isinstance(value, (Buffer, Pointwise)):
         rank = len(value.sizes)
-        tail = index[len(index) - rank:] if rank else []
-        out_tail = out_sizes[len(out_sizes) - rank:] if rank else []
-        local = [broadcast_position(size, i, out_size)
-                 for size, i, out_size in zip(value.sizes, tail, out_tail)]
+        tail = index[len(index) - rank :] if rank else []
+        out_tail = out_sizes[len(out_sizes) - rank :] if rank else []
+        local = [
+            broadcast_position(size, i, out_size)
+            for size, i, out_size in zip(value.sizes, tail, out_tail)
+        ]
         return cast_value(k, value.load(k, local), value.dtype, dtype)
     if isinstance(value, sympy.Basic):
         return k.op("StaticCast", ctype, k.index(value))

@@ -1,19 +1,23 @@
 """Views of kernel values: a Buffer's view is new strides and an offset, never a copy; a lazy
 value's is a lazy value reading it at another index."""
+
 import sympy
 
-from .sym import (IDiv, IMod, contiguous_strides, flat_index, product, same_layout,
-                  unflatten)
+from .sym import IDiv, IMod, contiguous_strides, flat_index, product, same_layout, unflatten
 from .values import Buffer, Pointwise, broadcast_position, may_be_either
 
 
 def permute(x, dims):
     if isinstance(x, Buffer):
-        return Buffer(x.base, x.dtype, [x.sizes[d] for d in dims], [x.strides[d] for d in dims],
-                      x.offset)
+        return Buffer(
+            x.base, x.dtype, [x.sizes[d] for d in dims], [x.strides[d] for d in dims], x.offset
+        )
     inverse = [dims.index(d) for d in range(len(dims))]
-    return Pointwise(x.dtype, [x.sizes[d] for d in dims],
-                     lambda k, idx: x.load(k, [idx[inverse[d]] for d in range(len(dims))]))
+    return Pointwise(
+        x.dtype,
+        [x.sizes[d] for d in dims],
+        lambda k, idx: x.load(k, [idx[inverse[d]] for d in range(len(dims))]),
+    )
 
 
 def expand(x, sizes):
@@ -24,8 +28,14 @@ def expand(x, sizes):
         return Buffer(x.base, x.dtype, list(sizes), strides, x.offset)
     # a dim that may be either has no one stride (copy_ of x1[::3] into a tensor of dynamic
     # size read past x1's end, as seed 2722's maximum did)
-    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(k, [
-        broadcast_position(s, idx[lead + j], sizes[lead + j]) for j, s in enumerate(x.sizes)]))
+    return Pointwise(
+        x.dtype,
+        list(sizes),
+        lambda k, idx: x.load(
+            k,
+            [broadcast_position(s, idx[lead + j], sizes[lead + j]) for j, s in enumerate(x.sizes)],
+        ),
+    )
 
 
 def slice_view(x, dim, start, step, sizes):
@@ -33,8 +43,11 @@ def slice_view(x, dim, start, step, sizes):
         strides = list(x.strides)
         strides[dim] = x.strides[dim] * step
         return Buffer(x.base, x.dtype, list(sizes), strides, x.offset + start * x.strides[dim])
-    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(
-        k, idx[:dim] + [start + idx[dim] * step] + idx[dim + 1:]))
+    return Pointwise(
+        x.dtype,
+        list(sizes),
+        lambda k, idx: x.load(k, idx[:dim] + [start + idx[dim] * step] + idx[dim + 1 :]),
+    )
 
 
 def unfold_view(x, dim, size, step, sizes):
@@ -44,16 +57,27 @@ def unfold_view(x, dim, size, step, sizes):
         strides = list(x.strides)
         strides[dim] = x.strides[dim] * step
         return Buffer(x.base, x.dtype, list(sizes), strides + [x.strides[dim]], x.offset)
-    return Pointwise(x.dtype, list(sizes), lambda k, idx: x.load(
-        k, idx[:dim] + [idx[dim] * step + idx[-1]] + idx[dim + 1:-1]))
+    return Pointwise(
+        x.dtype,
+        list(sizes),
+        lambda k, idx: x.load(k, idx[:dim] + [idx[dim] * step + idx[-1]] + idx[dim + 1 : -1]),
+    )
 
 
 def select_view(x, dim, index):
     if isinstance(x, Buffer):
-        return Buffer(x.base, x.dtype, x.sizes[:dim] + x.sizes[dim + 1:],
-                      x.strides[:dim] + x.strides[dim + 1:], x.offset + index * x.strides[dim])
-    return Pointwise(x.dtype, x.sizes[:dim] + x.sizes[dim + 1:],
-                     lambda k, idx: x.load(k, idx[:dim] + [index] + idx[dim:]))
+        return Buffer(
+            x.base,
+            x.dtype,
+            x.sizes[:dim] + x.sizes[dim + 1 :],
+            x.strides[:dim] + x.strides[dim + 1 :],
+            x.offset + index * x.strides[dim],
+        )
+    return Pointwise(
+        x.dtype,
+        x.sizes[:dim] + x.sizes[dim + 1 :],
+        lambda k, idx: x.load(k, idx[:dim] + [index] + idx[dim:]),
+    )
 
 
 def reshape(x, sizes):
@@ -102,7 +126,7 @@ def _source_index(blocks, new_index):
     """The old index that `new_index` of the reshaped value reads, block by block."""
     old_index, position = [], 0
     for old_sizes, new_sizes in blocks:
-        run = new_index[position:position + len(new_sizes)]
+        run = new_index[position : position + len(new_sizes)]
         position += len(new_sizes)
         flat = flat_index(run, contiguous_strides(new_sizes)) if run else sympy.Integer(0)
         old_index += unflatten(flat, old_sizes) if len(old_sizes) > 1 else [flat] * len(old_sizes)
@@ -132,6 +156,8 @@ def as_strided(x, sizes, strides, offset, layout):
 
     def load(k, index):
         position = relative + flat_index(index, strides)
-        return x.load(k, [IMod(IDiv(position, stride), size)
-                          for size, stride in zip(x.sizes, source_strides)])
+        return x.load(
+            k, [IMod(IDiv(position, stride), size) for size, stride in zip(x.sizes, source_strides)]
+        )
+
     return Pointwise(x.dtype, list(sizes), load)
