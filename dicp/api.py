@@ -68,6 +68,7 @@ from .bridge.pipeline.templating import render
 from .bridge.pipeline.torch_compat import (
     TORCH_VERSION,
     OpOverload,
+    OpOverloadPacket,
     build_config,
     get_decompositions,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "build_decompositions",
     "get_decompositions",
     "OpOverload",
+    "OpOverloadPacket",
     "ORIGIN",
     # codegen
     "GraphCodegenBase",

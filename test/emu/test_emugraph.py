@@ -113,6 +113,30 @@ def test_a_graph_without_tensor_inputs_makes_tensors_where_the_program_says(name
         torch.testing.assert_close(g.cpu(), w.cpu())
 
 
+# A factory naming the host keeps it, as in eager; so do the factories of a graph with tensor
+# inputs that name no device (eager makes them on the host).
+HOST_FACTORIES = {
+    "named_host_beside_device_input": lambda x, n: (x * 2, torch.arange(4, device="cpu") * n),
+    "unnamed_beside_device_input": lambda x, n: (x + 1, torch.ones(3) * n),
+    "named_host_without_tensor_inputs": lambda x, n: torch.ones(3, device="cpu") * n,
+    "named_host_and_unnamed": lambda x, n: (torch.zeros(2), torch.full((2,), 1.0, device="cpu")),
+    "unnamed_moved_to_the_device_and_back": lambda x, n: torch.zeros(3).cpu() + n,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOST_FACTORIES))
+def test_factories_naming_the_host_or_beside_device_inputs_stay_there(name):
+    fn = HOST_FACTORIES[name]
+    x = torch.randn(3)
+    args = (x.to("emu"), 2) if "device_input" in name else (2,)
+    call = (lambda n: fn(None, n)) if len(args) == 1 else fn
+    got, want = compiled(call)(*args), call(*args)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for g, w in zip(got, want, strict=True):
+        assert g.device == w.device
+        torch.testing.assert_close(g.cpu(), w.cpu())
+
+
 def released_later(stall):
     """Release `stall` from another thread shortly; the returned flag is set first."""
     released = threading.Event()

@@ -15,16 +15,10 @@ from .opset import OPS
 from .placement import place_factories
 
 
-def opset_transform(gm, ctx):
-    """new_backendgraph's pipeline, then factory results placed on the graph's device."""
-    gm = HOST_BACKEND.opset_transform(gm, ctx)
-    return place_factories(gm, ctx)
-
-
 BACKEND = register_backend(
     Backend(
         name="emugraph",
-        opset_transform=opset_transform,
+        opset_transform=HOST_BACKEND.opset_transform,
         codegen=codegen,
         compile_job=compile_job,
         decompositions=decompositions,
@@ -40,5 +34,7 @@ runtime()  # the device comes with its backend: `torch.compile(backend="emugraph
 
 
 def emugraph(gm, example_inputs):
-    """The TorchDynamo backend entry point (`torch.compile(backend="emugraph")`)."""
+    """The TorchDynamo backend entry point (`torch.compile(backend="emugraph")`). A graph
+    without tensor inputs makes the tensors whose device it does not name on the current one."""
+    gm = place_factories(gm, example_inputs, f"{DEVICE_TYPE}:{runtime().current_device()}")
     return compile_fx(gm, example_inputs, BACKEND)

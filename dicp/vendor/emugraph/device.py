@@ -36,15 +36,6 @@ def runtime():
     return getattr(torch, DEVICE_TYPE)
 
 
-def factory_device(gm) -> str:
-    """Where a graph's factories that name no device go: the graph's device inputs' device,
-    the host for a graph on host tensors, the current device ("emu") for a graph without
-    tensor inputs (as under `torch.device("emu")`)."""
-    vals = [n.meta.get("val") for n in gm.graph.find_nodes(op="placeholder")]
-    has_inputs = any(isinstance(v, torch.Tensor) for v in vals)
-    return graph_device(gm) if has_inputs else DEVICE_TYPE
-
-
 def graph_device(gm) -> str:
     """The device a graph's buffers go on: its first device input's ("emu:1"); the host's for
     a graph on host tensors only (the program's choice: its ops then run as the host's eager
