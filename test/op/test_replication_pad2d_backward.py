@@ -35,7 +35,7 @@ class TestReplicationPad2dBackward:
         "sizes",
         [
             Size((2, 3, 7, 6), (2, 5, 9, 19)),
-            Size((3, 1, 1), (5, 9, 19)),
+            Size((3, 1, 2), (5, 9, 19)),  # a crop to width 0 is an error from torch 2.14
             Size((1, 1, 4, 5), (1, 1, 9, 19)),
         ],
     )
