@@ -31,6 +31,7 @@ struct Block {
   size_t size;
   c10::DeviceIndex device;
   int opens = 0;
+  size_t used = 0;  // what the allocation asked for (page-rounded): a cached block may be larger
   char* mapping() const;       // the guard page before ptr
   size_t mapped_size() const;  // size and both guard pages
   // Queued tasks that use the block (Task::touch) and the stream they are on. A freed block
@@ -127,7 +128,9 @@ Block* take_cached(size_t size, c10::DeviceIndex device, const Stream* stream) {
 
 void count(Block* block, int sign) {
   auto& stats = g_stats[block->device];
-  stats.allocated += sign * static_cast<int64_t>(block->size);
+  // The request's size, as CUDA's allocator counts it, not the block's: a block taken from the
+  // cache may be up to a quarter larger, and the peak would depend on what was cached before.
+  stats.allocated += sign * static_cast<int64_t>(block->used);
   stats.allocations += sign;
   stats.peak = std::max(stats.peak, stats.allocated);
 }
@@ -148,6 +151,7 @@ struct DeviceAllocator final : c10::Allocator {
     std::lock_guard<std::mutex> lock(g_mutex);
     Block* block = take_cached(size, device, stream);
     if (block == nullptr) block = map_block(size, device);
+    block->used = size;
     count(block, +1);
     return {block->ptr, block, &free_block, c10::Device(kEmu, device)};
   }
