@@ -238,8 +238,10 @@ def _finding(options, case_failure, report, mode):
 def _torch_fails_too(case, failure):
     """Whether torch's own compile path (aot_eager: dynamo and AOTAutograd, no dicp) shows
     the failure too: a decomposition whose result differs from eager's kernel (prod's
-    backward at inf), or an op that specializes sizes under dynamo."""
-    sanity = Case(case.programs, case.dynamic, case.backward, SANITY_BACKEND)
+    backward at inf), or an op that specializes sizes under dynamo. On the backend's device:
+    the inputs' device copies (a view's storage as a 1-d base, say) are part of what both see."""
+    device = backend_device(case.backend)
+    sanity = Case(case.programs, case.dynamic, case.backward, SANITY_BACKEND, device)
     return any(f.signature() == failure.signature() for f in run_case(sanity))
 
 

@@ -29,6 +29,7 @@ class Case:
     dynamic: bool = False
     backward: bool = True
     backend: str = BACKEND
+    device: str | None = None  # where the inputs go; None: the backend's device
 
     @property
     def configs(self):
@@ -70,7 +71,7 @@ def run_case(case: Case) -> list:
     torch.compiler.reset()
     fn = batch_function(case.programs)
     compiled = torch.compile(fn, backend=case.backend, dynamic=case.dynamic, fullgraph=True)
-    compiled = on_device(compiled, backend_device(case.backend))  # a device backend's inputs
+    compiled = on_device(compiled, case.device or backend_device(case.backend))
     for config in range(case.configs):
         runs = [ProgramRun(p, config, case.backward) for p in case.programs]
         # after the first size, a recompile raises: one build must serve every size
