@@ -8,7 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from .helpers import cold_cache, compiled, dumps, per_kernel_wrapper  # noqa: F401  (fixtures)
+from .helpers import (  # noqa: F401  (fixtures)
+    cold_cache,
+    compiled,
+    dumps,
+    kernel_count,
+    per_kernel_wrapper,
+)
 from .helpers import wrapper_sources as wrappers
 
 # These read the buffer plan in the per-kernel wrapper's text (test_native_entry.py checks
@@ -127,3 +133,22 @@ def test_a_returned_convolution_result_keeps_its_memory(cold_cache):
     with torch.no_grad():
         for got, want in zip(compiled(both)(x), both(x)):
             torch.testing.assert_close(got, want)
+
+
+def _residual_sum_read_twice(x, w1, w2):
+    # the sum of two products (library results, buffers of its size that die at it) is read
+    # by two reductions
+    s = torch.relu(x @ w1 + x @ w2)
+    return s.sum(0), (s * s).sum(1)
+
+
+def test_a_sum_that_frees_two_buffers_is_written_once(cold_cache):
+    """Inlined into each reduction, the sum would keep both products alive until the last one
+    (a residual branch's gradients held to the max-pool backward: a ResNet step's peak on emu
+    was 1.03x eager's); written once, they die at its kernel. One kernel per reduction, one for
+    the sum."""
+    x, w1, w2 = torch.randn(64, 32), torch.randn(32, 48), torch.randn(32, 48)
+    got = compiled(_residual_sum_read_twice)(x, w1, w2)
+    for g, want in zip(got, _residual_sum_read_twice(x, w1, w2), strict=True):
+        torch.testing.assert_close(g, want)
+    assert kernel_count(cold_cache) == 3
