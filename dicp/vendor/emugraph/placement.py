@@ -27,10 +27,14 @@ def place_factories(gm: fx.GraphModule, example_inputs, device: str) -> fx.Graph
         return gm
     graphs = [m.graph for m in gm.modules() if isinstance(m, fx.GraphModule)]
     nodes = [node for graph in graphs for node in graph.nodes]
-    if any(_from_host(node, gm) for node in nodes):
+    factories = [node for node in nodes if _is_factory(node)]
+    named = [node.kwargs["device"] for node in factories if node.kwargs.get("device") is not None]
+    if any(torch.device(d).type == "cpu" for d in named) or any(
+        _host_constant(node, gm) for node in nodes
+    ):
         log.info("emugraph: a graph making host tensors keeps its factories on the host")
         return gm
-    unplaced = [node for node in nodes if _is_factory(node) and node.kwargs.get("device") is None]
+    unplaced = [node for node in factories if node.kwargs.get("device") is None]
     for node in unplaced:
         node.kwargs = {**node.kwargs, "device": torch.device(device)}
     if unplaced:
@@ -38,13 +42,12 @@ def place_factories(gm: fx.GraphModule, example_inputs, device: str) -> fx.Graph
     return gm
 
 
-def _from_host(node, root) -> bool:
-    """A factory naming the host, or a host constant with more than one element's shape."""
-    if node.op == "get_attr":
-        value = getattr(root, str(node.target), None)
-        return isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.dim() > 0
-    named = node.kwargs.get("device") if _is_factory(node) else None
-    return named is not None and torch.device(named).type == "cpu"
+def _host_constant(node, root) -> bool:
+    """A host constant of more than a scalar's shape (a 0-dim one is a scalar on any device)."""
+    if node.op != "get_attr":
+        return False
+    value = getattr(root, str(node.target), None)
+    return isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.dim() > 0
 
 
 def _is_factory(node) -> bool:

@@ -176,7 +176,8 @@ def _one_reader_of_its_size(node):
     if len(node.users) != 1:
         return False
     reader = _static_numel(next(iter(node.users)).meta.get("val"))
-    return reader is not None and reader <= _static_numel(node.meta.get("val"))
+    own = _static_numel(node.meta.get("val"))
+    return reader is not None and own is not None and reader <= own
 
 
 def _sole_reads(node, env):
@@ -198,17 +199,14 @@ def _read_before(arg, node, env):
 
 
 def _computed(node, env):
-    value = env.get(node, _NOT_YET)
-    if value is _NOT_YET:
+    if node not in env:
         return False
+    value = env[node]
     if isinstance(value, LazyReduction):
         return value.realized is not None
     if isinstance(value, Pointwise):
         return all(_computed(user, env) for user in node.users)
     return True
-
-
-_NOT_YET = object()
 
 
 def _costly_and_read_broadly(node, value):
@@ -419,7 +417,7 @@ class CppCodegen(GraphCodegenBase):
             return True
         if not all(_fuses(u) for u in node.users if u.op != "output"):
             return True
-        if _frees_inputs(node, self.env) and not _one_reader_of_its_size(node):
+        if not _one_reader_of_its_size(node) and _frees_inputs(node, self.env):
             return True
         if len(node.users) == 1:
             return False
