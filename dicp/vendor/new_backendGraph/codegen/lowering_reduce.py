@@ -10,6 +10,7 @@ from .ctypes_map import compute_ctype, storage_ctype
 from .loop_ir import Assign, Chunk, Const, Declare, Element, If, Loop, Op, Var
 from .lowering import lowering, new_buffer
 from .sym import IDiv, contiguous_strides, flat_index, loop_index
+from .transpose import contiguous_dim
 from .values import Buffer, LazyReduction, cast_value
 
 # name -> (the accumulator's first value, its update by a loaded value: a loop IR op of the
@@ -54,7 +55,7 @@ def reduction(g, node, x, dims, keepdim, dtype=None):
     emit = _extremum_phase if extremum else _accumulating_phase
     sizes = shape_of(out_val)
     kept = [d for d in range(len(sizes)) if not (keepdim and d in dims)]
-    columns = name == "ReduceSum" and dims and x.sizes[-1] != 1 and len(x.sizes) - 1 not in dims
+    columns = name == "ReduceSum" and dims and _reads_rows_of_columns(x, dims)
     return LazyReduction(
         out_val.dtype,
         sizes,
@@ -163,6 +164,19 @@ def _never_negative(k, value, depth=0):
 # Columns of a sum over rows (x.sum(0) of a [rows, columns] matrix: bias gradients) summed
 # by one kernel iteration: 8 AVX-512 vectors of double accumulators.
 COLUMN_BLOCK = 64
+
+
+def _reads_rows_of_columns(x, dims):
+    """Whether x's last kept dim (not in `dims`) is the one it walks memory along: its
+    innermost dim, or a channels-last activation's channel dim (a batch norm's statistics
+    over [n, h, w]: 0.09 ms per sum of a 16x16x32x32 activation read channel by channel with
+    the row stride, 0.02 row by row)."""
+    kept = [d for d in range(len(x.sizes)) if d not in dims]
+    if not kept:
+        return False
+    if kept[-1] == len(x.sizes) - 1:
+        return x.sizes[-1] != 1
+    return contiguous_dim(x) == kept[-1]
 
 
 def _column_sum(g, x, dims, out):

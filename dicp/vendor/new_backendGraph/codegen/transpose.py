@@ -56,9 +56,28 @@ def transposed_dims(value, out_strides):
     return None
 
 
-def _static_at_least(size):
+def contiguous_dim(value):
+    """The dim of `value` along which each of its loads walks memory contiguously (a
+    coefficient of 1 in that dim's loop variable; loads that do not move along it, a
+    broadcast per-channel statistic, aside), else None. A channels-last activation read in
+    its logical NCHW order gives its channel dim."""
+    sizes = value.sizes
+    variables = loop_index(len(sizes))
+    probe = KernelBuilder("probe", variables)
+    value.load(probe, variables)
+    if probe.computed or not probe.accesses:
+        return None
+    candidates = {d for d, size in enumerate(sizes) if _static_at_least(size, 2)}
+    for address in (access.address for access in probe.accesses):
+        moving = {d for d in candidates if _coefficient(address, variables[d]) != 0}
+        if moving:
+            candidates &= {d for d in moving if _coefficient(address, variables[d]) == 1}
+    return next(iter(candidates)) if len(candidates) == 1 else None
+
+
+def _static_at_least(size, least=MIN_EXTENT):
     size = sympy.sympify(size)
-    return size.is_Integer and size >= MIN_EXTENT
+    return size.is_Integer and size >= least
 
 
 def _coefficient(address, var):
