@@ -9,7 +9,7 @@ from . import views
 from .ctypes_map import compute_ctype
 from .loop_ir import Const
 from .lowering import lowering, new_buffer
-from .sym import IDiv, IMod, clamp_bound, is_dense, same_layout, wrap_index
+from .sym import IDiv, IMod, always_within, clamp_bound, is_dense, same_layout, wrap_index
 from .values import Buffer, Pointwise, cast_value
 
 
@@ -217,9 +217,12 @@ def constant_pad(g, node, x, pad, value=0):
 
 
 def within(k, index, sizes):
-    """A bool IR value: 0 <= index[d] < sizes[d] for every d."""
+    """A bool IR value: 0 <= index[d] < sizes[d] for every d (no test where the loops'
+    extents keep it inside)."""
     condition = Const(True, "bool")
     for i, size in zip(index, sizes):
+        if always_within(i, size, k.extents):
+            continue
         inside = k.op(
             "All",
             "bool",

@@ -207,6 +207,15 @@ def _largest(expr, extents):
     return total
 
 
+def always_within(expr, size, extents):
+    """Whether 0 <= `expr` < `size` at every point of the loops (`extents`: variable -> static
+    extent), where `expr` is a non-negative combination of loop variables (an unpadded
+    pool's window position: no bounds test needed)."""
+    top = _largest(sympy.sympify(expr), extents)
+    size = sympy.sympify(size)
+    return top is not None and size.is_Integer and top < size
+
+
 def _largest_factor(factor, extents):
     if factor == 1:
         return 1
