@@ -30,6 +30,7 @@ LOOP_OP_COSTS = {
     "IsNanCompare": CHEAP,
     "ArgBetter": CHEAP,
     "PoolBetter": CHEAP,
+    "Pick": CHEAP,
     "WrapIndex": CHEAP,
     "CheckedIndex": CHEAP,
     "InjectedCompileError": CHEAP,

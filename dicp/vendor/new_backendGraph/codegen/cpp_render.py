@@ -36,7 +36,10 @@ LOOP = {
     "Better": "{0} {P} {1} ? {0} : {1}",  # max/min update: the new element where it wins
     "IsNanCompare": "({0} != {0})",
     "ArgBetter": "({2} < 0 || {0} {P} {1} || (dicp::is_nan({0}) && !dicp::is_nan({1})))",
-    "PoolBetter": "({0} && ({3} < 0 || {1} > {2} || dicp::is_nan({1})))",
+    # bitwise, not short-circuit, and picked by masks (Pick): g++ made a branch of each
+    # test, mispredicted on data (a 2x2 max pool: 350 us against 230 without)
+    "PoolBetter": "({0} & (({3} < 0) | ({1} > {2}) | dicp::is_nan({1})))",
+    "Pick": "dicp::pick<{T}>({0}, {1}, {2})",  # {0} ? {1} : {2} without a branch
     "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})",
     "CheckedIndex": 'dicp::checked_index<int64_t>({0}, {1}, "{P}")',
     "InjectedCompileError": "dicp_injected_compile_error_TESTING_ONLY({0})",

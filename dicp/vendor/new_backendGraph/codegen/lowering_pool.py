@@ -3,15 +3,16 @@ output."""
 
 import sympy
 
-from dicp.api import shape_of
+from dicp.api import is_dense, shape_of, strides_of
 
 from .ctypes_map import compute_ctype
 from .values import Pointwise, cast_value
-from .loop_ir import Assign, Const, Declare, If, Op, Var
+from .loop_ir import Assign, Const, Declare, Element, Var
 from .lowering import lowering, new_buffer
 from .lowering_indexing import scatter_result, scatter_store, scatter_target
 from .lowering_layout import within
 from .sym import IDiv, contiguous_strides, flat_index, loop_index, product, unflatten
+from .transpose import contiguous_dim
 
 ACC = Var("acc", "double")
 
@@ -47,12 +48,7 @@ def _max_with_index(g, node, x, inner, window):
         k.add(Declare(best_index, Const(-1, "int64_t")))
 
     def body(k, outer, inner):
-        at, inside = window(k, outer, inner)
-        value = k.masked(inside, lambda: x.load(k, outer[:-nd] + at), Const(-float("inf"), T), T)
-        # ATen's flat index within the plane: row-major over the pooled dims
-        position = k.index(flat_index(at, contiguous_strides(x.sizes[-nd:])))
-        wins = Op("PoolBetter", "bool", (inside, value, best, best_index))
-        k.add(If(wins, (Assign(best, value), Assign(best_index, position))))
+        _take_if_better(k, x, nd, window(k, outer, inner), outer, best, best_index)
 
     def post(k, outer):
         values.store(k, outer, best)
@@ -62,16 +58,107 @@ def _max_with_index(g, node, x, inner, window):
     return values, indices
 
 
+def _take_if_better(k, x, nd, window_position, outer, best, best_index):
+    """best, best_index updated by x's element at the window position, if it wins."""
+    at, inside = window_position
+    T = best.type
+    value = k.masked(inside, lambda: x.load(k, outer[:-nd] + at), Const(-float("inf"), T), T)
+    # ATen's flat index within the plane: row-major over the pooled dims
+    position = k.index(flat_index(at, contiguous_strides(x.sizes[-nd:])))
+    # picks, not a branch: which element wins is data (see cpp_render's Pick)
+    wins = k.op("PoolBetter", "bool", inside, value, best, best_index)
+    k.add(Assign(best_index, k.op("Pick", "int64_t", wins, position, best_index)))
+    k.add(Assign(best, k.op("Pick", T, wins, value, best)))
+
+
 @lowering("MaxPool2dWithIndices", "MaxPool3dWithIndices")
 def max_pool(g, node, x, kernel, stride, padding, dilation, ceil_mode):
     x = g.value(x)
-    return _max_with_index(
-        g,
-        node,
-        x,
-        [(0, size) for size in kernel],
-        lambda k, outer, inner: _window(k, outer, x, kernel, stride, padding, dilation, inner),
+    nd = len(kernel)
+
+    def window(k, outer, inner):
+        return _window(k, outer, x, kernel, stride, padding, dilation, inner)
+
+    channel = contiguous_dim(x)
+    if (
+        channel is not None
+        and channel < len(x.sizes) - nd
+        and sympy.sympify(x.sizes[channel]).is_Integer
+    ):
+        return _max_over_channel_blocks(g, node, x, kernel, window, channel)
+    return _max_with_index(g, node, x, [(0, size) for size in kernel], window)
+
+
+def _in_traced_layout(g, val):
+    """A buffer for `val` in the layout it was traced with when that is dense (a channels-last
+    input's pool is channels-last), so its readers (a convolution, the graph's output) take
+    it without a copy; contiguous otherwise."""
+    strides = strides_of(val)
+    return new_buffer(g, val, strides if is_dense(shape_of(val), strides) else None)
+
+
+# Channels one kernel iteration of a channels-last max pool keeps maxima for.
+CHANNEL_BLOCK = 64
+
+
+def _max_over_channel_blocks(g, node, x, kernel, window, channel):
+    """A max pool of an input laid out with `channel` (not a pooled dim) contiguous, a
+    channels-last activation: each outer iteration takes one output position and a block of
+    CHANNEL_BLOCK channels, and runs the window over arrays of maxima, channels innermost, so
+    every load is contiguous and the updates vectorize (16x16x32x32 -> 16x16x16x16: 0.05 ms,
+    eager's time; looped per output over each channel's plane it took 0.37 ms, reading the
+    whole image once per channel and branching on every comparison)."""
+    nd = len(kernel)
+    values, indices = (_in_traced_layout(g, val) for val in node.meta["val"])
+    T = compute_ctype(x.dtype)
+    channels = int(x.sizes[channel])
+    blocks = -(-channels // CHANNEL_BLOCK)
+    positions = [size for d, size in enumerate(values.sizes) if d != channel]
+    block = loop_index(len(positions) + 1)[-1]
+    width = channels if blocks == 1 else sympy.Min(CHANNEL_BLOCK, channels - CHANNEL_BLOCK * block)
+    best = Var("best", T, (CHANNEL_BLOCK,))
+    best_index = Var("best_index", "int64_t", (CHANNEL_BLOCK,))
+
+    def output_index(outer, c):
+        index = list(outer[:-1])
+        index.insert(channel, CHANNEL_BLOCK * outer[-1] + c)
+        return index
+
+    def clear(k, outer, inner):
+        c = k.index(inner[0])
+        k.add(Assign(Element(best, (c,)), Const(-float("inf"), T)))
+        k.add(Assign(Element(best_index, (c,)), Const(-1, "int64_t")))
+
+    def update(k, outer, inner):
+        *offsets, c = inner
+        index = output_index(outer, c)
+        picked = Element(best, (k.index(c),)), Element(best_index, (k.index(c),))
+        _take_if_better(k, x, nd, window(k, index, offsets), index, *picked)
+
+    def store(k, outer, inner):
+        index, c = output_index(outer, inner[0]), k.index(inner[0])
+        values.store(k, index, Element(best, (c,)))
+        indices.store(k, index, Element(best_index, (c,)))
+
+    def declare(k, outer):
+        k.add(Declare(best, aligned=True))
+        k.add(Declare(best_index, aligned=True))
+
+    g.phased_kernel(
+        positions + [blocks],
+        [
+            dict(pre=declare, inner=[(0, width)], body=clear, post=None, simd=""),
+            dict(
+                pre=None,
+                inner=[(0, size) for size in kernel] + [(0, width)],
+                body=update,
+                post=None,
+                simd="",
+            ),
+            dict(pre=None, inner=[(0, width)], body=store, post=None, simd=""),
+        ],
     )
+    return values, indices
 
 
 @lowering("AdaptiveMaxPool2d", "AdaptiveMaxPool3d")

@@ -441,6 +441,10 @@ def PoolBetter(type_, inside, x, best, best_index):
     return bool(inside) and (best_index < 0 or x > best or IsNan(type_, x))
 
 
+def Pick(type_, condition, x, y):
+    return x if condition else y
+
+
 def WrapIndex(type_, index, size):
     return index + size if index < 0 else index
 

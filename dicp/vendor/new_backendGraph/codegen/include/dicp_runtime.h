@@ -419,6 +419,21 @@ template <typename T> inline T cos(T v) {
 template <typename T> inline bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(v); else return false;
 }
+// c ? a : b by masks: g++ turns a select on data into a branch, mispredicted half the time.
+template <typename T> inline T pick(bool c, T a, T b) {
+  using U = std::conditional_t<sizeof(T) == 8, uint64_t,
+            std::conditional_t<sizeof(T) == 4, uint32_t,
+            std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+  static_assert(sizeof(T) == sizeof(U), "pick: a 1, 2, 4 or 8 byte type");
+  U ua, ub;
+  std::memcpy(&ua, &a, sizeof(T));
+  std::memcpy(&ub, &b, sizeof(T));
+  const U mask = U(0) - U(c);
+  const U r = U((ua & mask) | (ub & U(~mask)));
+  T out;
+  std::memcpy(&out, &r, sizeof(T));
+  return out;
+}
 template <typename T> inline T sign(T v) { return T((T(0) < v) - (v < T(0))); }
 template <typename T> inline T ipow(T base, T exp) {
   if (exp < 0) return base == 1 ? 1 : (base == -1 ? ((exp & 1) ? -1 : 1) : 0);

@@ -1,0 +1,125 @@
+"""Kernels that read a channels-last activation channel by channel: a max pool over blocks of
+channels (values, indices and layout as eager's, ties going to the first maximum, NaN winning),
+and batch-norm statistics summed row by row into per-channel accumulators. Channel counts of
+1 (the plain kernels), odd, even and more than one block of 64 channels; windows with padding,
+dilation and ceil mode; gradients through both."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .helpers import cold_cache, compiled, kernel_sources  # noqa: F401
+
+NHWC = torch.channels_last
+
+
+@pytest.fixture
+def strict(cold_cache, monkeypatch):
+    monkeypatch.setenv("DICP_STRICT", "1")  # a fallback to eager would test nothing
+    return cold_cache
+
+
+def with_ties_and_specials(shape, memory_format):
+    """Values on a grid of 0.5 (so windows hold equal maxima), a NaN and a -inf."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(shape, generator=g) * 2).round() / 2
+    flat = x.view(-1)
+    flat[len(flat) // 3] = float("nan")
+    flat[len(flat) // 2] = float("-inf")
+    return x.contiguous(memory_format=memory_format)
+
+
+POOLS = {
+    # name -> (shape, kernel, stride, padding, dilation, ceil_mode)
+    "2x2": ((2, 16, 8, 6), 2, 2, 0, 1, False),
+    "odd channels 3x3 padded": ((3, 5, 7, 7), 3, 2, 1, 1, False),
+    "two channel blocks": ((1, 70, 5, 6), 2, 1, 0, 1, False),
+    "dilated ceil mode": ((2, 6, 9, 8), 2, 2, 0, 2, True),
+    "one channel": ((2, 1, 6, 6), 2, 2, 0, 1, False),
+    "one pixel": ((4, 3, 1, 1), 1, 1, 0, 1, False),
+}
+
+
+@pytest.mark.parametrize("name", POOLS)
+def test_max_pool_of_channels_last_input_matches_eager(strict, name):
+    shape, kernel, stride, padding, dilation, ceil_mode = POOLS[name]
+    x = with_ties_and_specials(shape, NHWC)
+
+    def fn(x):
+        return F.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, return_indices=True)
+
+    got, want = compiled(fn)(x), fn(x)
+    for g, w in zip(got, want):
+        assert g.stride() == w.stride()
+        torch.testing.assert_close(g, w, equal_nan=True, rtol=0, atol=0)
+
+
+def test_max_pool_reads_channels_last_input_by_channel_blocks(strict):
+    x = with_ties_and_specials((2, 16, 8, 6), NHWC)
+    compiled(lambda x: F.max_pool2d(x, 2))(x)
+    assert "best_index[" in kernel_sources(strict)  # the arrays of the channel-block kernel
+
+
+def test_max_pool_3d_of_channels_last_input_matches_eager(strict):
+    x = with_ties_and_specials((2, 5, 5, 4, 6), torch.channels_last_3d)
+
+    def fn(x):
+        return F.max_pool3d(x, 2, (1, 2, 2), 1, return_indices=True)
+
+    got, want = compiled(fn)(x), fn(x)
+    for g, w in zip(got, want):
+        assert g.stride() == w.stride()
+        torch.testing.assert_close(g, w, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("channels", [1, 3, 16, 70])
+def test_max_pool_gradient_of_channels_last_input_matches_eager(strict, channels):
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randn(2, channels, 7, 6, generator=g).round()).contiguous(memory_format=NHWC)
+    weight = torch.randn(2, channels, 4, 3, generator=g)  # the pool's output shape
+
+    def loss(x):
+        return (F.max_pool2d(x, 3, 2, 1) * weight).sum()
+
+    got = torch.autograd.grad(compiled(loss)(x.requires_grad_()), x)[0]
+    want = torch.autograd.grad(loss(x), x)[0]
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_max_pool_under_dynamic_shapes_matches_eager(strict):
+    fn = compiled(lambda x: F.max_pool2d(x, 2, return_indices=True), dynamic=True)
+    for size in (6, 9):
+        x = with_ties_and_specials((2, 4, size, size + 1), NHWC)
+        for g, w in zip(fn(x), F.max_pool2d(x, 2, return_indices=True)):
+            torch.testing.assert_close(g, w, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("channels", [1, 3, 16, 70])
+def test_batch_norm_training_on_channels_last_input_matches_eager(strict, channels):
+    torch.manual_seed(0)
+    norm = nn.BatchNorm2d(channels)
+    x = torch.randn(3, channels, 5, 7).contiguous(memory_format=NHWC) * 3 + 1
+    x.requires_grad_()
+    target = torch.randn(3, channels, 5, 7)
+
+    def loss(x):
+        return (torch.relu(norm(x)) * target).sum()
+
+    got = torch.autograd.grad(compiled(loss)(x), [x, norm.weight, norm.bias])
+    want = torch.autograd.grad(loss(x), [x, norm.weight, norm.bias])
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_sum_over_batch_and_positions_of_channels_last_input_matches_eager(strict, keepdim):
+    x = torch.randn(5, 70, 3, 9).contiguous(memory_format=NHWC)
+
+    def fn(x):
+        return (x * x).sum((0, 2, 3), keepdim=keepdim), x.sum((0, 2, 3), keepdim=keepdim)
+
+    got, want = compiled(fn)(x), fn(x)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+    assert "column_acc[" in kernel_sources(strict)  # summed row by row, channels innermost
