@@ -79,6 +79,7 @@ def _aot_compiler(backend):
         inference_compiler=_graph_compiler(backend, "inference"),
         decompositions=backend.decomposition_table(),
         partition_fn=min_cut_rematerialization_partition,
+        keep_inference_input_mutations=backend.keeps_input_mutations,
     )
 
 

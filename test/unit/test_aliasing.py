@@ -14,7 +14,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from dicp.bridge.pipeline.stages import GraphTransformer
 from dicp.api import get_backend
 
-from .helpers import BACKEND, compiled, warm_cache  # noqa: F401  (fixture)
+from .helpers import BACKEND, cold_cache, compiled, warm_cache  # noqa: F401  (fixtures)
 
 aten = torch.ops.aten
 
@@ -106,3 +106,24 @@ def test_aliased_graph_inputs_through_torch_compile(warm_cache):
         for e, g in zip(expected, got, strict=True):
             assert torch.equal(e, g), fn.__name__
         assert torch.equal(base, expected_base), fn.__name__
+
+
+@pytest.mark.parametrize("first_overlapping", [False, True])
+def test_a_compiled_copy_between_inputs_follows_their_overlap_at_each_call(
+    cold_cache, first_overlapping
+):
+    """Through torch.compile: dynamo does not recompile when two inputs start to share
+    storage, so the copy_ AOTAutograd leaves in the graph must be right for either case."""
+
+    def fn(x, y):
+        x.copy_(y * 2)
+        return x + 0
+
+    compiled_fn = compiled(fn)
+    for overlapping in (first_overlapping, not first_overlapping):
+        base = torch.randn(9, 5)
+        x, y = (base[1:], base[:-1]) if overlapping else (base[1:], base[:-1].clone())
+        expected_base = base.clone()
+        expected_base[1:].copy_((expected_base[:-1] if overlapping else y) * 2)
+        compiled_fn(x, y)
+        assert torch.equal(base, expected_base), overlapping

@@ -88,6 +88,11 @@ class Backend:
     expected_fallbacks: Mapping[str, str] = field(default_factory=dict)
     # dtype outside supported_dtypes -> why ops on it fall back (allowed like the above)
     dtype_fallbacks: Mapping[torch.dtype, str] = field(default_factory=dict)
+    # AOTAutograd leaves the writes into graph inputs (an optimizer's update of parameters and
+    # state, batch norm's running statistics) in the graph as aten.copy_, for the backend to
+    # write in place, as Inductor does; else they are extra outputs that AOTAutograd's runtime
+    # copies into the inputs after the graph
+    keeps_input_mutations: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)  # whatever else the vendor carries
     # op name -> Operator, the vocabulary: saved graphs name their ops and find them here
     vendor_ops: Mapping[str, Operator] = field(default_factory=dict)

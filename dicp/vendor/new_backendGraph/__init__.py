@@ -24,6 +24,7 @@ BACKEND = register_backend(
         supported_dtypes=SUPPORTED_DTYPES,
         expected_fallbacks=EXPECTED_FALLBACKS,
         vendor_ops=OPS,
+        keeps_input_mutations=True,  # CopyInto writes them in place
     )
 )
 
