@@ -2,7 +2,8 @@
 
 Stage timers (seconds of self time; a nested stage's time is not counted again in its parent):
 import (dicp's and the backend's, up to its registration), dynamo and aot_autograd (their time
-as the backend sees it: the compile's wall time minus dicp's own), setup (backend lookup and
+as the backend sees it: the compile's wall time minus dicp's own; dynamo's compiles of frames
+without a graph count too), setup (backend lookup and
 the decomposition table), conversion, shape_inference, codegen, build (the C++ compiler), load
 (cache lookups, loading libraries and wrappers), run (each compiled graph's first call). Their
 sum is a first call's wall time (bench/bench_compile.py --profile compares them).

@@ -29,6 +29,21 @@ def test_stage_times_are_self_times(monkeypatch):
     assert stats.stages == {"outer": 2.0, "inner": 1.0}
 
 
+def test_dynamos_compile_of_a_frame_without_a_graph_counts(cold_cache):
+    """A frame dynamo compiles without a graph (no tensor op: dicp is never called) is part of
+    the first call's wall time."""
+
+    def no_graph(x):
+        return x
+
+    torch._dynamo.reset()
+    dynamo_context.install()
+    with profile.collect() as stats:
+        torch.compile(no_graph, backend="new_backendgraph")(torch.ones(3))
+    assert stats.stages["dynamo"] > 0, stats.stages
+    assert not stats.counters.get("kernels")
+
+
 def test_a_cold_training_compile_is_fully_accounted(cold_cache):
     x = torch.randn(4, 8, requires_grad=True)
     torch._dynamo.reset()  # drops dynamo's compile hooks; a backend registers them again
