@@ -23,23 +23,13 @@ import torch._dynamo as dynamo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_workloads import BACKENDS, DICP, EAGER, INDUCTOR, interleaved_ms, timing_arguments
+from bench.heldout import gpt2_model
 
 VOCAB = 512
 
 
 def gpt2(width, layers):
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    config = GPT2Config(
-        vocab_size=VOCAB,
-        n_positions=256,
-        n_embd=width,
-        n_layer=layers,
-        n_head=4,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    return GPT2LMHeadModel(config)
+    return gpt2_model(layers, width, vocab=VOCAB, positions=256)
 
 
 def llama(width, layers):

@@ -153,12 +153,12 @@ def hf_bert_train():
     return Case(model, step)
 
 
-def gpt2_model(layers=2, width=64):
+def gpt2_model(layers=2, width=64, vocab=256, positions=64):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(
-        vocab_size=256,
-        n_positions=64,
+        vocab_size=vocab,
+        n_positions=positions,
         n_embd=width,
         n_layer=layers,
         n_head=4,
