@@ -192,3 +192,22 @@ def test_a_product_is_rounded_before_it_is_subtracted(cold_cache, monkeypatch, b
         x, weight = [(torch.rand(1) * 18 - 9).requires_grad_() for _ in range(2)]
         x_grad, _ = torch.autograd.grad(step(x, weight), (x, weight), torch.randn(1))
         assert x_grad.item() == 0
+
+
+POW_SPECIALS = [-0.0, 0.0, float("inf"), float("-inf"), float("nan"), 4.0, -2.0, 0.25]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize("length", [1, 8, 40_000])  # scalar, vectorized, parallel and vectorized
+@pytest.mark.parametrize("how", ["number", "tensor exponent"])
+def test_pow_by_one_half_keeps_eagers_special_values(warm_cache, dtype, length, how):
+    """g++'s vectorizer turns pow(x, 0.5) with a constant exponent into sqrt(x), which differs
+    from pow at -0 and -inf; eager's pow by the number 0.5 is sqrt only for some dtypes."""
+    x = torch.tensor(POW_SPECIALS * length, dtype=dtype)[: max(length, len(POW_SPECIALS))]
+    half = torch.tensor(0.5, dtype=dtype)
+    fn = (lambda x: x**0.5) if how == "number" else (lambda x: torch.pow(x, half))
+    got, want = compiled(fn)(x), fn(x)
+    assert torch.equal(got.isnan(), want.isnan())
+    real = ~want.isnan()
+    assert torch.equal(got[real], want[real])
+    assert torch.equal(torch.signbit(got[real]), torch.signbit(want[real]))

@@ -122,7 +122,7 @@ POINTWISE = (
         CALL,
         divides=True,
     ),
-    _binary("Pow", torch.pow, aten.pow, "std::pow({0}, {1})", CALL, **CUSTOM),
+    _binary("Pow", torch.pow, aten.pow, "dicp::pow({0}, {1})", CALL, **CUSTOM),
     _binary("Maximum", torch.maximum, aten.maximum, "dicp::maximum<{T}>({0}, {1})", CHEAP),
     _binary("Minimum", torch.minimum, aten.minimum, "dicp::minimum<{T}>({0}, {1})", CHEAP),
     _binary(

@@ -419,6 +419,16 @@ template <typename T> inline T cos(T v) {
 template <typename T> inline bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(v); else return false;
 }
+// std::pow, kept at the exponent 0.5: g++'s vectorizer rewrites pow(x, 0.5) with a constant
+// 0.5 as sqrt(x), which is -0 at -0 and NaN at -inf where pow is +0 and +inf (float16's x ** 0.5
+// came out NaN at -inf in vectorized loops). The selects restore pow's values there.
+template <typename T, typename U> inline auto pow(T x, U y) {
+  using R = decltype(std::pow(x, y));
+  const R r = std::pow(x, y);
+  if (y != U(0.5)) return r;
+  const R inf = std::numeric_limits<R>::infinity();
+  return x == T(0) ? R(0) : (R(x) == -inf ? inf : r);
+}
 // c ? a : b by masks: g++ turns a select on data into a branch, mispredicted half the time.
 template <typename T> inline T pick(bool c, T a, T b) {
   using U = std::conditional_t<sizeof(T) == 8, uint64_t,
