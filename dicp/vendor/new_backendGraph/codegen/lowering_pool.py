@@ -11,7 +11,16 @@ from .loop_ir import Assign, Const, Declare, Element, Var
 from .lowering import lowering, new_buffer
 from .lowering_indexing import scatter_result, scatter_store, scatter_target
 from .lowering_layout import within
-from .sym import IDiv, contiguous_strides, flat_index, loop_index, product, unflatten
+from .sym import (
+    IDiv,
+    block_count,
+    block_extent,
+    contiguous_strides,
+    flat_index,
+    loop_index,
+    product,
+    unflatten,
+)
 from .transpose import contiguous_dim
 
 ACC = Var("acc", "double")
@@ -111,11 +120,11 @@ def _max_over_channel_blocks(g, node, x, kernel, window, channel):
     nd = len(kernel)
     values, indices = (_in_traced_layout(g, val) for val in node.meta["val"])
     T = compute_ctype(x.dtype)
-    channels = int(x.sizes[channel])
-    blocks = -(-channels // CHANNEL_BLOCK)
+    channels = x.sizes[channel]
+    blocks = block_count(channels, CHANNEL_BLOCK)
     positions = [size for d, size in enumerate(values.sizes) if d != channel]
     block = loop_index(len(positions) + 1)[-1]
-    width = channels if blocks == 1 else sympy.Min(CHANNEL_BLOCK, channels - CHANNEL_BLOCK * block)
+    width = block_extent(channels, CHANNEL_BLOCK, block)
     best = Var("best", T, (CHANNEL_BLOCK,))
     best_index = Var("best_index", "int64_t", (CHANNEL_BLOCK,))
 

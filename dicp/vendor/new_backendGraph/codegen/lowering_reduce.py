@@ -1,7 +1,6 @@
 """Lowerings of the reduction family: sums, products, extrema and any/all (lazy, fused into
 their consumers' kernels where they can be), arg reductions and scans."""
 
-import sympy
 import torch
 
 from dicp.api import shape_of
@@ -9,7 +8,7 @@ from dicp.api import shape_of
 from .ctypes_map import compute_ctype, storage_ctype
 from .loop_ir import Assign, Chunk, Const, Declare, Element, If, Loop, Op, Var
 from .lowering import lowering, new_buffer
-from .sym import IDiv, contiguous_strides, flat_index, loop_index
+from .sym import block_count, block_extent, contiguous_strides, flat_index, loop_index
 from .transpose import contiguous_dim
 from .values import Buffer, LazyReduction, cast_value
 
@@ -186,9 +185,9 @@ def _column_sum(g, x, dims, out):
     block of COLUMN_BLOCK adjacent columns row after row into an array of accumulators, then
     stores them: every row's block is read contiguously and once."""
     *leading, columns = out.sizes
-    blocks = IDiv(columns + COLUMN_BLOCK - 1, COLUMN_BLOCK)
+    blocks = block_count(columns, COLUMN_BLOCK)
     block = loop_index(len(leading) + 1)[-1]
-    width = sympy.Min(COLUMN_BLOCK, columns - COLUMN_BLOCK * block)
+    width = block_extent(columns, COLUMN_BLOCK, block)
     acc_t = _accumulator_ctype("ReduceSum", out.dtype)
     acc = Var("column_acc", acc_t, (COLUMN_BLOCK,))
 

@@ -207,6 +207,23 @@ def _largest(expr, extents):
     return total
 
 
+def block_count(size, width):
+    """How many blocks of `width` cover a dim of `size` (the last one may be partial)."""
+    return IDiv(size + width - 1, width)
+
+
+def block_extent(size, width, block):
+    """The extent of block `block` (a loop variable) of `width` along a dim of `size`: a
+    constant where it can be one, which g++ unrolls (`width` where every block is full, `size`
+    where one block holds it all), else the last block's remainder where that is shorter."""
+    size = sympy.sympify(size)
+    if size.is_Integer and size % width == 0:
+        return width
+    if size.is_Integer and size <= width:
+        return size
+    return sympy.Min(width, size - width * block)
+
+
 def always_within(expr, size, extents):
     """Whether 0 <= `expr` < `size` at every point of the loops (`extents`: variable -> static
     extent), where `expr` is a non-negative combination of loop variables (an unpadded

@@ -18,7 +18,7 @@ from .ctypes_map import compute_ctype
 from .values import Buffer
 from .kernel import KernelBuilder
 from .loop_ir import Assign, Declare, Element, Var
-from .sym import IDiv, loop_index
+from .sym import block_count, block_extent, loop_index
 
 TILE = 16
 MIN_EXTENT = 8  # a dim shorter than this is not worth a tile
@@ -89,21 +89,15 @@ def _coefficient(address, var):
     return int(a)
 
 
-def _width(size, block):
-    """The tile's extent along a dim of `size` in tile `block`: TILE, less in a last partial
-    tile (a constant trip count where TILE divides the size, which g++ unrolls)."""
-    return TILE if size % TILE == 0 else sympy.Min(TILE, size - TILE * block)
-
-
 def transposing_kernel(g, value, out, load_dim, store_dim):
     """Store `value` into buffer `out` tile by tile (see the module's docstring)."""
     rank = len(value.sizes)
     others = [d for d in range(rank) if d not in (load_dim, store_dim)]
-    blocks = [IDiv(value.sizes[d] + TILE - 1, TILE) for d in (load_dim, store_dim)]
+    blocks = [block_count(value.sizes[d], TILE) for d in (load_dim, store_dim)]
     outer = loop_index(len(others) + 2)
     load_block, store_block = outer[-2:]
     load_width, store_width = (
-        _width(value.sizes[d], block)
+        block_extent(value.sizes[d], TILE, block)
         for d, block in ((load_dim, load_block), (store_dim, store_block))
     )
     tile = Var("tile", compute_ctype(value.dtype), (TILE, TILE))
