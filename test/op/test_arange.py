@@ -29,7 +29,10 @@ compiled_model = compile_model(model, args.backend, args.dynamic)
 
 class TestArange:
     @pytest.mark.parametrize("dtype", [torch.int64, torch.float32])
-    @pytest.mark.parametrize("sizes", [Size(8, 13), Size(1, 2)])
+    # dynamic sizes from 3: at an end of 2, arange(1, end) has one element, and torch's
+    # contiguity check on it specializes end == 2 (aot_eager too), so the graph at the second
+    # size would be the first dynamic one, not a reuse
+    @pytest.mark.parametrize("sizes", [Size(8, 13), Size(1, 3)])
     @pytest.mark.parametrize("compiled_model", compiled_model)
     def test_torch_arange(self, sizes, dtype, compiled_model):
         device = get_device()
