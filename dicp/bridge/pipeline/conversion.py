@@ -109,6 +109,8 @@ class OpTransformer:
         args, kwargs = fx.node.map_aggregate((node.args, node.kwargs), self._lookup)
         if node.target is operator.getitem and isinstance(args[0], (tuple, list)):
             return args[0][args[1]]  # a converter returned the tuple itself
+        if node.target is operator.getitem:
+            return self._item(node, args)
         if is_size_arithmetic(node):
             return self._copy(node, args, kwargs)
         converter = self._converter_for(node)
@@ -171,6 +173,15 @@ class OpTransformer:
             forced = self._forced_reason(node.target)
             self._report_fallback(name, forced or reason, forced is not None, advice, dtype)
         return self._copy(node, args, kwargs)
+
+    def _item(self, node, args):
+        """An element of a tuple result, with the fake value its producer inferred: a vendor
+        op may lay its results out otherwise than the trace (a channels-last max pool)."""
+        new = self._copy(node, args, {})
+        vals = args[0].meta.get("val") if isinstance(args[0], fx.Node) else None
+        if isinstance(vals, (tuple, list)) and isinstance(args[1], int):
+            new.meta["val"] = vals[args[1]]
+        return new
 
     def _copy(self, node, args, kwargs):
         new = self.graph.call_function(node.target, args, kwargs)

@@ -7,7 +7,7 @@ A lowering gets the codegen context `g`, the vendor node and its arguments as IR
 
 import torch
 
-from dicp.api import shape_of
+from dicp.api import is_dense, shape_of, strides_of
 
 from ..pointwise import POINTWISE
 from .ctypes_map import compute_ctype
@@ -81,6 +81,13 @@ def new_buffer(g, fake, strides=None, dtype=None):
     sizes, dtype = shape_of(fake), dtype or fake.dtype
     strides = strides if strides is not None else contiguous_strides(sizes)
     return Buffer(g.wrapper.allocate(dtype, sizes, strides), dtype, sizes, strides)
+
+
+def buffer_in_layout_of(g, fake, dtype=None):
+    """A fresh buffer for `fake` in `fake`'s own layout when that is dense (a channels-last
+    value stays channels-last, so its readers take it without a copy), contiguous otherwise."""
+    strides = strides_of(fake)
+    return new_buffer(g, fake, strides if is_dense(shape_of(fake), strides) else None, dtype)
 
 
 def _pointwise(g, node, op):

@@ -7,7 +7,7 @@ from dicp.api import shape_of
 
 from .ctypes_map import compute_ctype
 from .loop_ir import Const
-from .lowering import HALF_TYPES, lowering, new_buffer
+from .lowering import HALF_TYPES, buffer_in_layout_of, lowering
 from .values import Pointwise, cast_value, load_broadcast
 
 
@@ -90,10 +90,10 @@ def index_tensor(g, node, x, indices):
 # index_put_(accumulate=True) and index_add with alpha != 1 do (adding in float differed from
 # eager by up to 3.5 in bfloat16: found by the fuzzer, index_add(alpha=2)).
 def scatter_target(g, x, fake):
-    """A fresh contiguous copy of x (zeros if x is None) to scatter into, in float32 if x is
-    a half type."""
+    """A fresh copy of x (zeros if x is None) to scatter into, in the result's layout where
+    that is dense (a channels-last max pool's gradient), in float32 if x is a half type."""
     dtype = torch.float32 if fake.dtype in HALF_TYPES else fake.dtype
-    out = new_buffer(g, fake, dtype=dtype)
+    out = buffer_in_layout_of(g, fake, dtype)
     g.pointwise_kernel(
         out.sizes,
         lambda k, idx: out.store(

@@ -3,12 +3,12 @@ output."""
 
 import sympy
 
-from dicp.api import is_dense, shape_of, strides_of
+from dicp.api import shape_of
 
 from .ctypes_map import compute_ctype
 from .values import Pointwise, cast_value
 from .loop_ir import Assign, Const, Declare, Element, Var
-from .lowering import lowering, new_buffer
+from .lowering import buffer_in_layout_of, lowering, new_buffer
 from .lowering_indexing import scatter_result, scatter_store, scatter_target
 from .lowering_layout import within
 from .sym import (
@@ -98,14 +98,6 @@ def max_pool(g, node, x, kernel, stride, padding, dilation, ceil_mode):
     return _max_with_index(g, node, x, [(0, size) for size in kernel], window)
 
 
-def _in_traced_layout(g, val):
-    """A buffer for `val` in the layout it was traced with when that is dense (a channels-last
-    input's pool is channels-last), so its readers (a convolution, the graph's output) take
-    it without a copy; contiguous otherwise."""
-    strides = strides_of(val)
-    return new_buffer(g, val, strides if is_dense(shape_of(val), strides) else None)
-
-
 # Channels one kernel iteration of a channels-last max pool keeps maxima for.
 CHANNEL_BLOCK = 64
 
@@ -118,7 +110,7 @@ def _max_over_channel_blocks(g, node, x, kernel, window, channel):
     eager's time; looped per output over each channel's plane it took 0.37 ms, reading the
     whole image once per channel and branching on every comparison)."""
     nd = len(kernel)
-    values, indices = (_in_traced_layout(g, val) for val in node.meta["val"])
+    values, indices = (buffer_in_layout_of(g, val) for val in node.meta["val"])
     T = compute_ctype(x.dtype)
     channels = x.sizes[channel]
     blocks = block_count(channels, CHANNEL_BLOCK)
