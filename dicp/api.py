@@ -65,6 +65,7 @@ from .bridge.pipeline.symbolic import (
     to_sympy,
 )
 from .bridge.pipeline.templating import render
+from .bridge.pipeline.traced_layout import traced_value
 from .bridge.pipeline.torch_compat import (
     TORCH_VERSION,
     OpOverload,
@@ -104,6 +105,7 @@ __all__ = [
     "OpOverload",
     "OpOverloadPacket",
     "ORIGIN",
+    "traced_value",
     # codegen
     "GraphCodegenBase",
     "GraphEngineCodegen",

@@ -34,8 +34,11 @@ from .pipeline.torch_compat import (
     aot_autograd,
     guard_mark,
     min_cut_rematerialization_partition,
+    report_output_strides,
+    saved_for_backward,
     tangents_in_memory_format,
 )
+from .pipeline.traced_layout import restride_inputs
 from .pipeline.utils import log
 
 
@@ -105,9 +108,15 @@ def _symbolic(tensor):
 def _graph_compiler(backend, kind):
     def compile_graph(gm, example_inputs):
         with inside_dicp():  # AOTAutograd compiles the backward lazily, outside compile_fx
+            restride_inputs(gm, example_inputs)  # saved tensors in the forward's layouts
             stages = GraphTransformer(gm, backend, kind, example_inputs)
+            if kind == "forward" and backend.chooses_saved_layouts:
+                stages.ctx.saved_outputs = saved_for_backward()
             before = profile.stage_totals()
             compiled, record = _cached_or_built(stages)
+            strides = getattr(stages.sources, "output_strides", None)
+            if strides and not report_output_strides(strides):  # only asked when it listens
+                raise RuntimeError(f"{stages.ctx.graph_name}: AOTAutograd took no strides")
             stages.account(before)
             compiled = hooks.wrap_graph(compiled, gm, stages)
             return output_code(record, boxed(compiled, kind))
@@ -123,7 +132,8 @@ def _cached_or_built(stages):
     aten_gm, fake_mode = stages.gm, stages.ctx.fake_mode
     if graph_cache.enabled():
         with profile.stage("load"):
-            key = graph_cache.graph_key(aten_gm, stages.ctx.kind, stages.backend, fake_mode)
+            kind = f"{stages.ctx.kind} saving {stages.ctx.saved_outputs}"
+            key = graph_cache.graph_key(aten_gm, kind, stages.backend, fake_mode)
             cached = graph_cache.lookup(key, aten_gm, fake_mode) if key else None
             if cached is not None:  # conversion and codegen done by an earlier process
                 for taken in cached.fallbacks:  # observers see them as if converted now

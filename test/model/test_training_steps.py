@@ -51,6 +51,31 @@ class Net(torch.nn.Module):
         return self.inner(x)
 
 
+class ConvNet(torch.nn.Module):
+    """Convolutions, batch norms, a max pool and an average pool over 8x8 images: new_backendgraph
+    runs them channels-last and returns the activations it saves for the backward so (the
+    backward is compiled for those layouts; cold against warm, the caches must keep both)."""
+
+    def __init__(self, width=8):
+        super().__init__()
+
+        def block(cin, cout):
+            conv = torch.nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+            return [conv, torch.nn.BatchNorm2d(cout), torch.nn.ReLU()]
+
+        self.inner = torch.nn.Sequential(
+            *block(3, width),
+            torch.nn.MaxPool2d(2),
+            *block(width, 2 * width),
+            torch.nn.AdaptiveAvgPool2d(1),
+            torch.nn.Flatten(),
+            torch.nn.Linear(2 * width, 3),
+        )
+
+    def forward(self, x):
+        return self.inner(x)
+
+
 @dataclass(frozen=True)
 class Pattern:
     optimizer: str = "SGD"
@@ -61,6 +86,7 @@ class Pattern:
     models: int = 1
     compile_optimizer_only: bool = False
     env: dict = field(default_factory=dict)
+    conv: bool = False  # ConvNet on images rather than Net on vectors
 
 
 PATTERNS = {
@@ -77,12 +103,16 @@ PATTERNS = {
     "optimizer_step_only": Pattern("AdamW", compile_optimizer_only=True),
     # The graph cache alone serves a warm start (the AOT cache is for static graphs)
     "graph_cache_only": Pattern("Adam", env={"DICP_AOT_CACHE": "0"}),
+    "conv_sgd_momentum": Pattern(options={"momentum": 0.9}, conv=True),
+    "conv_graph_cache_only": Pattern(
+        options={"momentum": 0.9}, conv=True, env={"DICP_AOT_CACHE": "0"}
+    ),
 }
 
 
 def build(pattern, index):
     with seeded(index):
-        model = Net(12 + 4 * index).train()
+        model = (ConvNet(8 + 4 * index) if pattern.conv else Net(12 + 4 * index)).train()
     # A tensor learning rate: a scheduler changes its value, not a constant dynamo guards on
     lr = torch.tensor(0.01) if pattern.scheduler else 0.01
     optimizer = getattr(torch.optim, pattern.optimizer)(
@@ -127,10 +157,11 @@ def compiled_step(pattern, model, optimizer, dynamic):
     return step
 
 
-def batches(dynamic):
+def batches(dynamic, conv=False):
     g = torch.Generator().manual_seed(0)
+    sample = (3, 8, 8) if conv else (10,)
     return [
-        (torch.randn(n, 10, generator=g), torch.randint(0, 3, (n,), generator=g))
+        (torch.randn(n, *sample, generator=g), torch.randint(0, 3, (n,), generator=g))
         for n in BATCHES[dynamic]
     ]
 
@@ -169,8 +200,8 @@ def test_training_steps_match_eager(name, dynamic, monkeypatch):
     dynamo.reset()
     update_dynamo_config(dynamic)
     eager, compiled = eager_and_compiled(pattern, dynamic)
-    expected = train(pattern, eager, batches(dynamic))
-    actual = train(pattern, compiled, batches(dynamic))
+    expected = train(pattern, eager, batches(dynamic, pattern.conv))
+    actual = train(pattern, compiled, batches(dynamic, pattern.conv))
     assert_close(actual, expected, table=MODEL_TOLERANCES)
     for (want, *_), (got, *_) in zip(eager, compiled):
         for (name_, value), expected_value in zip(

@@ -131,6 +131,7 @@ def backend_fingerprint(backend) -> str:
         repr(sorted((str(d), why) for d, why in backend.dtype_fallbacks.items())),
         repr(sorted(backend.options)),
         repr(backend.keeps_input_mutations),  # AOTAutograd's graphs differ with it
+        repr(backend.chooses_saved_layouts),  # the forward's saved layouts, the backward's inputs
         *(
             _function_fingerprint(getattr(backend, name))
             for name in ("opset_transform", "codegen", "compile_job")

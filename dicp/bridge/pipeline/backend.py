@@ -93,6 +93,11 @@ class Backend:
     # write in place, as Inductor does; else they are extra outputs that AOTAutograd's runtime
     # copies into the inputs after the graph
     keeps_input_mutations: bool = False
+    # A tensor the forward saves for the backward is returned in the layout the backend's code
+    # made it in (GraphCodegenBase.kept_layout: a channels-last activation traced NCHW) and that
+    # layout is reported to AOTAutograd, which compiles the backward for it, as Inductor's
+    # layout optimization does; else saved tensors are copied into their traced layouts
+    chooses_saved_layouts: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)  # whatever else the vendor carries
     # op name -> Operator, the vocabulary: saved graphs name their ops and find them here
     vendor_ops: Mapping[str, Operator] = field(default_factory=dict)

@@ -17,6 +17,7 @@ import torch.fx as fx
 from . import wrapper_ir as W
 from .hooks import fault_for, runtime_error_message
 from .operator import Operator
+from .traced_layout import traced_value
 from .symbolic import same_layout, shape_of, strides_of, to_sympy
 from .torch_compat import OpOverload, same_storage
 from .utils import op_name
@@ -36,6 +37,9 @@ class GeneratedGraph:
     vendor_ops: dict = field(default_factory=dict)  # name -> Operator
     constants: dict = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)
+    # Each output's strides where codegen chose a layout other than the traced one (a saved
+    # tensor left channels-last), else None; empty when every output is as traced.
+    output_strides: list = field(default_factory=list)
 
     def debug_files(self) -> dict:
         """The sources as DICP_DEBUG dumps them."""
@@ -57,6 +61,7 @@ class GraphCodegenBase:
         self.wrapper = WrapperBuilder(ctx.graph_name, self.target)
         self.vendor_ops = {}
         self.env = {}
+        self.output_strides = []  # see GeneratedGraph.output_strides
 
     def run(self) -> GeneratedGraph:
         nodes = list(self.gm.graph.nodes)
@@ -72,7 +77,10 @@ class GraphCodegenBase:
             if node.op != "placeholder":
                 self.wrapper.lowering = node
                 self.env[node] = getattr(self, node.op)(node)
-        return self.finish()
+        generated = self.finish()
+        if any(strides is not None for strides in self.output_strides):
+            generated.output_strides = self.output_strides
+        return generated
 
     def finish(self) -> GeneratedGraph:
         return GeneratedGraph(
@@ -169,12 +177,10 @@ class GraphCodegenBase:
         """Library kernels and eager fallback: a call from the wrapper on materialized args.
         `as_traced`: tensor results are made to have their traced strides at run time
         (fallback: traced_layout.py)."""
-        args = fx.node.map_aggregate(
-            fx.node.map_arg(node.args, self._materialize_node), sizes_as_sympy
-        )
-        kwargs = fx.node.map_aggregate(
-            fx.node.map_arg(node.kwargs, self._materialize_node), sizes_as_sympy
-        )
+        # eager ATen may address storage (as_strided): it gets restrided inputs as traced
+        materialize = self._materialize_node if isinstance(target, Operator) else self._as_traced
+        args = fx.node.map_aggregate(fx.node.map_arg(node.args, materialize), sizes_as_sympy)
+        kwargs = fx.node.map_aggregate(fx.node.map_arg(node.kwargs, materialize), sizes_as_sympy)
         name = self.wrapper.call_op(source, args, kwargs)
         return self.result_value(name, node.meta.get("val"), as_traced)
 
@@ -191,9 +197,13 @@ class GraphCodegenBase:
 
     # ---- outputs ----
     def output(self, node):
-        # outputs take the ATen graph's layouts, which callers rely on
+        # outputs take the ATen graph's layouts, which callers rely on, except saved tensors
+        # where the backend's layout is reported to AOTAutograd (`kept_layout`)
         written = {}
-        for arg, val in zip(node.args[0], self.ctx.output_vals, strict=True):
+        saved = range(len(node.args[0]))[self.ctx.saved_outputs or slice(0)]
+        outputs = zip(node.args[0], self.ctx.output_vals, strict=True)
+        for position, (arg, val) in enumerate(outputs):
+            self.output_strides.append(None)
             if isinstance(arg, fx.Node) and arg.op == "placeholder":  # the input itself
                 self.wrapper.outputs.append(W.Output(Var(arg.name)))  # (a training graph's
                 continue  # saved input)
@@ -201,6 +211,11 @@ class GraphCodegenBase:
             if view is not None:
                 self.wrapper.outputs.append(W.Output(view))
                 continue
+            # new memory in the traced graph: not a view at run time either (aliasing.py)
+            fresh = isinstance(val, torch.Tensor) and not val._is_view()
+            kept = self.kept_layout(arg, val) if position in saved else None
+            if kept is not None:
+                val, self.output_strides[-1] = kept, list(kept.stride())
             # A value returned twice in one layout is computed once: a training graph returns
             # softmax's result and its alias saved for the backward, and each was a kernel.
             key = (arg, _layout(val)) if isinstance(arg, fx.Node) else None
@@ -208,9 +223,26 @@ class GraphCodegenBase:
             if output is None:
                 output = self.wrapper.value(self.output_in_layout(arg, val))
                 written[key] = output
-            # new memory in the traced graph: not a view at run time either (aliasing.py)
-            fresh = isinstance(val, torch.Tensor) and not val._is_view()
             self.wrapper.outputs.append(W.Output(output, fresh))
+
+    def kept_layout(self, arg, val):
+        """For an output saved for the backward: the fake result of `arg` as computed, when its
+        layout is a dense static one other than the traced `val` (a channels-last activation
+        traced NCHW), so it is returned as it is and the backward compiled for it; else None.
+        Not for a traced view (a saved transposed weight), whose strides its base fixes, nor
+        for a wrapper variable, whose layout at run time only its fake value vouches for."""
+        produced = arg.meta.get("val") if isinstance(arg, fx.Node) else None
+        if (
+            not isinstance(produced, torch.Tensor)
+            or isinstance(self.env.get(arg), Var)
+            or not isinstance(val, torch.Tensor)
+            or val._is_view()
+            or not _static_dense(produced)
+            or produced.shape != val.shape
+            or same_layout(shape_of(val), strides_of(produced), strides_of(val))
+        ):
+            return None
+        return produced
 
     def input_view(self, val):
         """An output that views a graph input, as that same view of the runtime input; None for
@@ -224,6 +256,7 @@ class GraphCodegenBase:
             base = node.meta.get("val")
             if (
                 isinstance(base, torch.Tensor)
+                and base is traced_value(node)  # a restrided input's storage is not as traced
                 and base.dtype == val.dtype
                 and same_storage(base, val)
             ):
@@ -254,6 +287,12 @@ class GraphCodegenBase:
 
     def _materialize_node(self, arg):
         return self.materialize(self.env[arg], arg.meta.get("val"))
+
+    def _as_traced(self, arg):
+        """`arg` materialized for eager ATen: a restrided graph input in its traced layout."""
+        if traced_value(arg) is arg.meta.get("val"):
+            return self._materialize_node(arg)
+        return self.materialize(self.env[arg], traced_value(arg))
 
     def materialize(self, value, val=None):
         """`value` as memory in the layout it was traced with (library calls and fallback)."""
@@ -340,6 +379,22 @@ def load_wrapper(generated: GeneratedGraph, namespace: dict, path: str | None = 
     filename = path or f"<dicp {generated.name}>"
     exec(compile(generated.wrapper_source, filename, "exec"), scope)
     return scope["call"]
+
+
+def _static_dense(val):
+    """Whether fake tensor `val` has static sizes and strides, no storage offset, and strides
+    that are a permutation of a contiguous tensor's (channels-last, a transposed matrix)."""
+    sizes, strides = list(val.shape), list(val.stride())
+    if not all(type(v) is int for v in (*sizes, *strides, val.storage_offset())):
+        return False
+    if val.storage_offset() != 0:
+        return False
+    expected = 1
+    for dim in sorted(range(len(sizes)), key=lambda d: strides[d]):
+        if sizes[dim] != 1 and strides[dim] != expected:
+            return False
+        expected *= sizes[dim]
+    return True
 
 
 def _layout(val):

@@ -30,6 +30,9 @@ class CompileContext:
     # Fake results of the ATen graph's outputs: the layouts the caller expects (AOTAutograd's
     # backward reads saved tensors with these strides, whatever the vendor ops infer).
     output_vals: list = field(default_factory=list)
+    # Positions of the outputs AOTAutograd saves for the backward and compiles it for in
+    # whatever layout the forward reports (forward graphs of backends that choose layouts).
+    saved_outputs: slice | None = None
 
     @property
     def graph_name(self) -> str:

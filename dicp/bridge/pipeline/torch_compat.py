@@ -53,6 +53,8 @@ __all__ = [
     "min_cut_rematerialization_partition",
     "post_autograd_decompositions",
     "pytree",
+    "report_output_strides",
+    "saved_for_backward",
     "same_storage",
     "tangents_in_memory_format",
     "unset_fake_temporarily",
@@ -102,6 +104,37 @@ def tangents_in_memory_format():
     if not hasattr(config, "guess_tangent_strides_as_outputs"):  # memory formats always
         return contextlib.nullcontext()
     return config.patch(guess_tangent_strides_as_outputs=False)
+
+
+# ---- the forward's saved tensors in a layout of the backend's choosing (Inductor's layout
+# optimization does the same through the same two attributes; no public equivalent) ----
+
+
+def saved_for_backward() -> slice | None:
+    """Which outputs of the forward graph being compiled AOTAutograd saves for the backward,
+    when it also collects the forward's output strides for compiling that backward (it sets
+    the tracing context's `fw_metadata` and `output_strides` before it calls the forward
+    compiler). None otherwise: then the saved tensors must keep their traced layouts."""
+    context = torch._guards.TracingContext.try_get()
+    metadata = getattr(context, "fw_metadata", None)
+    if metadata is None or getattr(context, "output_strides", None) is None:
+        return None
+    try:
+        return metadata.tensors_saved_for_backwards_slice
+    except (AttributeError, AssertionError):  # a release without it, or metadata incomplete
+        return None
+
+
+def report_output_strides(strides: list) -> bool:
+    """Tell AOTAutograd the strides of the forward's outputs (one entry per output, None for
+    "as traced"), so that it compiles the backward for the saved tensors' real layouts.
+    False where no compile listens (no tracing context, or one that is not collecting)."""
+    context = torch._guards.TracingContext.try_get()
+    collected = getattr(context, "output_strides", None)
+    if collected is None:
+        return False
+    collected.extend(strides)
+    return True
 
 
 # ---- shape guards a compile adds (ShapeEnv's guard list and the guard-expression methods

@@ -25,6 +25,7 @@ BACKEND = register_backend(
         expected_fallbacks=EXPECTED_FALLBACKS,
         vendor_ops=OPS,
         keeps_input_mutations=True,  # CopyInto writes them in place
+        chooses_saved_layouts=True,  # channels-last activations stay so for the backward
     )
 )
 

@@ -10,7 +10,7 @@ import operator
 
 import torch
 
-from dicp.api import Unsupported, opmath_dtype, register_conversion
+from dicp.api import Unsupported, opmath_dtype, register_conversion, traced_value
 
 from .convolution import aten_takes_onednn
 from .opset import ops
@@ -565,7 +565,9 @@ def as_strided(ctx, x, size, stride, storage_offset=None):
     layout the ATen graph gives it (a converter may have laid the value out otherwise). An
     input is read in place; a computed owner comes with its eager strides."""
     owner = _storage_owner(ctx.node.args[0])
-    layout = () if owner.op == "placeholder" else (list(owner.meta["val"].stride()),)
+    traced = traced_value(owner)  # a backward's saved input may have come in another layout
+    in_place = owner.op == "placeholder" and traced is owner.meta["val"]
+    layout = () if in_place else (list(traced.stride()),)
     return ctx.op(
         ops.AsStrided, ctx.converted(owner), list(size), list(stride), storage_offset or 0, *layout
     )
