@@ -83,11 +83,17 @@ def new_buffer(g, fake, strides=None, dtype=None):
     return Buffer(g.wrapper.allocate(dtype, sizes, strides), dtype, sizes, strides)
 
 
+def dense_strides(fake):
+    """`fake`'s strides when its layout is dense (a channels-last value), else None (which
+    new_buffer and realize read as contiguous)."""
+    strides = strides_of(fake)
+    return strides if is_dense(shape_of(fake), strides) else None
+
+
 def buffer_in_layout_of(g, fake, dtype=None):
     """A fresh buffer for `fake` in `fake`'s own layout when that is dense (a channels-last
     value stays channels-last, so its readers take it without a copy), contiguous otherwise."""
-    strides = strides_of(fake)
-    return new_buffer(g, fake, strides if is_dense(shape_of(fake), strides) else None, dtype)
+    return new_buffer(g, fake, dense_strides(fake), dtype)
 
 
 def _pointwise(g, node, op):

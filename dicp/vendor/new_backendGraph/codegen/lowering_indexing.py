@@ -7,7 +7,7 @@ from dicp.api import shape_of
 
 from .ctypes_map import compute_ctype
 from .loop_ir import Const
-from .lowering import HALF_TYPES, buffer_in_layout_of, lowering
+from .lowering import HALF_TYPES, dense_strides, lowering
 from .values import Pointwise, cast_value, load_broadcast
 
 
@@ -91,20 +91,16 @@ def index_tensor(g, node, x, indices):
 # eager by up to 3.5 in bfloat16: found by the fuzzer, index_add(alpha=2)).
 def scatter_target(g, x, fake):
     """A fresh copy of x (zeros if x is None) to scatter into, in the result's layout where
-    that is dense (a channels-last max pool's gradient), in float32 if x is a half type."""
+    that is dense (a channels-last max pool's gradient), in float32 if x is a half type;
+    written in memory order (zeroing a channels-last gradient plane by plane stored with the
+    channel stride: 0.10 ms for 16x16x32x32)."""
     dtype = torch.float32 if fake.dtype in HALF_TYPES else fake.dtype
-    out = buffer_in_layout_of(g, fake, dtype)
-    g.pointwise_kernel(
-        out.sizes,
-        lambda k, idx: out.store(
-            k,
-            idx,
-            Const(0, compute_ctype(dtype))
-            if x is None
-            else cast_value(k, x.load(k, idx), x.dtype, dtype),
-        ),
-    )
-    return out
+    T = compute_ctype(dtype)
+
+    def load(k, idx):
+        return Const(0, T) if x is None else cast_value(k, x.load(k, idx), x.dtype, dtype)
+
+    return g.realize(Pointwise(dtype, shape_of(fake), load), dense_strides(fake))
 
 
 def scatter_result(out, fake):
