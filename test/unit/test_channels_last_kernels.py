@@ -122,4 +122,28 @@ def test_sum_over_batch_and_positions_of_channels_last_input_matches_eager(stric
     got, want = compiled(fn)(x), fn(x)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
-    assert "column_acc[" in kernel_sources(strict)  # summed row by row, channels innermost
+    # summed row by row, channels innermost, both sums in one kernel
+    assert "column_acc1[" in kernel_sources(strict)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("channels", [1, 3, 16, 70])
+def test_column_sums_over_the_same_rows_share_a_kernel(strict, channels, dynamic):
+    """Sums of different values and dtypes over the same rows of a channels-last activation
+    (a batch norm backward's two), one of them read by two consumers, computed by one kernel,
+    and a sum over other rows by another; each equals eager's."""
+    torch.manual_seed(0)
+    x = torch.randn(4, channels, 3, 5).contiguous(memory_format=NHWC)
+    y = torch.randn(4, channels, 3, 5).contiguous(memory_format=NHWC)
+
+    def fn(x, y):
+        first = (x * y).sum((0, 2, 3))
+        second = (y.half() * 2).sum((0, 2, 3), dtype=torch.float16)
+        other = x.sum((0, 1))
+        return first, first * 2, x * (first * 3).view(1, -1, 1, 1), second, other
+
+    got, want = compiled(fn, dynamic=dynamic)(x, y), fn(x, y)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-3)
+    if channels > 1 and not dynamic:  # symbolic strides: the channel sums loop per channel
+        assert "column_acc1[" in kernel_sources(strict)

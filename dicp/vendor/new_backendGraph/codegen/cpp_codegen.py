@@ -33,6 +33,7 @@ from .loop_ir import computed_ops, walk
 from .loop_split import split_loops
 from .loops import KernelLoops, PhaseLoops, loop_nest, plan_loops
 from .lowering import LOWERINGS
+from .lowering_reduce import ColumnSum, column_sums
 from .native_entry import NATIVE_ENTRY_HEADER, NotNative, plan as plan_native_entry
 from .sym import contiguous_strides, loop_index, product, same_layout
 from .templates import render
@@ -58,6 +59,21 @@ def _static_extents(inner, loop_vars):
         if not extent.free_symbols & set(loop_vars):
             extents.append(extent)
     return extents
+
+
+def _reads_lazy_reductions(value):
+    """Whether computing `value` reads a lazy reduction not yet realized."""
+    variables = loop_index(len(value.sizes))
+    probe = KernelBuilder("probe", variables)
+    probe.extents = _static_extents_of(variables, value.sizes)
+    probe.reduction_uses = []
+    value.load(probe, variables)
+    return bool(probe.reduction_uses)
+
+
+def _with_kept_dims(flat, value):
+    """Realized lazy reduction `value`'s buffer `flat` read with its kept size-1 dims too."""
+    return Buffer(flat.base, value.dtype, list(value.sizes), contiguous_strides(value.sizes))
 
 
 def _channels_last_strides(val):
@@ -122,6 +138,20 @@ MAX_LAZY_DEPTH = 64
 
 def _fuses(user):
     return isinstance(user.target, Operator) and user.target.family != "library"
+
+
+def _realized_with_siblings(node, value):
+    """Whether column sum `value` stays lazy until its first reader needs it (then it is
+    realized with every other column sum over the same rows computed by then: a batch norm
+    backward's two sums), though read more than once: its readers are kernels, which realize
+    it, and graph outputs (CppCodegen.materialize). A view of it reads it as a buffer."""
+    return isinstance(value.emit_kernel, ColumnSum) and all(
+        user.op == "output" or getattr(user.target, "family", None) in POINTWISE_FAMILIES
+        for user in node.users
+    )
+
+
+POINTWISE_FAMILIES = ("unary", "binary", "ternary")
 
 
 # Statements a lazy value may take and still be recomputed by each of its consumers rather
@@ -410,6 +440,8 @@ class CppCodegen(GraphCodegenBase):
         if not isinstance(value, Pointwise):
             return False
         if isinstance(value, LazyReduction):
+            if _realized_with_siblings(node, value):
+                return False
             return len(node.users) != 1 or not _fuses(next(iter(node.users)))
         if self._lazy_depth(node) > MAX_LAZY_DEPTH:
             return True
@@ -435,6 +467,8 @@ class CppCodegen(GraphCodegenBase):
             return type(value)(self.materialize(v, f) for v, f in zip(value, vals))
         if not isinstance(val, torch.Tensor) or not isinstance(value, (Buffer, Pointwise)):
             return value
+        if isinstance(value, LazyReduction) and value.emit_kernel is not None:
+            value = self.realize(value)  # its own kernel, then a copy only if laid out otherwise
         strides = strides_of(val)
         if isinstance(value, Buffer) and (
             val.numel() <= 1 or same_layout(value.sizes, value.strides, strides)
@@ -490,22 +524,47 @@ class CppCodegen(GraphCodegenBase):
 
     def _realize_reduction(self, value):
         """A lazy reduction in a buffer of its own, one kernel over its kept dims (or the
-        kernel its `emit_kernel` emits)."""
-        if value.realized is None:
-            value.computed_in_kernel = False  # its own kernel computes it in any case
-            kept = value.kept_sizes()
-            base = self.wrapper.allocate(value.dtype, value.sizes, contiguous_strides(value.sizes))
-            flat = Buffer(base, value.dtype, kept, contiguous_strides(kept))
-            if value.emit_kernel is not None:
-                value.emit_kernel(self, flat)
-            else:
-                self.pointwise_kernel(
-                    kept, lambda k, index: flat.store(k, index, k.fused_reduction(value, index))
-                )
-            value.realized = Buffer(
-                base, value.dtype, list(value.sizes), contiguous_strides(value.sizes)
-            )
+        kernel its `emit_kernel` emits; column sums over the same rows share one)."""
+        if value.realized is not None:
+            return value.realized
+        if isinstance(value.emit_kernel, ColumnSum):
+            self._realize_column_sums(value)
+            return value.realized
+        flat = self._reduction_buffer(value)
+        self.pointwise_kernel(
+            flat.sizes, lambda k, index: flat.store(k, index, k.fused_reduction(value, index))
+        )
+        value.realized = _with_kept_dims(flat, value)
         return value.realized
+
+    def _reduction_buffer(self, value):
+        """A buffer for `value` as its kept dims only (what its kernel stores)."""
+        value.computed_in_kernel = False  # its own kernel computes it in any case
+        kept = value.kept_sizes()
+        base = self.wrapper.allocate(value.dtype, value.sizes, contiguous_strides(value.sizes))
+        return Buffer(base, value.dtype, kept, contiguous_strides(kept))
+
+    def _realize_column_sums(self, value):
+        """Column sum `value` and every other one not computed yet over the same rows (whose
+        inputs are all computed by now: a batch norm backward's two sums) in one kernel. Only
+        sums of values that read no lazy reduction join: computing one inside the group's
+        kernel could need a member of the group (a variance reads its mean)."""
+        group = {id(value): value}
+        if not _reads_lazy_reductions(value.emit_kernel.x):
+            key = value.emit_kernel.rows_key()
+            for other in self.env.values():
+                if (
+                    isinstance(other, LazyReduction)
+                    and isinstance(other.emit_kernel, ColumnSum)
+                    and other.realized is None
+                    and other.emit_kernel.rows_key() == key
+                    and not _reads_lazy_reductions(other.emit_kernel.x)
+                ):
+                    group.setdefault(id(other), other)
+        buffers = [self._reduction_buffer(v) for v in group.values()]
+        column_sums(self, [(v.emit_kernel, b) for v, b in zip(group.values(), buffers)])
+        for v, flat in zip(group.values(), buffers):
+            v.realized = _with_kept_dims(flat, v)
 
     def _outer_rank(self, value):
         """How many leading dims of `value` the kernel computing it loops over outside, so
