@@ -14,7 +14,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from dicp.api import get_backend
 from dicp.bridge.entry import _graph_compiler
 
-from .helpers import BACKEND, compiled, warm_cache  # noqa: F401  (fixtures)
+from .helpers import BACKEND, cold_cache, compiled, dumps, warm_cache  # noqa: F401  (fixtures)
+from .helpers import wrapper_sources as wrappers
 
 aten = torch.ops.aten
 
@@ -48,6 +49,32 @@ def test_a_convolutions_saved_activation_stays_channels_last(warm_cache):
     want = [x.grad, *(p.grad for p in conv.parameters())]
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("input_grad", [False, True])
+def test_a_stems_backward_takes_its_nchw_input_channels_last(dumps, input_grad):
+    """A convolution of the model's NCHW images, run channels-last, gets its gradient
+    channels-last: its backward takes the images channels-last too, rather than ATen
+    converting the (larger) gradient to NCHW. Gradients as eager's."""
+    torch.manual_seed(0)
+    stem = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1, bias=False), torch.nn.BatchNorm2d(16)
+    )
+    x = torch.randn(4, 3, 32, 32, requires_grad=input_grad)
+
+    def loss(x):
+        return stem(x).relu().square().mean()
+
+    compiled(loss)(x).backward()
+    got = [x.grad.clone()] if input_grad else []
+    got += [p.grad.clone() for p in stem.parameters()]
+    x.grad = None
+    stem.zero_grad()
+    loss(x).backward()
+    want = ([x.grad] if input_grad else []) + [p.grad for p in stem.parameters()]
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+    assert "ConvolutionBackwardNHWC" in wrappers(dumps)
 
 
 def _as_strided_rows(x):

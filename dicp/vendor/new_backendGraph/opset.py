@@ -143,6 +143,12 @@ LIBRARY = {
         *convolution.in_channels_last(x, weight), bias, *rest
     ),
     "ConvolutionBackward": torch.ops.aten.convolution_backward.default,
+    # the same with a plain NCHW input and weight made channels-last, like the gradient
+    "ConvolutionBackwardNHWC": lambda grad, x, weight, *rest: (
+        torch.ops.aten.convolution_backward.default(
+            grad, *convolution.in_channels_last(x, weight), *rest
+        )
+    ),
     # a convolution with its per-channel epilogue folded into weight and bias, and an optional
     # ReLU (conv_epilogue.py): (x, weight, bias, stride, padding, dilation, groups,
     # channels_last, relu)
