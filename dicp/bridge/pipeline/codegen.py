@@ -18,7 +18,7 @@ from . import wrapper_ir as W
 from .hooks import fault_for, runtime_error_message
 from .operator import Operator
 from .traced_layout import traced_value
-from .symbolic import same_layout, shape_of, strides_of, to_sympy
+from .symbolic import is_dense, same_layout, shape_of, strides_of, to_sympy
 from .torch_compat import OpOverload, same_storage
 from .utils import op_name
 from .wrapper import LibraryOp, TensorView, Var, WrapperBuilder
@@ -387,14 +387,7 @@ def _static_dense(val):
     sizes, strides = list(val.shape), list(val.stride())
     if not all(type(v) is int for v in (*sizes, *strides, val.storage_offset())):
         return False
-    if val.storage_offset() != 0:
-        return False
-    expected = 1
-    for dim in sorted(range(len(sizes)), key=lambda d: strides[d]):
-        if sizes[dim] != 1 and strides[dim] != expected:
-            return False
-        expected *= sizes[dim]
-    return True
+    return val.storage_offset() == 0 and is_dense(sizes, strides)
 
 
 def _layout(val):

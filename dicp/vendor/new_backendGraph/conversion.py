@@ -12,7 +12,7 @@ import torch
 
 from dicp.api import Unsupported, opmath_dtype, register_conversion, traced_value
 
-from .convolution import aten_takes_onednn
+from .convolution import aten_takes_onednn, channels_last_only
 from .opset import ops
 from .pointwise import POINTWISE
 
@@ -83,16 +83,10 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding, dila
     grad_val, x_val = grad.meta["val"], x.meta["val"]
     op = ops.ConvolutionBackward
     if _nhwc_pays(x_val, weight.meta["val"], stride, dilation, transposed, groups) and (
-        _channels_last(grad_val)
+        channels_last_only(grad_val)
     ):
         op = ops.ConvolutionBackwardNHWC
     return ctx.op(op, grad, x, weight, bias_sizes, stride, padding, dilation, *rest)
-
-
-def _channels_last(val):
-    return val.dim() == 4 and not val.is_contiguous() and val.is_contiguous(
-        memory_format=torch.channels_last
-    )
 
 
 def _nhwc_pays(x, weight, stride, dilation, transposed, groups):

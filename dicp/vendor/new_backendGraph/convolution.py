@@ -77,6 +77,15 @@ def aten_takes_onednn(x, weight, stride, dilation, groups):
     )
 
 
+def channels_last_only(t):
+    """Whether `t` is a channels-last 4-d tensor and not also a contiguous one."""
+    return (
+        t.dim() == 4
+        and not t.is_contiguous()
+        and t.is_contiguous(memory_format=torch.channels_last)
+    )
+
+
 def _dense(t):
     if t.is_contiguous():
         return True

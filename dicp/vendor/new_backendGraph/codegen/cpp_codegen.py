@@ -33,7 +33,8 @@ from .loop_ir import computed_ops, walk
 from .loop_split import split_loops
 from .loops import KernelLoops, PhaseLoops, loop_nest, plan_loops
 from .lowering import LOWERINGS
-from .lowering_reduce import ColumnSum, column_sums
+from ..convolution import channels_last_only
+from .lowering_reduce import column_sums
 from .native_entry import NATIVE_ENTRY_HEADER, NotNative, plan as plan_native_entry
 from .sym import contiguous_strides, loop_index, product, same_layout
 from .templates import render
@@ -61,14 +62,15 @@ def _static_extents(inner, loop_vars):
     return extents
 
 
-def _reads_lazy_reductions(value):
-    """Whether computing `value` reads a lazy reduction not yet realized."""
+def _reduction_uses(value):
+    """For each read of a lazy reduction not yet realized in computing one element of `value`
+    (at the loop variables `loop_index` names), the loop variables its index uses."""
     variables = loop_index(len(value.sizes))
     probe = KernelBuilder("probe", variables)
     probe.extents = _static_extents_of(variables, value.sizes)
     probe.reduction_uses = []
     value.load(probe, variables)
-    return bool(probe.reduction_uses)
+    return probe.reduction_uses
 
 
 def _with_kept_dims(flat, value):
@@ -81,9 +83,7 @@ def _channels_last_strides(val):
     eager's pointwise ops keep that layout), else None."""
     if (
         isinstance(val, torch.Tensor)
-        and val.dim() == 4
-        and not val.is_contiguous()
-        and val.is_contiguous(memory_format=torch.channels_last)
+        and channels_last_only(val)
         and all(type(size) is int for size in val.shape)
     ):
         return list(val.stride())
@@ -145,7 +145,7 @@ def _realized_with_siblings(node, value):
     realized with every other column sum over the same rows computed by then: a batch norm
     backward's two sums), though read more than once: its readers are kernels, which realize
     it, and graph outputs (CppCodegen.materialize). A view of it reads it as a buffer."""
-    return isinstance(value.emit_kernel, ColumnSum) and all(
+    return value.column_sum is not None and all(
         user.op == "output" or getattr(user.target, "family", None) in POINTWISE_FAMILIES
         for user in node.users
     )
@@ -467,7 +467,7 @@ class CppCodegen(GraphCodegenBase):
             return type(value)(self.materialize(v, f) for v, f in zip(value, vals))
         if not isinstance(val, torch.Tensor) or not isinstance(value, (Buffer, Pointwise)):
             return value
-        if isinstance(value, LazyReduction) and value.emit_kernel is not None:
+        if isinstance(value, LazyReduction) and value.column_sum is not None:
             value = self.realize(value)  # its own kernel, then a copy only if laid out otherwise
         strides = strides_of(val)
         if isinstance(value, Buffer) and (
@@ -523,11 +523,11 @@ class CppCodegen(GraphCodegenBase):
         self.pointwise_kernel(*split_loops([value.sizes[d] for d in order], store))
 
     def _realize_reduction(self, value):
-        """A lazy reduction in a buffer of its own, one kernel over its kept dims (or the
-        kernel its `emit_kernel` emits; column sums over the same rows share one)."""
+        """A lazy reduction in a buffer of its own, one kernel over its kept dims (a column
+        sum: one kernel for it and the other column sums over the same rows)."""
         if value.realized is not None:
             return value.realized
-        if isinstance(value.emit_kernel, ColumnSum):
+        if value.column_sum is not None:
             self._realize_column_sums(value)
             return value.realized
         flat = self._reduction_buffer(value)
@@ -550,19 +550,19 @@ class CppCodegen(GraphCodegenBase):
         sums of values that read no lazy reduction join: computing one inside the group's
         kernel could need a member of the group (a variance reads its mean)."""
         group = {id(value): value}
-        if not _reads_lazy_reductions(value.emit_kernel.x):
-            key = value.emit_kernel.rows_key()
+        if not _reduction_uses(value.column_sum.x):
+            key = value.column_sum.rows_key()
             for other in self.env.values():
                 if (
                     isinstance(other, LazyReduction)
-                    and isinstance(other.emit_kernel, ColumnSum)
+                    and other.column_sum is not None
                     and other.realized is None
-                    and other.emit_kernel.rows_key() == key
-                    and not _reads_lazy_reductions(other.emit_kernel.x)
+                    and other.column_sum.rows_key() == key
+                    and not _reduction_uses(other.column_sum.x)
                 ):
                     group.setdefault(id(other), other)
         buffers = [self._reduction_buffer(v) for v in group.values()]
-        column_sums(self, [(v.emit_kernel, b) for v, b in zip(group.values(), buffers)])
+        column_sums(self, [(v.column_sum, b) for v, b in zip(group.values(), buffers)])
         for v, flat in zip(group.values(), buffers):
             v.realized = _with_kept_dims(flat, v)
 
@@ -577,20 +577,17 @@ class CppCodegen(GraphCodegenBase):
         ReLU(BN(x)) of a 16x16x32x32 x looped over [n, c] outside, against 0.02)."""
         if not self.lazy_reductions:
             return None
-        variables = loop_index(len(value.sizes))
-        probe = KernelBuilder("probe", variables)
-        probe.extents = _static_extents_of(variables, value.sizes)
-        probe.reduction_uses = []
-        value.load(probe, variables)
-        if not probe.reduction_uses:
+        uses = _reduction_uses(value)
+        if not uses:
             return None
-        used = set().union(*probe.reduction_uses)
+        variables = loop_index(len(value.sizes))
+        used = set().union(*uses)
         leading_units = next(
             (d for d, size in enumerate(value.sizes) if size != 1), len(value.sizes)
         )
         split = max([d + 1 for d, v in enumerate(variables) if v in used] + [leading_units])
         varying = {v for v, size in zip(variables[:split], value.sizes) if size != 1}
-        if not any(varying <= use for use in probe.reduction_uses):
+        if not any(varying <= use for use in uses):
             return None
         return split
 

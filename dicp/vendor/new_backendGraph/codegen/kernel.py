@@ -466,7 +466,7 @@ class KernelBuilder:
             or used - self.unit_loops != varying
             or not _one_to_one(kept_index, reduction.kept_sizes(), varying)
             or reduction.computed_in_kernel
-            or reduction.emit_kernel is not None
+            or reduction.column_sum is not None
         ):
             self.unfused.append(reduction)
             return L.Const(0, compute_ctype(reduction.dtype))

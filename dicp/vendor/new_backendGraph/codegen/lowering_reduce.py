@@ -63,7 +63,7 @@ def reduction(g, node, x, dims, keepdim, dtype=None):
         None,
         kept=tuple(kept),
         emit_phase=lambda k, kept_index: emit(k, name, x, dims, kept_index, out_val.dtype),
-        emit_kernel=ColumnSum(x, tuple(dims)) if columns else None,
+        column_sum=ColumnSum(x, tuple(dims)) if columns else None,
     )
 
 
@@ -182,16 +182,13 @@ def _reads_rows_of_columns(x, dims):
 
 @dataclass(frozen=True, eq=False)
 class ColumnSum:
-    """A LazyReduction's `emit_kernel` for a sum over rows of contiguous columns. Sums of
+    """A LazyReduction's sum over rows of contiguous columns: `x` summed over `dims`. Sums of
     inputs of the same sizes over the same dims read their rows in the same loops, so the
     ones realized together share one kernel (`column_sums`): a batch norm's backward sums the
     gradient and the gradient times the centered input, each a pass over three activations."""
 
     x: object
     dims: tuple
-
-    def __call__(self, g, out):
-        column_sums(g, [(self, out)])
 
     def rows_key(self):
         """Equal for sums one kernel can compute together."""

@@ -58,12 +58,12 @@ class LazyReduction(Pointwise):
     `emit_phase(k, kept_index)` emits the phase and returns the IR variable of the result, in
     the compute type of `dtype`, rounded as if it had been stored; `kept` are the positions of
     `sizes` that index the kept dims (keepdim's size-1 dims are the others). A reduction with
-    an `emit_kernel(g, out)` is never computed in another kernel: that emits its own kernel
-    storing it in `out` (a sum over rows of contiguous columns, which a phase per column
-    would read with the row stride)."""
+    a `column_sum` (lowering_reduce.ColumnSum: a sum over rows of contiguous columns, which a
+    phase per column would read with the row stride) is never computed in another kernel: it
+    gets a kernel of its own, shared with the column sums over the same rows."""
 
     emit_phase: Callable = None
-    emit_kernel: Callable = None
+    column_sum: object = None
     kept: tuple = ()
     realized: Buffer = None
     computed_in_kernel: bool = False  # a kernel emitted so far computes it as a phase
