@@ -3,7 +3,7 @@ the pipeline's stages, with the caches around them and the debugging tools' hook
 
     compile_fx(gm, example_inputs, backend)
       AOT cache hit: AOTAutograd's whole result, loaded, its shape guards    cache/aot.py
-      added again
+      added again (or the restart it asked of dynamo, asked again)
       else AOTAutograd (the backend's decompositions), then per forward, backward or inference
       graph (`_graph_compiler`):
         graph cache hit: the stored sources through the compile job         cache/graph.py
@@ -64,7 +64,7 @@ def compile_fx(gm, example_inputs, backend: Backend):
             if entry_key is None:
                 return serializable(compiler(gm, example_inputs))
             mark = aot_cache.shape_env_mark(example_inputs)
-            with serializable_results(entry_key):
+            with serializable_results(entry_key), aot_cache.restarts_stored(entry_key):
                 compiled = serializable(compiler(gm, example_inputs))
         aot_cache.store(entry_key, compiled, gm, example_inputs, mark)
         return compiled

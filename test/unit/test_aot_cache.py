@@ -243,3 +243,38 @@ def test_an_entry_that_does_not_fit_its_caller_is_compiled_again(cold_cache):
     assert aot_cache.lookup(seen["key"], other, seen["inputs"]) is None
     assert aot_cache.aot_cache_stats()["rejected"] == before + 1
     assert aot_cache.lookup(seen["key"], seen["gm"], seen["inputs"]) is not None
+
+
+FLOAT_RESTART = (
+    CACHE_TEST_BACKEND
+    + """
+import torch.nn.functional as F
+
+def f(x, eps):  # AOTAutograd cannot compute layer_norm's eps as a tensor: dynamo restarts
+    return F.layer_norm(x, (x.shape[-1],), eps=eps) * 2
+
+compiled = torch.compile(f, backend=backend, dynamic=True)
+x = torch.randn(3, 5, 6)
+ok = True
+for eps in map(float, os.environ["EPS"].split(",")):
+    ok = ok and torch.allclose(compiled(x, eps), f(x, eps), atol=1e-5)
+print(json.dumps({"ok": ok, "aot": aot_cache_stats(), "builds": cache_stats()["builds"]}))
+"""
+)
+
+
+def test_a_warm_process_asks_dynamo_for_the_restart_without_tracing(cold_cache):
+    """A dynamic graph with a float input that AOTAutograd's tensorify pass cannot keep makes
+    dynamo trace again with the float specialized: the cold process stores that restart, a
+    warm one asks for it from the entry (a hit, no store) and builds nothing; a float value
+    the cold process never saw compiles its own graph, and every result matches eager."""
+    cold = json.loads(check_fresh(FLOAT_RESTART, cold_cache, EPS="1e-5"))
+    assert cold["ok"] and cold["aot"]["stores"] == 2, cold  # the restart, then the graph
+    warm = json.loads(check_fresh(FLOAT_RESTART, cold_cache, EPS="1e-5"))
+    assert warm == {
+        "ok": True,
+        "aot": {"hits": 2, "misses": 0, "stores": 0, "rejected": 0},
+        "builds": 0,
+    }
+    other = json.loads(check_fresh(FLOAT_RESTART, cold_cache, EPS="1e-5,0.25"))
+    assert other["ok"] and other["aot"]["misses"] == 1 and other["aot"]["stores"] == 1, other

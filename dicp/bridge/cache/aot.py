@@ -29,6 +29,13 @@ on the values traced with, then evaluates it on the SymInts, which adds each gua
 shape environment as the cold compile did. A graph is not stored when the compile made
 symbols of its own (sizes known only at run time) or a guard over a symbol that is no input.
 
+Float inputs. In a dynamic graph dynamo passes a Python float as a 0-d tensor input and reads
+it with `.item()`; AOTAutograd's tensorify pass computes with the tensor where it can, and
+otherwise asks dynamo to trace the frame again with the float specialized
+(TensorifyScalarRestartAnalysis). Such a restart is stored: the entry names the floats (their
+symbols) to specialize, and a hit asks dynamo for the restart without AOTAutograd's trace (0.4 s
+of a warm TransformerBlock's 1.3 s).
+
 torch has no public way to have AOTAutograd's result as data; the private names this takes
 are in precompile.py (`serializable_results`, `serialize_result`, `load_result`):
 - `BundledAOTAutogradSerializableCallable` serializes a result and loads it, as precompile does.
@@ -46,6 +53,7 @@ are in precompile.py (`serializable_results`, `serialize_result`, `load_result`)
   without torch.no_grad()) compiles it anyway, once; DICP_AOT_CACHE=0 turns this cache off.
 """
 
+import contextlib
 import hashlib
 import pickle
 
@@ -64,7 +72,14 @@ from .precompile import (
     serialize_result,
 )
 from ..pipeline.symbolic import example_values, free_symbols, input_symbol, shape_env_of
-from ..pipeline.torch_compat import evaluate_guards, guards_over_inputs, shape_env_state
+from ..pipeline.torch_compat import (
+    evaluate_guards,
+    guards_over_inputs,
+    restart_specializing,
+    shape_env_state,
+    specialized_floats,
+    tensorify_restart_type,
+)
 from ..pipeline.utils import log
 
 _STORE = EntryStore("aot", "AOT cache")
@@ -132,10 +147,12 @@ def lifted_inputs(gm: fx.GraphModule) -> dict:
 def lookup(entry_key: str, gm: fx.GraphModule, example_inputs):
     """The compiled function stored under `entry_key` for dynamo graph `gm`, or None (missing,
     corrupt, not loadable, or made for a caller with other inputs than `gm`'s). A hit adds the
-    entry's shape guards to the graph's shape environment."""
+    entry's shape guards to the graph's shape environment; a stored restart is raised."""
     lifted = list(lifted_inputs(gm).values())
     expected = _input_flags([*lifted, *example_inputs])
     loaded = _STORE.read(entry_key, lambda entry: _load_fitting(entry, expected, example_inputs))
+    if isinstance(loaded, _Restart):
+        restart_specializing(loaded.floats)
     if loaded is None or not lifted:
         return loaded
 
@@ -143,6 +160,19 @@ def lookup(entry_key: str, gm: fx.GraphModule, example_inputs):
         return loaded(*lifted, *runtime_args)
 
     return with_lifted_inputs
+
+
+@contextlib.contextmanager
+def restarts_stored(entry_key: str):
+    """Store the restart AOTAutograd asks of dynamo while compiling, with the floats it names."""
+    before = specialized_floats()
+    try:
+        yield
+    except tensorify_restart_type():
+        floats = sorted(specialized_floats() - before)
+        if floats:
+            _STORE.write(entry_key, pickle.dumps((_ENTRY_FORMAT, _RESTART, floats)))
+        raise
 
 
 def shape_env_mark(example_inputs):
@@ -177,6 +207,12 @@ def store(entry_key: str, compiled, gm: fx.GraphModule, example_inputs, mark=Non
 
 
 _ENTRY_FORMAT = 2
+_RESTART = "restart"  # an entry's second field when it stores a restart
+
+
+class _Restart:
+    def __init__(self, floats):
+        self.floats = floats
 
 
 class MisfitEntry(Exception):
@@ -187,6 +223,8 @@ def _load_fitting(entry: bytes, expected: list, example_inputs):
     version, *fields = pickle.loads(entry)
     if version != _ENTRY_FORMAT:
         raise MisfitEntry(f"entry format {version}, this dicp reads {_ENTRY_FORMAT}")
+    if fields[0] == _RESTART:
+        return _Restart(fields[1])
     takes, guards, data = fields
     if takes != expected:
         raise MisfitEntry(

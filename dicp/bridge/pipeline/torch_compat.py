@@ -64,6 +64,9 @@ __all__ = [
     "shape_env_state",
     "guards_over_inputs",
     "evaluate_guards",
+    "specialized_floats",
+    "restart_specializing",
+    "tensorify_restart_type",
 ]
 
 
@@ -189,6 +192,32 @@ def evaluate_guards(env, code: str, args) -> bool:
     """A `guards_over_inputs` expression on `args`: on ints whether it holds; on SymInts it
     also adds its guards to `env`."""
     return bool(env.evaluate_guards_expression(code, args))
+
+
+# ---- dynamo's restart when AOTAutograd cannot turn a float input into a tensor (the
+# tensorify pass raises TensorifyScalarRestartAnalysis after naming, in TensorifyState, the
+# float symbols dynamo should specialize when it traces again; no public equivalent) ----
+
+
+def specialized_floats() -> set[str]:
+    """The float symbols (their names, e.g. "zf0") dynamo is asked to specialize."""
+    from torch._dynamo.symbolic_convert import TensorifyState
+
+    return set(TensorifyState.force_specializations)
+
+
+def restart_specializing(names) -> None:
+    """Ask dynamo to trace the frame again with the float symbols `names` specialized, as the
+    tensorify pass does."""
+    from torch._dynamo.symbolic_convert import TensorifyState
+
+    for name in names:
+        TensorifyState.specialize(name)
+    raise tensorify_restart_type()
+
+
+def tensorify_restart_type():
+    return torch._dynamo.exc.TensorifyScalarRestartAnalysis
 
 
 def recompiles_raise():
