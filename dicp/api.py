@@ -72,6 +72,7 @@ from .bridge.pipeline.torch_compat import (
     OpOverloadPacket,
     build_config,
     get_decompositions,
+    same_storage,
 )
 from .bridge.pipeline.utils import log, opmath_dtype
 from .bridge.pipeline import wrapper_ir
@@ -130,6 +131,7 @@ __all__ = [
     "ExprPrinter",
     "size_hints",
     "may_overlap",
+    "same_storage",
     "storage_span",
     # building
     "Toolchain",

@@ -23,3 +23,12 @@ def own(tensor):
     return torch.empty((0,), dtype=tensor.dtype, device=tensor.device).set_(
         tensor.untyped_storage(), tensor.storage_offset(), tensor.size(), tensor.stride()
     )
+
+
+def storages_apart(targets, others) -> bool:
+    """Whether no tensor of `targets` shares its storage with another of them or with one of
+    `others` (empty tensors, whose storages may all be at address 0, count as shared)."""
+    storages = {t.untyped_storage().data_ptr() for t in targets}
+    if len(storages) < len(targets):
+        return False
+    return not any(o.untyped_storage().data_ptr() in storages for o in others)

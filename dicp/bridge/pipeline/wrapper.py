@@ -63,6 +63,8 @@ class WrapperBuilder:
         self.dtypes: dict = {}  # private buffer -> its dtype
         self.allocations: dict = {}  # buffer -> the index of the statement allocating it
         self.in_place_offers: list = []  # (output, source, call index): see offer_in_place
+        self.copy_offers: list = []  # (target, source, call index): see offer_copy_elision
+        self.reads_where_stored: set = set()  # (output, source, call index): see note_...
         self.writes_out: set = set()  # results of calls that take memory as `out=`
         self._named_private: dict = {}  # call result -> the private buffers its call names
         self._next = 0
@@ -207,6 +209,21 @@ class WrapperBuilder:
         no new memory (a fresh buffer's first touch costs a page fault per 4 KB; a 4 MB
         batch norm after a convolution ran 4x slower than in place)."""
         self.in_place_offers.append((output, source, len(self.statements) - 1))
+
+    def note_read_where_stored(self, output, source):
+        """The kernel call just added reads each element of `source` only where it writes the
+        same element of `output`, before writing it (in_place.py's test, for any source)."""
+        self.reads_where_stored.add((output, source, len(self.statements) - 1))
+
+    def offer_copy_elision(self, target, source):
+        """The kernel call just added copies private buffer `source` into graph input `target`
+        (an optimizer's parameter or state: AOTAutograd puts each such copy at the graph's
+        end), both of one dtype and layout, no other input sharing `target`'s storage. Where
+        nothing between `source`'s allocation and the copy reads `target` other than kernels
+        reading it where they write `source` (note_read_where_stored), `source` is `target`'s
+        memory instead and the copy goes (wrapper_memory._elide_copies): no temporary, no
+        copy kernel, as Inductor writes a mutated input in place."""
+        self.copy_offers.append((target, source, len(self.statements) - 1))
 
     # ---- the result ----
     def returned(self) -> set:

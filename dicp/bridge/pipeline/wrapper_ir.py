@@ -170,6 +170,52 @@ class Reuse(Statement):
 
 
 @dataclass(frozen=True)
+class StoragesApart(Statement):
+    """`name` is whether no tensor of `targets` shares its storage with another of them or
+    with one of `others` (aliasing.storages_apart): inputs that did not when traced may when
+    run, and a graph computing a new value in its input's memory must then not."""
+
+    name: str
+    targets: tuple
+    others: tuple
+    binds_tensors = False
+
+    def reads(self):
+        return set(self.targets) | set(self.others)
+
+    def binds(self):
+        return (self.name,)
+
+
+@dataclass(frozen=True)
+class InPlaceOf(Statement):
+    """`name` is input `target`'s memory where `apart` (a StoragesApart) holds, else new memory
+    of its layout, which a CopyBack writes into `target` (wrapper_memory._elide_copies)."""
+
+    name: str
+    target: str
+    apart: str
+
+    def reads(self):
+        return {self.target, self.apart}
+
+    def binds(self):
+        return (self.name,)
+
+
+@dataclass(frozen=True)
+class CopyBack(Statement):
+    """`target.copy_(name)` unless `name` is `target`'s memory (an InPlaceOf's)."""
+
+    target: str
+    name: str
+    apart: str
+
+    def reads(self):
+        return {self.target, self.name, self.apart}
+
+
+@dataclass(frozen=True)
 class Free(Statement):
     """The memory of `names` is released (the variables are dead)."""
 

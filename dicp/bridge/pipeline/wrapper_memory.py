@@ -16,7 +16,10 @@ from .symbolic import is_dense, last_offset
 def plan_memory(wrapper) -> list:
     """The wrapper's statements with memory planned, Frees included."""
     returned = wrapper.returned()
-    statements, in_place = _reuse_dying_sources(wrapper, returned)
+    blocks = [[s] for s in wrapper.statements]  # each statement and what replaces it
+    elided = _elide_copies(wrapper, blocks, returned)
+    in_place = _reuse_dying_sources(wrapper, blocks, returned, elided)
+    statements = [s for block in blocks for s in block]
     statements = _reuse_dead_memory(wrapper, statements, in_place, returned)
     return W.with_frees(statements, keep=returned, inputs=wrapper.tensor_inputs)
 
@@ -41,21 +44,72 @@ def fits(wrapper, name, donor):
     return same_extent(wrapper.layouts[name], wrapper.layouts[donor])
 
 
-def _reuse_dying_sources(wrapper, returned):
-    """The statements with each in-place offer taken where its source dies at the call and
-    nothing between the output's allocation and the call names the output (a concatenation's
-    earlier kernels write into it). The allocation goes; the output is bound to the source
-    just before the call. Taking an offer moves no name's last use (the call names both), so
-    one pass decides every offer, chains (a kernel in place of a buffer that itself took
-    another's memory) included. Also returns the offers taken, output -> source."""
+def _elide_copies(wrapper, blocks, returned) -> set:
+    """Take (in `blocks`) each copy offer (WrapperBuilder.offer_copy_elision) that is safe: the
+    copy is the source's last use, neither is returned, no statement after it names the
+    target, and nothing before it that names the target could see it change early: before
+    the source's allocation only sizes, kernels (which make no views) and library calls
+    returning new memory; from there only kernels reading it where they write the source.
+    The source is then the target's memory (InPlaceOf, its allocation gone) and the copy
+    goes, unless at run time the target shares its storage with another input (a
+    StoragesApart first tests every taken target against every other input): then the source
+    is new memory copied into the target at the end (CopyBack), the plan without elision.
+    An elided source is no private buffer: its memory is the input's, never reused or
+    written in place of. Returns the sources taken."""
+    statements = wrapper.statements
+    last_use = W.last_uses(statements)
+    taken = {}  # source -> target
+    for target, source, call in wrapper.copy_offers:
+        allocation = wrapper.allocations[source]
+        if (
+            {target, source} & returned
+            or last_use.get(source) != call
+            or last_use.get(target) != call
+            or not isinstance(statements[allocation], W.Allocate)
+            or not all(
+                _reads_target_safely(wrapper, s, number, allocation, target, source)
+                for number, s in enumerate(statements[:call])
+                if target in s.variables()
+            )
+        ):
+            continue
+        blocks[allocation], blocks[call] = [], []
+        wrapper.private.discard(source)
+        taken[source] = target
+    if taken:
+        apart = wrapper.fresh("storages_apart")
+        targets = tuple(taken.values())
+        others = tuple(t for t in wrapper.tensor_inputs if t not in targets)
+        in_place = [W.InPlaceOf(s, t, apart) for s, t in taken.items()]
+        blocks[0] = [W.StoragesApart(apart, targets, others), *in_place, *blocks[0]]
+        blocks[-1] = [*blocks[-1], *(W.CopyBack(t, s, apart) for s, t in taken.items())]
+    return set(taken)
+
+
+def _reads_target_safely(wrapper, statement, number, allocation, target, source):
+    if number >= allocation:
+        return (source, target, number) in wrapper.reads_where_stored
+    if isinstance(statement, W.CallLibrary):  # a result of new memory views no input
+        return set(statement.binds()) <= wrapper.private
+    return isinstance(statement, (W.SizeOf, W.CallKernel))
+
+
+def _reuse_dying_sources(wrapper, blocks, returned, elided):
+    """Take (in `blocks`) each in-place offer where its source dies at the call and nothing
+    between the output's allocation and the call names the output (a concatenation's earlier
+    kernels write into it); none involving a source whose copy was `elided` (its memory is an
+    input's). The allocation goes; the output is bound to the source just before the call.
+    Taking an offer moves no name's last use (the call names both), so one pass decides every
+    offer, chains (a kernel in place of a buffer that itself took another's memory) included.
+    Returns the offers taken, output -> source."""
     statements = wrapper.statements
     last_use = W.last_uses(statements)
     taken = {}
-    blocks = [[s] for s in statements]  # each statement and what replaces it
     for output, source, call in wrapper.in_place_offers:
         allocation = wrapper.allocations[output]
         if (
             source in returned
+            or {output, source} & elided
             or last_use.get(source) != call
             or any(output in s.variables() for s in statements[allocation + 1 : call])
         ):
@@ -63,7 +117,7 @@ def _reuse_dying_sources(wrapper, returned):
         blocks[allocation] = []
         blocks[call] = [_taking(wrapper, output, source, in_place=True), *blocks[call]]
         taken[output] = source
-    return [s for block in blocks for s in block], taken
+    return taken
 
 
 def _taking(wrapper, name, memory, in_place=False):

@@ -154,6 +154,16 @@ class PythonWrapperRenderer:
         note = "in place" if s.in_place else f"reuses {s.memory}'s memory"
         return f"{s.name} = {memory}  # {note}"
 
+    def statement_StoragesApart(self, s):
+        targets, others = (self.literal(tuple(map(W.Var, v))) for v in (s.targets, s.others))
+        return f"{s.name} = storages_apart({targets}, {others})"
+
+    def statement_InPlaceOf(self, s):
+        return f"{s.name} = {s.target} if {s.apart} else torch.empty_like({s.target})"
+
+    def statement_CopyBack(self, s):
+        return f"if not {s.apart}: {s.target}.copy_({s.name})"
+
     def statement_Free(self, s):
         return f"del {', '.join(s.names)}"
 

@@ -10,6 +10,7 @@ from dicp.api import (
     GraphCodegenBase,
     Operator,
     log,
+    same_storage,
     shape_of,
     size_hints,
     sizes_as_sympy,
@@ -24,7 +25,7 @@ from . import lowering_indexing, lowering_layout, lowering_pool, lowering_reduce
 from .costs import divides_or_calls
 from .cpp_render import CppRenderer
 from .faults import KERNEL_FAULTS
-from .in_place import in_place_source
+from .in_place import in_place_source, sources_read_where_stored
 from .py_render import PyRenderer
 from .values import Buffer, LazyReduction, Pointwise
 from .kernel import KernelBuilder
@@ -295,6 +296,30 @@ def _index_too_long(value):
 KERNELS_PER_SOURCE = 64
 
 
+def _copy_targets(gm) -> set:
+    """The graph inputs a CopyInto writes (an optimizer's parameters and state), whose storage
+    no other input shares when traced: a kernel may compute the copied value into one
+    directly (WrapperBuilder.offer_copy_elision). The copy's lowering drops its target."""
+    inputs = [
+        n
+        for n in gm.graph.find_nodes(op="placeholder")
+        if isinstance(n.meta.get("val"), torch.Tensor)
+    ]
+    written = {
+        n.args[0]
+        for n in gm.graph.nodes
+        if n.op == "call_function" and getattr(n.target, "name", None) == "CopyInto"
+    }
+    return {
+        n.name
+        for n in inputs
+        if n in written
+        and not any(
+            other is not n and same_storage(other.meta["val"], n.meta["val"]) for other in inputs
+        )
+    }
+
+
 def kernel_sources(kernels):
     """(file name, kernels) of each source: kernels.cpp, kernels_1.cpp, ..."""
     chunks = [
@@ -324,6 +349,7 @@ class CppCodegen(GraphCodegenBase):
         self._lazy_depths = {}  # node -> how many lazy values its value nests (_lazy_depth)
         self._matrices_read = []  # nodes the library call being emitted reads as matrices
         self._value_ranges = None
+        self.copy_targets = _copy_targets(gm)
 
     # ---- values ----
     def input_value(self, node, val, name=None):
@@ -651,7 +677,10 @@ class CppCodegen(GraphCodegenBase):
         )
         loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
         shared = in_place_source(k, self.wrapper.may_share) or ()
-        params, symbols = k.params_of(self.wrapper.private, shared)
+        # the output may be written into an input it reads (a copy elided into it): no restrict
+        into_target = sources_read_where_stored(k, lambda _, source: source in self.copy_targets)
+        unrestricted = [*shared, *(p for pair in into_target for p in pair)]
+        params, symbols = k.params_of(self.wrapper.private, unrestricted)
         kernel = L.Kernel(
             k.name,
             tuple(params),
@@ -667,6 +696,8 @@ class CppCodegen(GraphCodegenBase):
         self.wrapper.call_kernel(k.name, [p.base for p in params], symbols, self.bounds_check)
         if shared:
             self.wrapper.offer_in_place(*(p.base for p in shared))
+        for output, source in into_target:
+            self.wrapper.note_read_where_stored(output.base, source.base)
 
     def _render(self, kernel):
         """The kernel's C++ (cpp_render.py)."""

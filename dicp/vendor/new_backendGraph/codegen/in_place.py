@@ -20,22 +20,28 @@ def in_place_source(k, may_share):
     """The (output, source) Params of kernel `k` (a KernelBuilder) where its one output may
     take the memory of input `source`, or None. `may_share(output base, source base)` says
     whether their buffers are alike (dtype, extent) and private."""
+    return next(iter(sources_read_where_stored(k, may_share)), None)
+
+
+def sources_read_where_stored(k, candidate) -> list:
+    """The (output, source) Params of kernel `k`, its one output and each input whose every
+    element the kernel reads only where it writes the output's, before writing it, among those
+    for which `candidate(output base, source base)` holds."""
     writable = [p for p in k.params.values() if p.writable]
     if len(writable) != 1:
-        return None
+        return []
     output = writable[0]
     store = _only_store(k.phases, output.name)
     if store is None:
-        return None
+        return []
     at_unit_loops = {v: 0 for v in k.unit_loops}
-    for source in k.params.values():
-        if (
-            source is not output
-            and may_share(output.base, source.base)
-            and _read_only_before(k.phases, store, source.name, at_unit_loops)
-        ):
-            return output, source
-    return None
+    return [
+        (output, source)
+        for source in k.params.values()
+        if source is not output
+        and candidate(output.base, source.base)
+        and _read_only_before(k.phases, store, source.name, at_unit_loops)
+    ]
 
 
 def _only_store(phases, pointer):

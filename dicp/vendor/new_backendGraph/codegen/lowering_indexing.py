@@ -3,12 +3,12 @@ scatters and index_put (stores through computed indices), and copies into graph 
 
 import torch
 
-from dicp.api import shape_of
+from dicp.api import is_dense, shape_of
 
 from .ctypes_map import compute_ctype
 from .loop_ir import Const
 from .lowering import HALF_TYPES, dense_strides, lowering
-from .values import Pointwise, cast_value, load_broadcast
+from .values import Buffer, Pointwise, cast_value, load_broadcast
 
 
 def _indexed_dim(sizes, dim):
@@ -171,4 +171,29 @@ def copy_into(g, node, dst, src):
         dst.sizes,
         lambda k, idx: dst.store(k, idx, load_broadcast(k, src, idx, dst.dtype, dst.sizes)),
     )
+    if _elidable_copy(g, dst, src):
+        g.wrapper.offer_copy_elision(dst.base, src.base)
+    g.copy_targets.discard(dst.base)  # later kernels read its new value: restrict holds
     return dst
+
+
+def _elidable_copy(g, dst, src) -> bool:
+    """Whether a copy of `src` into `dst` copies a buffer this graph allocated into a whole
+    graph input (codegen's copy_targets) of its dtype and layout, element for element."""
+    w = g.wrapper
+
+    def layout(name):
+        sizes, strides = w.layouts.get(name, ((), ()))
+        return tuple(sizes), tuple(strides)
+
+    return (
+        isinstance(src, Buffer)
+        and dst.base in g.copy_targets
+        and src.base in w.allocations
+        and src.base in w.private
+        and dst.dtype == src.dtype
+        and (dst.offset, src.offset) == (0, 0)
+        and layout(dst.base) == layout(src.base) == (tuple(dst.sizes), tuple(dst.strides))
+        and (tuple(src.sizes), tuple(src.strides)) == layout(src.base)
+        and is_dense(dst.sizes, dst.strides)
+    )

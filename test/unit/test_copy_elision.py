@@ -1,0 +1,154 @@
+"""A graph input the graph writes (an optimizer's parameter and state, a batch norm's running
+statistics) gets its new value computed in its own memory where nothing reads its old value
+afterwards (wrapper_memory._elide_copies), instead of into a temporary copied in at the end.
+Each case runs compiled and eager on copies of the same inputs and compares every input
+afterwards and every output: cases that must keep the copy (an old value read after the new
+one is computed, elements read elsewhere than where they are written, inputs sharing a
+storage, the mutated input returned) as much as those that drop it. Sizes 1, odd and even."""
+
+import pytest
+import torch
+import torch.nn as nn
+
+from .helpers import cold_cache, compiled, dumps, wrapper_sources  # noqa: F401
+
+
+@pytest.fixture
+def strict(dumps, monkeypatch):
+    monkeypatch.setenv("DICP_STRICT", "1")  # a fallback to eager would test nothing
+    return dumps
+
+
+def sgd_momentum(p, m, g):
+    m.mul_(0.9).add_(g)
+    p.add_(m, alpha=-0.1)
+
+
+def old_value_read_after(p, m, g):
+    before = p * 2  # read after p's new value is computed
+    p.add_(g)
+    m.copy_(before + p)
+    return before - 1
+
+
+def shifted_self_assignment(p, m, g):
+    p[1:] = p[:-1] * 2 + g[1:]  # element i's new value reads element i - 1
+
+
+def reversed_read(p, m, g):
+    p.copy_(p + p.flip(0) * g)
+
+
+def returned_after_update(p, m, g):
+    p.mul_(m)
+    return p
+
+
+def new_value_in_a_product(p, m, g):
+    p.sub_(g * 0.5)
+    return p.t() @ m  # reads the new value (the copy's source)
+
+
+def old_value_in_a_product(p, m, g):
+    out = p.t() @ m  # a library call reading the old value, before the update
+    p.sub_(g * 0.5)
+    return out
+
+
+CASES = {
+    # name -> (function, whether the new values need no buffer of their own)
+    "sgd with momentum": (sgd_momentum, True),
+    "old value read after the update": (old_value_read_after, False),
+    "shifted self-assignment": (shifted_self_assignment, False),
+    "reversed read": (reversed_read, False),
+    "updated input returned": (returned_after_update, False),
+    "new value in a product": (new_value_in_a_product, False),
+    "old value in a product": (old_value_in_a_product, False),
+}
+
+
+def _inputs(rows):
+    torch.manual_seed(0)
+    return [torch.randn(rows, 3) for _ in range(3)]
+
+
+def _check(fn, inputs, dynamic):
+    mine = [t.clone() for t in inputs]
+    got = compiled(fn, dynamic=dynamic)(*mine)
+    want = fn(*inputs)
+    torch.testing.assert_close(got, want)
+    for g, w in zip(mine, inputs, strict=True):
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("rows", [1, 7, 16])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_updated_inputs_and_outputs_equal_eagers(strict, case, rows, dynamic):
+    fn, in_place = CASES[case]
+    _check(fn, _inputs(rows), dynamic)
+    if in_place:  # the new values computed into the inputs: no temporary to copy from
+        assert "empty_strided" not in wrapper_sources(strict)
+
+
+@pytest.mark.parametrize("layout", ["one storage, apart", "one storage, overlapping"])
+def test_inputs_sharing_a_storage(cold_cache, layout):
+    """Two inputs on one storage: the one written keeps its copy, and the other reads its
+    elements as eager does (AOTAutograd passes overlapping ones as one base, written with
+    as_strided_scatter, which new_backendgraph leaves to eager: not strict)."""
+    torch.manual_seed(0)
+    base = torch.randn(33)
+    shift = 16 if layout == "one storage, apart" else 1
+
+    def fn(a, b):
+        a.mul_(2)
+        return b + 1
+
+    mine = base.clone()
+    got = compiled(fn)(mine[:16], mine[shift : shift + 16])
+    want = fn(base[:16], base[shift : shift + 16])
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(mine, base)
+
+
+@pytest.mark.parametrize("channels", [1, 5, 16])
+def test_batch_norm_running_statistics_and_gradients(strict, channels):
+    """A training forward updates the running statistics (inputs of the forward graph) while
+    the gradient flows through the batch statistics."""
+    torch.manual_seed(0)
+    eager = nn.BatchNorm2d(channels).train()
+    mine = nn.BatchNorm2d(channels).train()
+    mine.load_state_dict(eager.state_dict())
+    x = torch.randn(4, channels, 3, 5, requires_grad=True)
+    x_mine = x.detach().clone().requires_grad_()
+    step = compiled(mine)
+    for _ in range(2):
+        got, want = step(x_mine), eager(x)
+        torch.testing.assert_close(got, want)
+        (g_got,) = torch.autograd.grad(got.square().sum(), x_mine)
+        (g_want,) = torch.autograd.grad(want.square().sum(), x)
+        torch.testing.assert_close(g_got, g_want)
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        torch.testing.assert_close(getattr(mine, name), getattr(eager, name))
+
+
+def test_inputs_that_share_a_storage_only_when_run(strict):
+    """Traced apart, the new value is computed in the input's memory; run on inputs viewing
+    one storage (dynamo does not recompile for that), the graph computes it in memory of its
+    own and copies it in at the end, as eager does (elided, g's elements would be read after
+    p's writes overwrote them)."""
+    from torch._dynamo.utils import counters
+
+    def fn(p, g):
+        p.copy_(g * 2 + p)
+
+    step = compiled(fn)
+    counters.clear()
+    step(torch.randn(8, 5), torch.randn(8, 5))
+    assert "empty_strided" not in wrapper_sources(strict)
+    base = torch.randn(9, 5)
+    want = base.clone()
+    fn(want[1:], want[:-1])
+    step(base[1:], base[:-1])
+    assert counters["stats"]["unique_graphs"] == 1  # the graph traced apart ran
+    assert torch.equal(base, want)
