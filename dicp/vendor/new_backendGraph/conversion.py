@@ -403,14 +403,51 @@ def _count(ctx, x, dims):
     return count
 
 
+def _channel_moments(ctx, x, dims):
+    """A batch norm's statistics over every dim but the channels': (mean, x - mean, sum of
+    squared deviations), dims kept. A float32 x takes one pass (_shifted_moments); a float64
+    x, which has no wider type to sum in, two. (Over a row's last dims, as a layer norm's,
+    the two passes are phases of one kernel already.)"""
+    shape = ctx.val(x).shape
+    if ctx.val(x).dtype != torch.float32 or any(shape[d] == 0 for d in dims):
+        return _moments(ctx, x, dims, keepdim=True)
+    return _shifted_moments(ctx, x, dims)
+
+
+def _shifted_moments(ctx, x, dims):
+    """One pass, as Inductor's Welford reduction takes: sums in double of d = x - k and of d^2,
+    k being each row's first element, read in the same kernel (the column sums of a batch
+    norm over a channels-last activation share one; two passes read the activation twice).
+    mean = k + sum(d) / n, and the squared deviations sum(d^2) - sum(d)^2 / n cancel at most
+    by a factor n, since (k - mean)^2 <= n * var for a k among the values: relative error
+    about n * 1e-16 in double. A row of one repeated value has d = 0: exactly its mean and a
+    variance of exactly 0, as eager's Welford gives."""
+    wide, count = torch.float64, _count(ctx, x, dims)
+    shift = x
+    for d in dims:
+        shift = ctx.op(ops.Slice, shift, d, 0, 1, 1)
+    shift = _cast(ctx, shift, wide)
+    deviation = ctx.op(ops.Sub, _cast(ctx, x, wide), shift)
+    total = ctx.op(ops.ReduceSum, deviation, dims, True, wide)
+    total_squares = ctx.op(ops.ReduceSum, ctx.op(ops.Mul, deviation, deviation), dims, True, wide)
+    mean_wide = ctx.op(ops.Add, shift, ctx.op(ops.Div, total, count))
+    mean = _cast(ctx, mean_wide, torch.float32)
+    squares = ctx.op(
+        ops.Maximum,
+        ctx.op(ops.Sub, total_squares, ctx.op(ops.Div, ctx.op(ops.Mul, total, total), count)),
+        _full_like_scalar(ctx, total_squares, 0),
+    )
+    return mean, ctx.op(ops.Sub, x, mean), _cast(ctx, squares, torch.float32)
+
+
 def _moments(ctx, x, dims, keepdim):
     """Two-pass statistics over `dims`: the mean (dims kept), x - mean, and the sum of squared
-    deviations. Two passes, because E[x^2] - E[x]^2 cancels badly for a mean far from 0. The
-    sum is divided in double before the mean is rounded to x's type: a row of one repeated
-    value then has exactly that mean and a variance of exactly 0, as eager's Welford gives
-    (rounding the sum first left a deviation of an ulp, and std's gradient, masked only where
-    std is exactly 0, came out as 1.2 instead of 0). A double x has no wider type: its mean
-    takes one step of refinement instead, mean + sum(x - mean) / n, which for a repeated
+    deviations. Two passes, because E[x^2] - E[x]^2 cancels badly for a mean far
+    from 0. The sum is divided in double before the mean is rounded to x's type: a row of one
+    repeated value then has exactly that mean and a variance of exactly 0, as eager's Welford
+    gives (rounding the sum first left a deviation of an ulp, and std's gradient, masked only
+    where std is exactly 0, came out as 1.2 instead of 0). A double x has no wider type: its
+    mean takes one step of refinement instead, mean + sum(x - mean) / n, which for a repeated
     value lands on it exactly (x - mean is exact there, and the step's own error is far
     below half an ulp of x)."""
     dtype = ctx.val(x).dtype
@@ -665,7 +702,7 @@ def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var, train
     dims = [0] + list(range(2, rank))
     count = _count(ctx, x, dims)
     xf = _cast(ctx, x, opmath_dtype(ctx.val(x).dtype))
-    mean, centered, squares = _moments(ctx, xf, dims, keepdim=True)
+    mean, centered, squares = _channel_moments(ctx, xf, dims)
     var = ctx.op(ops.Div, squares, count)
     inv_std = ctx.op(ops.Rsqrt, ctx.op(ops.Add, var, eps))
     out = ctx.op(ops.Mul, centered, inv_std)
