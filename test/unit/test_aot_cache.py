@@ -278,3 +278,24 @@ def test_a_warm_process_asks_dynamo_for_the_restart_without_tracing(cold_cache):
     }
     other = json.loads(check_fresh(FLOAT_RESTART, cold_cache, EPS="1e-5,0.25"))
     assert other["ok"] and other["aot"]["misses"] == 1 and other["aot"]["stores"] == 1, other
+
+
+def test_a_restart_dynamo_asked_for_already_compiles_the_graph(cold_cache):
+    """A stored restart whose floats dynamo has specialized already does not apply: the retrace
+    made the same graph (the tensorify pass names every float of the shape environment, some
+    no input of the graph), which then compiles, as in the cold process. Taken again, it made
+    dynamo restart 100 times and run the frame eagerly (an OpInfo case of sigmoid)."""
+    from dicp.bridge.cache import aot as aot_cache
+    from dicp.bridge.pipeline.torch_compat import restart_specializing, tensorify_restart_type
+
+    torch._dynamo.reset()  # no float specialized yet
+    gm, inputs, key = torch.fx.symbolic_trace(lambda x: x + 1), [torch.randn(3)], "ab" * 32
+    with pytest.raises(tensorify_restart_type()), aot_cache.restarts_stored(key):
+        restart_specializing(["zf7"])  # as the tensorify pass does
+    before = aot_cache.aot_cache_stats()
+    assert aot_cache.lookup(key, gm, inputs) is None  # zf7 is specialized: a miss
+    torch._dynamo.reset()
+    with pytest.raises(tensorify_restart_type()):
+        aot_cache.lookup(key, gm, inputs)  # a new frame: the restart is asked for
+    after = aot_cache.aot_cache_stats()
+    assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (1, 1)

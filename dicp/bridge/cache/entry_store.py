@@ -23,7 +23,8 @@ class EntryStore:
         return config.cache_dir / self.folder / key[:2] / f"{key}.pkl"
 
     def read(self, key: str, load: Callable):
-        """`load(bytes)` of the entry under `key`, or None (missing, corrupt, not loadable)."""
+        """`load(bytes)` of the entry under `key`, or None (missing, corrupt, not loadable, or
+        not applying here: `load` returned None, a miss)."""
         path = self.path(key)
         if not path.exists():
             self.stats["misses"] += 1
@@ -35,6 +36,9 @@ class EntryStore:
                 "dicp: %s entry %s is corrupt (%s); compiling again", self.what, path, error
             )
             self.stats["rejected"] += 1
+            return None
+        if value is None:
+            self.stats["misses"] += 1
             return None
         self.stats["hits"] += 1
         profile.count(f"{self.what} hits")
