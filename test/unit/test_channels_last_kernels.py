@@ -4,6 +4,8 @@ and batch-norm statistics summed row by row into per-channel accumulators. Chann
 1 (the plain kernels), odd, even and more than one block of 64 channels; windows with padding,
 dilation and ceil mode; gradients through both."""
 
+import re
+
 import pytest
 import torch
 import torch.nn as nn
@@ -147,3 +149,33 @@ def test_column_sums_over_the_same_rows_share_a_kernel(strict, channels, dynamic
         torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-3)
     if channels > 1 and not dynamic:  # symbolic strides: the channel sums loop per channel
         assert "column_acc1[" in kernel_sources(strict)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(16, 16, 32, 32), (3, 70, 16, 17), (11, 5, 32, 32)],
+    ids=["8 chunks of the batch", "3 chunks, two channel blocks", "2 chunks of the height"],
+)
+def test_column_sums_of_many_rows_in_parallel_chunks(strict, shape):
+    """Sums over the rows of a channels-last activation with too few channel blocks for the
+    threads: chunks of rows summed in parallel, then the chunks' partial sums added. Each
+    sum and its gradient against float64 eager, no further off than float32 eager."""
+    torch.manual_seed(0)
+    x = torch.randn(shape).contiguous(memory_format=NHWC).requires_grad_()
+    y = torch.randn(shape).contiguous(memory_format=NHWC) + 3
+
+    def fn(x, y):
+        return x.sum((0, 2, 3)), (x * y).sum((0, 2, 3))
+
+    got = compiled(fn)(x, y)
+    want, exact = fn(x, y), fn(x.double(), y.double())
+    for g, w, e in zip(got, want, exact, strict=True):
+        assert (g.double() - e).abs().max() <= 2 * (w.double() - e).abs().max() + 1e-6
+    weights = [torch.randn(shape[1]) for _ in got]
+    grads = [
+        torch.autograd.grad(sum((o * w).sum() for o, w in zip(out, weights)), x)[0]
+        for out in (got, want)
+    ]
+    torch.testing.assert_close(*grads)
+    chunk_loop = r"for \(int64_t r\d+ = (?!0L;)"  # a row loop over one chunk's rows
+    assert re.search(chunk_loop, kernel_sources(strict))
