@@ -34,10 +34,11 @@ it with `.item()`; AOTAutograd's tensorify pass computes with the tensor where i
 otherwise asks dynamo to trace the frame again with the float specialized
 (TensorifyScalarRestartAnalysis). Such a restart is stored: the entry names the floats (their
 symbols) to specialize, and a hit asks dynamo for the restart without AOTAutograd's trace (0.4 s
-of a warm TransformerBlock's 1.3 s). The retrace may make the same graph (the float was only
-read as a size, say): there the floats are specialized already, the entry does not apply and
-the graph compiles, as in the cold process, where the pass restarts only for floats it has not
-specialized yet (without that, 100 restarts: dynamo gave up and ran the frame eagerly).
+of a warm TransformerBlock's 1.3 s). The pass names every float of the shape environment,
+some no input of the graph, so the retrace may make the same graph: there the floats are
+specialized already, the entry does not apply and the graph compiles, as in the cold process,
+where the pass restarts only for floats it has not specialized yet (without that, 100
+restarts: dynamo gave up and ran the frame eagerly).
 
 torch has no public way to have AOTAutograd's result as data; the private names this takes
 are in precompile.py (`serializable_results`, `serialize_result`, `load_result`):
