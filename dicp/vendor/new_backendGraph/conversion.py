@@ -442,12 +442,12 @@ def _shifted_moments(ctx, x, dims):
 
 def _moments(ctx, x, dims, keepdim):
     """Two-pass statistics over `dims`: the mean (dims kept), x - mean, and the sum of squared
-    deviations. Two passes, because E[x^2] - E[x]^2 cancels badly for a mean far
-    from 0. The sum is divided in double before the mean is rounded to x's type: a row of one
-    repeated value then has exactly that mean and a variance of exactly 0, as eager's Welford
-    gives (rounding the sum first left a deviation of an ulp, and std's gradient, masked only
-    where std is exactly 0, came out as 1.2 instead of 0). A double x has no wider type: its
-    mean takes one step of refinement instead, mean + sum(x - mean) / n, which for a repeated
+    deviations. Two passes, because E[x^2] - E[x]^2 cancels badly for a mean far from 0. The
+    sum is divided in double before the mean is rounded to x's type: a row of one repeated
+    value then has exactly that mean and a variance of exactly 0, as eager's Welford gives
+    (rounding the sum first left a deviation of an ulp, and std's gradient, masked only where
+    std is exactly 0, came out as 1.2 instead of 0). A double x has no wider type: its mean
+    takes one step of refinement instead, mean + sum(x - mean) / n, which for a repeated
     value lands on it exactly (x - mean is exact there, and the step's own error is far
     below half an ulp of x)."""
     dtype = ctx.val(x).dtype

@@ -678,7 +678,11 @@ class CppCodegen(GraphCodegenBase):
         loops = [(v, k.index(s)) for v, s in zip(outer, sizes)]
         shared = in_place_source(k, self.wrapper.may_share) or ()
         # the output may be written into an input it reads (a copy elided into it): no restrict
-        into_target = sources_read_where_stored(k, lambda _, source: source in self.copy_targets)
+        into_target = (
+            list(sources_read_where_stored(k, lambda _, source: source in self.copy_targets))
+            if self.copy_targets
+            else []
+        )
         unrestricted = [*shared, *(p for pair in into_target for p in pair)]
         params, symbols = k.params_of(self.wrapper.private, unrestricted)
         kernel = L.Kernel(

@@ -20,28 +20,29 @@ def in_place_source(k, may_share):
     """The (output, source) Params of kernel `k` (a KernelBuilder) where its one output may
     take the memory of input `source`, or None. `may_share(output base, source base)` says
     whether their buffers are alike (dtype, extent) and private."""
-    return next(iter(sources_read_where_stored(k, may_share)), None)
+    return next(sources_read_where_stored(k, may_share), None)
 
 
-def sources_read_where_stored(k, candidate) -> list:
+def sources_read_where_stored(k, candidate):
     """The (output, source) Params of kernel `k`, its one output and each input whose every
     element the kernel reads only where it writes the output's, before writing it, among those
-    for which `candidate(output base, source base)` holds."""
+    for which `candidate(output base, source base)` holds; generated one by one (each test
+    walks the kernel's statements)."""
     writable = [p for p in k.params.values() if p.writable]
     if len(writable) != 1:
-        return []
+        return
     output = writable[0]
     store = _only_store(k.phases, output.name)
     if store is None:
-        return []
+        return
     at_unit_loops = {v: 0 for v in k.unit_loops}
-    return [
-        (output, source)
-        for source in k.params.values()
-        if source is not output
-        and candidate(output.base, source.base)
-        and _read_only_before(k.phases, store, source.name, at_unit_loops)
-    ]
+    for source in k.params.values():
+        if (
+            source is not output
+            and candidate(output.base, source.base)
+            and _read_only_before(k.phases, store, source.name, at_unit_loops)
+        ):
+            yield output, source
 
 
 def _only_store(phases, pointer):

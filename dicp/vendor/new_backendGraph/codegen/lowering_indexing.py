@@ -182,9 +182,13 @@ def _elidable_copy(g, dst, src) -> bool:
     graph input (codegen's copy_targets) of its dtype and layout, element for element."""
     w = g.wrapper
 
-    def layout(name):
-        sizes, strides = w.layouts.get(name, ((), ()))
-        return tuple(sizes), tuple(strides)
+    def whole(buffer):  # the buffer views its variable's memory from offset 0, as laid out
+        layout = w.layouts.get(buffer.base)
+        return (
+            buffer.offset == 0
+            and layout is not None
+            and (tuple(layout[0]), tuple(layout[1])) == (tuple(buffer.sizes), tuple(buffer.strides))
+        )
 
     return (
         isinstance(src, Buffer)
@@ -192,8 +196,8 @@ def _elidable_copy(g, dst, src) -> bool:
         and src.base in w.allocations
         and src.base in w.private
         and dst.dtype == src.dtype
-        and (dst.offset, src.offset) == (0, 0)
-        and layout(dst.base) == layout(src.base) == (tuple(dst.sizes), tuple(dst.strides))
-        and (tuple(src.sizes), tuple(src.strides)) == layout(src.base)
+        and whole(dst)
+        and whole(src)
+        and (tuple(dst.sizes), tuple(dst.strides)) == (tuple(src.sizes), tuple(src.strides))
         and is_dense(dst.sizes, dst.strides)
     )

@@ -10,7 +10,7 @@ from dicp.api import shape_of
 from .ctypes_map import compute_ctype, storage_ctype
 from .loop_ir import Assign, Chunk, Const, Declare, Element, If, Loop, Op, Var
 from .lowering import lowering, new_buffer
-from .sym import block_count, block_extent, contiguous_strides, flat_index, loop_index
+from .sym import block_count, block_extent, contiguous_strides, flat_index, loop_index, product
 from .transpose import contiguous_dim
 from .values import Buffer, LazyReduction, cast_value
 
@@ -214,9 +214,10 @@ def column_sums(g, sums, split=True):
     kernel adds in chunk order (_row_chunks): the same sums whatever the thread count."""
     first, out = sums[0]
     chunking = _row_chunks(first, out, [b for _, b in sums]) if split else None
-    if chunking is not None:
-        return _chunked_column_sums(g, sums, *chunking)
-    _column_sum_kernel(g, sums, None)
+    if chunking is None:
+        _column_sum_kernel(g, sums, None)
+    else:
+        _chunked_column_sums(g, sums, *chunking)
 
 
 def _row_chunks(first, out, buffers):
@@ -230,12 +231,8 @@ def _row_chunks(first, out, buffers):
     if not all(b.dtype.is_floating_point for b in buffers):
         return None
     *leading, columns = [int(v) for v in out.sizes]
-    outer = -(-columns // COLUMN_BLOCK)
-    for size in leading:
-        outer *= size
-    work = 1
-    for size in sizes:
-        work *= int(size)
+    outer = -(-columns // COLUMN_BLOCK) * int(product(leading))
+    work = int(product(sizes))
     if outer >= MIN_PARALLEL_BLOCKS or work < 2 * ROW_CHUNK_WORK:
         return None
     best = None
