@@ -1,7 +1,14 @@
 """Loops split where an index divides them (codegen/loop_split.py, sym.simplify_in_loops): a
 kernel copying a permuted view back into a merged shape loops over the view's dims, so its
 indices have no division left. Values must match eager exactly (they are only moved), for
-sizes that split and sizes that do not, with static and dynamic shapes."""
+sizes that split and sizes that do not, with static and dynamic shapes.
+
+And loops merged where every access reads adjacent dims as one (merge_loops): an update of a
+[O, I, 3, 3] weight loops once over its elements, not with an innermost loop of 3; where an
+access reads the dims apart (a broadcast, a transposed operand) or the kernel uses the index
+as a value (a mask), the dims stay apart and the values right."""
+
+import re
 
 import pytest
 import sympy
@@ -60,6 +67,61 @@ def test_bounds_checked(cold_cache, monkeypatch):
     monkeypatch.setenv("DICP_BOUNDS_CHECK", "1")
     x = torch.randn(2, 3, 5, 8)
     torch.testing.assert_close(compiled(heads_merged)(x), heads_merged(x), rtol=0, atol=0)
+
+
+def loop_nests(source):
+    """Per kernel, the loop variables of its outer loops (i0, i1, ...)."""
+    return [
+        sorted(set(re.findall(r"for \(int64_t (i\d+) =", kernel)))
+        for kernel in source.split('extern "C" void kernel_')[1:]
+    ]
+
+
+def adam_like(w, g, m, v):
+    m2 = m * 0.9 + g * 0.1
+    v2 = v * 0.999 + g * g * 0.001
+    return w - 0.01 * m2 / (v2.sqrt() + 1e-8), m2, v2
+
+
+@pytest.mark.parametrize("shape", [(64, 32, 3, 3), (5, 3, 3, 3), (1, 1, 1, 1), (7, 1, 3, 1)])
+def test_weight_updates_loop_once_over_all_elements(cold_cache, shape):
+    tensors = [torch.randn(shape) for _ in range(3)] + [torch.rand(shape)]
+    got = compiled(adam_like)(*tensors)
+    # eager's v.sqrt() + 1e-8 is one float32 step off IEEE's in some elements (the kernel's
+    # is numpy's), so the update is compared within float32 tolerance
+    for g, w in zip(got, adam_like(*tensors), strict=True):
+        torch.testing.assert_close(g, w)
+    assert all(nest in ([], ["i0"]) for nest in loop_nests(kernel_sources(cold_cache)))
+
+
+READ_APART = {
+    # name -> (fn, shapes): some access reads the dims apart, or the index is a value
+    "broadcast channel": (lambda x, b: x * b + 1, [(6, 5, 3, 3), (6, 1, 1, 1)]),
+    "broadcast last dim": (lambda x, b: x - b, [(4, 3, 5), (4, 3, 1)]),
+    "transposed operand": (lambda x, y: x + y.transpose(-2, -1), [(3, 4, 5), (3, 5, 4)]),
+    "channels-last operand": (
+        lambda x, y: x * y.contiguous(memory_format=torch.channels_last) + 2,
+        [(2, 3, 4, 5), (2, 3, 4, 5)],
+    ),
+    "mask over two dims": (lambda x: torch.tril(x) * 3, [(2, 5, 5)]),
+    "sliced rows": (lambda x: x[:, 1:, :] * 2, [(3, 5, 4)]),
+}
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("case", READ_APART.values(), ids=READ_APART)
+def test_dims_read_apart_give_eager_values(cold_cache, case, dynamic):
+    fn, shapes = case
+    inputs = [torch.randn(shape) for shape in shapes]
+    torch.testing.assert_close(compiled(fn, dynamic)(*inputs), fn(*inputs), rtol=0, atol=0)
+
+
+def test_a_merged_loop_keeps_the_split_dims_where_an_access_divides(cold_cache):
+    """A broadcast operand [6, 1, 1, 1] over [6, 5, 3, 3]: the last three dims merge (every
+    access reads them as one run or not at all), the channel stays its own loop."""
+    x, b = torch.randn(6, 5, 3, 3), torch.randn(6, 1, 1, 1)
+    torch.testing.assert_close(compiled(lambda x, b: x * b)(x, b), x * b, rtol=0, atol=0)
+    assert loop_nests(kernel_sources(cold_cache)) == [["i0", "i1"]]
 
 
 i, j = index_var("i", 0), index_var("i", 1)
