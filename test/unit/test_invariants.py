@@ -1,6 +1,10 @@
 """Loop-invariant float arithmetic leaves a phase's inner loop (codegen/invariants.py): what
 depends on the row alone (log_softmax's log of the row sum, softmax's reciprocal of it) is
-computed once per row. Loads, integer arithmetic and values the loop changes stay inside."""
+computed once per row. Values the loop changes stay inside; so do loads and integer
+arithmetic, unless the loop surely runs: then integer loads the loop does not store to and
+arithmetic that does not divide move too (a cross entropy's target, read per row)."""
+
+import re
 
 import sympy
 import torch
@@ -40,6 +44,34 @@ def test_loads_integers_loop_indices_and_changed_values_stay():
     update = L.Assign(ACC, L.Var("t", "float"))
     body = [load, division, position, running, update]
     assert hoist_invariants([], body, [r], set()) == ([], body)
+
+
+def test_integer_loads_and_arithmetic_move_out_of_a_loop_that_runs():
+    i = index_var("i", 0)
+    target = L.Let(L.Var("n", "int64_t"), L.Load("in_target", i, "int64_t", "int64_t"))
+    wrapped = let("w", "WrapIndex", L.Var("n", "int64_t"), L.Index(512), type_="int64_t")
+    picked = let("p", "Eq", L.Var("w", "int64_t"), L.Index(r), type_="bool")  # varies
+    stored = L.Let(L.Var("s", "int64_t"), L.Load("out", i, "int64_t", "int64_t"))
+    division = let("q", "FloorDiv", L.Var("n", "int64_t"), L.Index(3), type_="int64_t")
+    store = L.Store("out", r, "int64_t", L.Var("w", "int64_t"))
+    body = [target, wrapped, picked, stored, division, store]
+    assert hoist_invariants([], body, [r], set(), runs=True) == (
+        [target, wrapped],
+        [picked, stored, division, store],
+    )
+    assert hoist_invariants([], body, [r], set()) == ([], body)
+
+
+def test_cross_entropy_backward_reads_the_target_once_per_row(cold_cache):
+    logits = torch.randn(6, 40, requires_grad=True)
+    target = torch.randint(40, (6,))
+    loss = torch.nn.functional.cross_entropy
+    got = torch.autograd.grad(compiled(loss)(logits, target), logits)[0]
+    torch.testing.assert_close(got, torch.autograd.grad(loss(logits, target), logits)[0])
+    source = kernel_sources(cold_cache)
+    inner_loops = [loop.split("}")[0] for loop in source.split("for (int64_t r")[1:]]
+    per_row_load = re.compile(r"int64_t>\(in_\w+\[i0\]\)")  # the row's target, in its loop
+    assert "[i0]" in source and not any(per_row_load.search(loop) for loop in inner_loops)
 
 
 def test_a_computed_index_is_never_invariant():

@@ -359,8 +359,9 @@ class KernelBuilder:
             chunked, simd = chunked
         if loops:  # a chunk's open and close run inside the loop too
             around = [*chunked.open, *chunked.close] if chunked is not None else []
+            runs = all(lo.is_Integer and hi.is_Integer and hi > lo for _, lo, hi in loops)
             parts[0], parts[1] = hoist_invariants(
-                parts[0], parts[1], variables, self.computed, around
+                parts[0], parts[1], variables, self.computed, around, runs
             )
         self._phase_order[identity] = len(self.phases)
         self.phases.append(Phase(loops, bounds, *parts, tuple(accesses), simd, chunked))
