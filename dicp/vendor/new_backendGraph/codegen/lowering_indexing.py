@@ -126,7 +126,10 @@ def scatter_store(k, out, index, value, accumulate, round_to=None):
 def scatter(g, node, x, dim, index, src):
     x, index_value, src = g.value(x), g.value(index), g.value(src)
     accumulate = node.target.name == "ScatterAdd"
-    out = scatter_target(g, x, node.meta["val"])
+    fake = node.meta["val"]
+    if _one_per_row(x, index_value, dim) and not (accumulate and fake.dtype in HALF_TYPES):
+        return _picked_per_row(node.target.name, x, dim, index_value, src, fake.dtype)
+    out = scatter_target(g, x, fake)
     dim, size = _indexed_dim(out.sizes, dim)
 
     def body(k, idx):
@@ -138,6 +141,41 @@ def scatter(g, node, x, dim, index, src):
 
     g.pointwise_kernel(index_value.sizes, body)
     return scatter_result(out, node.meta["val"])
+
+
+def _one_per_row(x, index, dim) -> bool:
+    """Whether `index` picks one position along `dim` for every row of `x` (of size 1 along
+    `dim`, of x's size along every other dim): then each element of the result depends on
+    one index value only."""
+    if not x.sizes or len(index.sizes) != len(x.sizes):
+        return False
+    dim = dim % len(x.sizes)
+    return all(
+        (i == 1) if d == dim else (i == size)
+        for d, (i, size) in enumerate(zip(index.sizes, x.sizes))
+    )
+
+
+def _picked_per_row(name, x, dim, index, src, dtype):
+    """A scatter of one element per row as a lazy value: x where the row's index does not
+    pick the element, else src's element (ScatterSrc) or x's plus src's (ScatterAdd; not in a
+    half type, whose add eager rounds in that type). A loss's backward scatters -1 into zeros
+    at each row's target (cross entropy): this fuses into the kernel reading it, without a
+    zeroed buffer and a scatter kernel (0.12 ms of a LLaMA training step's 6.5 ms)."""
+    dim, size = _indexed_dim(x.sizes, dim)
+    T = compute_ctype(dtype)
+
+    def value(k, idx):
+        row = _along(idx, dim, 0)
+        position = k.computed_index(index.load(k, row), size, f"{name} index for dim {dim}")
+        picked = k.op("Eq", "bool", k.index(position), k.index(idx[dim]))
+        old = cast_value(k, x.load(k, idx), x.dtype, dtype)
+        new = cast_value(k, src.load(k, row), src.dtype, dtype)
+        if name == "ScatterAdd":
+            new = k.op("Add", T, old, new)
+        return k.op("Where", T, picked, new, old)
+
+    return Pointwise(dtype, list(x.sizes), value)
 
 
 @lowering("IndexPut")
