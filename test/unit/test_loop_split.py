@@ -94,6 +94,16 @@ def test_weight_updates_loop_once_over_all_elements(cold_cache, shape):
     assert all(nest in ([], ["i0"]) for nest in loop_nests(kernel_sources(cold_cache)))
 
 
+def test_a_merged_loop_runs_in_parallel(cold_cache):
+    """The merged loop's store indexes each dim by division ((i // 512, i % 512)); its
+    memory offset, i, still pins the loop, which runs on the threads."""
+    x, y = torch.randn(512, 512), torch.randn(512, 512)
+    torch.testing.assert_close(compiled(lambda x, y: x * 2 + y)(x, y), x * 2 + y)
+    source = kernel_sources(cold_cache)
+    assert loop_nests(source) == [["i0"]]
+    assert "#pragma omp parallel for" in source
+
+
 READ_APART = {
     # name -> (fn, shapes): some access reads the dims apart, or the index is a value
     "broadcast channel": (lambda x, b: x * b + 1, [(6, 5, 3, 3), (6, 1, 1, 1)]),

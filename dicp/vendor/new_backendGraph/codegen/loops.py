@@ -147,6 +147,8 @@ def _pins(store, var, varying, loop_vars, bounded, computed):
     |a| columns per block."""
     if store.overlaps and (varying != {var} or _uses(store, var) != 1):
         return False
+    if _address_pins(store, var, varying, loop_vars, computed):
+        return True
     for index, stride in zip(store.index, store.strides):
         index = sympy.expand(index)
         if var not in index.free_symbols or sympy.sympify(stride).is_zero is not False:
@@ -162,6 +164,21 @@ def _pins(store, var, varying, loop_vars, bounded, computed):
         if _beside_blocks(rest, a, var, varying | computed | {var}, loop_vars, bounded):
             return True
     return False
+
+
+def _address_pins(store, var, varying, loop_vars, computed):
+    """Whether the store's memory offset is a * var + b, a != 0 free of loop variables and b
+    free of `varying`, `var` and computed indices: distinct values of var, distinct elements.
+    A loop over merged dims (loop_split.merge_loops) indexes each dim by division, as
+    (i // 512, i % 512), and only the offset, i, shows that it pins its loop."""
+    address = sympy.expand(store.address)
+    if var not in address.free_symbols:
+        return False
+    a = address.coeff(var)
+    if a.is_zero is not False or a.free_symbols & (loop_vars | computed):
+        return False
+    rest = sympy.expand(address - a * var)
+    return not rest.free_symbols & (varying | computed | {var})
 
 
 def _uses(store, var):
