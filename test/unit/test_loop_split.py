@@ -104,6 +104,17 @@ def test_a_merged_loop_runs_in_parallel(cold_cache):
     assert "#pragma omp parallel for" in source
 
 
+def test_merged_rows_of_a_channels_last_batch_run_in_parallel(cold_cache):
+    """A per-channel scale of a channels-last batch: rows (n, h, w) merged into one loop
+    around the channels. Its store, at 32 * row + channel, pins the row loop."""
+    x = torch.randn(16, 32, 8, 8).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(32, 1, 1)
+    torch.testing.assert_close(compiled(lambda x, w: torch.relu(x * w))(x, w), torch.relu(x * w))
+    source = kernel_sources(cold_cache)
+    assert loop_nests(source) == [["i0", "i1"]]
+    assert "#pragma omp parallel for" in source
+
+
 READ_APART = {
     # name -> (fn, shapes): some access reads the dims apart, or the index is a value
     "broadcast channel": (lambda x, b: x * b + 1, [(6, 5, 3, 3), (6, 1, 1, 1)]),

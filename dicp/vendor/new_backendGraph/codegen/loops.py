@@ -144,12 +144,13 @@ def _pins(store, var, varying, loop_vars, bounded, computed):
     of loop variables, on a dim of nonzero stride, and b free of `varying`, `var` and computed
     indices, or b = c + s with c free of them and s a loop variable from 0 to below |a|
     (`bounded`: trip counts of the loops starting at 0), as a*block + column with fewer than
-    |a| columns per block."""
+    |a| columns per block. The store's memory offset counts as such an index too: a loop over
+    merged dims (loop_split.merge_loops) indexes each dim by division, as (i // 512, i % 512),
+    and only the offset, i, shows that it pins its loop."""
     if store.overlaps and (varying != {var} or _uses(store, var) != 1):
         return False
-    if _address_pins(store, var, varying, loop_vars, computed):
-        return True
-    for index, stride in zip(store.index, store.strides):
+    candidates = [(store.address, 1), *zip(store.index, store.strides)]
+    for index, stride in candidates:
         index = sympy.expand(index)
         if var not in index.free_symbols or sympy.sympify(stride).is_zero is not False:
             continue
@@ -164,21 +165,6 @@ def _pins(store, var, varying, loop_vars, bounded, computed):
         if _beside_blocks(rest, a, var, varying | computed | {var}, loop_vars, bounded):
             return True
     return False
-
-
-def _address_pins(store, var, varying, loop_vars, computed):
-    """Whether the store's memory offset is a * var + b, a != 0 free of loop variables and b
-    free of `varying`, `var` and computed indices: distinct values of var, distinct elements.
-    A loop over merged dims (loop_split.merge_loops) indexes each dim by division, as
-    (i // 512, i % 512), and only the offset, i, shows that it pins its loop."""
-    address = sympy.expand(store.address)
-    if var not in address.free_symbols:
-        return False
-    a = address.coeff(var)
-    if a.is_zero is not False or a.free_symbols & (loop_vars | computed):
-        return False
-    rest = sympy.expand(address - a * var)
-    return not rest.free_symbols & (varying | computed | {var})
 
 
 def _uses(store, var):
