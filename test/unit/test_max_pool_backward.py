@@ -10,23 +10,12 @@ import torch
 import torch.nn.functional as F
 
 from .helpers import cold_cache, compiled, kernel_sources  # noqa: F401  (fixture)
-
-
-@pytest.fixture
-def strict(cold_cache, monkeypatch):
-    monkeypatch.setenv("DICP_STRICT", "1")  # a fallback to eager would test nothing
-    return cold_cache
+from .test_channels_last_kernels import strict, with_ties_and_specials  # noqa: F401  (fixture)
 
 
 def grid_values(shape, channels_last):
-    g = torch.Generator().manual_seed(0)
-    x = (torch.randn(shape, generator=g) * 2).round() / 2
-    flat = x.view(-1)
-    flat[len(flat) // 3] = float("nan")
-    flat[len(flat) // 2] = float("-inf")
-    if channels_last:
-        x = x.contiguous(memory_format=torch.channels_last)
-    return x
+    memory_format = torch.channels_last if channels_last else torch.contiguous_format
+    return with_ties_and_specials(shape, memory_format)
 
 
 POOLS = {
