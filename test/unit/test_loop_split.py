@@ -94,6 +94,14 @@ def test_weight_updates_loop_once_over_all_elements(cold_cache, shape):
     assert all(nest in ([], ["i0"]) for nest in loop_nests(kernel_sources(cold_cache)))
 
 
+@pytest.mark.parametrize("shape", [(1, 0, 3, 3), (0, 2, 3, 3), (2, 3, 0)])
+def test_empty_tensors_stay_unmerged_and_right(cold_cache, shape):
+    """No element, no merge: the division by a merged extent of 0 is never built."""
+    tensors = [torch.randn(shape) for _ in range(3)] + [torch.rand(shape)]
+    for g, w in zip(compiled(adam_like)(*tensors), adam_like(*tensors), strict=True):
+        torch.testing.assert_close(g, w)
+
+
 def test_a_merged_loop_runs_in_parallel(cold_cache):
     """The merged loop's store indexes each dim by division ((i // 512, i % 512)); its
     memory offset, i, still pins the loop, which runs on the threads."""

@@ -82,6 +82,8 @@ def merge_loops(sizes, body, accesses):
     body's on `sizes`) addresses as one merged into one loop; the body gets each merged dim's
     index back by division. Taken only where, in the merged kernel, no index divides a merged
     loop's variable: the body may use an index other than to address memory (a mask, iota)."""
+    if any(size == 0 for size in sizes):  # no element: nothing to gain, and no division by 0
+        return sizes, body
     variables = loop_index(len(sizes))
     addresses = [access.address for access in accesses]
     groups = []

@@ -180,6 +180,8 @@ def _beside_blocks(rest, a, var, excluded, loop_vars, extents):
     if var not in extents or not sympy.sympify(extents[var]).is_Integer or not a.is_Integer:
         return False
     span = abs(a) * int(extents[var])
+    if span == 0:  # a loop of no iterations
+        return False
     for term in sympy.Add.make_args(rest):
         if not term.free_symbols & excluded:
             continue
