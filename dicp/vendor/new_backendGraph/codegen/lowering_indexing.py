@@ -161,7 +161,10 @@ def _picked_per_row(name, x, dim, index, src, dtype):
     pick the element, else src's element (ScatterSrc) or x's plus src's (ScatterAdd; not in a
     half type, whose add eager rounds in that type). A loss's backward scatters -1 into zeros
     at each row's target (cross entropy): this fuses into the kernel reading it, without a
-    zeroed buffer and a scatter kernel (0.12 ms of a LLaMA training step's 6.5 ms)."""
+    zeroed buffer and a scatter kernel (0.12 ms of a profiled LLaMA training step's 6.5 ms).
+    End to end about even so far: the fused kernel then writes new memory, where it wrote
+    into the dead scattered buffer (a cross entropy's forward and backward: 0.134-0.136 ms,
+    0.13 with the scatter)."""
     dim, size = _indexed_dim(x.sizes, dim)
     T = compute_ctype(dtype)
 
