@@ -103,7 +103,10 @@ def merge_loops(sizes, body, accesses):
         return body(k, index)
 
     merged = loop_index(len(groups))
-    probe = _IndexProbe(merged, dict(zip(merged, merged_sizes)))
+    static = {
+        v: int(size) for v, size in zip(merged, merged_sizes) if sympy.sympify(size).is_Integer
+    }
+    probe = _IndexProbe(merged, static)  # the extents a kernel simplifies with: static ones
     merged_body(probe, merged)
     joined = {v for v, group in zip(merged, groups) if len(group) > 1}
     if any(_divides_any(expr, joined) for expr in probe.indices):
