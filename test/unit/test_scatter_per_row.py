@@ -13,12 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .helpers import cold_cache, compiled, kernel_sources  # noqa: F401  (fixture)
-
-
-@pytest.fixture
-def strict(cold_cache, monkeypatch):
-    monkeypatch.setenv("DICP_STRICT", "1")  # a fallback to eager would test nothing
-    return cold_cache
+from .test_channels_last_kernels import strict  # noqa: F401  (fixture)
 
 
 def scatters(x, index, src):

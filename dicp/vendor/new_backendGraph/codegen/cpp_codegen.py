@@ -37,7 +37,7 @@ from .lowering import LOWERINGS
 from ..convolution import channels_last_only
 from .lowering_reduce import column_sums
 from .native_entry import NATIVE_ENTRY_HEADER, NotNative, plan as plan_native_entry
-from .sym import contiguous_strides, loop_index, product, same_layout
+from .sym import contiguous_strides, loop_index, product, same_layout, static_extents
 from .templates import render
 from .transpose import transposed_dims, transposing_kernel
 from .value_range import ValueRanges
@@ -68,7 +68,7 @@ def _reduction_uses(value):
     (at the loop variables `loop_index` names), the loop variables its index uses."""
     variables = loop_index(len(value.sizes))
     probe = KernelBuilder("probe", variables)
-    probe.extents = _static_extents_of(variables, value.sizes)
+    probe.extents = static_extents(variables, value.sizes)
     probe.reduction_uses = []
     value.load(probe, variables)
     return probe.reduction_uses
@@ -257,13 +257,6 @@ def _costly_and_read_broadly(node, value):
     probe = _emit_probe(value)
     reads_reduction = probe.phases or probe.unfused or probe.fused_reductions
     return not reads_reduction and divides_or_calls(computed_ops(probe.statements()))
-
-
-def _static_extents_of(variables, sizes):
-    """Loop variable -> extent, for the loops of static extent (index simplification)."""
-    return {
-        v: int(size) for v, size in zip(variables, sizes) if isinstance(size, (int, sympy.Integer))
-    }
 
 
 def _static_numel(val):
@@ -650,7 +643,7 @@ class CppCodegen(GraphCodegenBase):
             f"kernel_{len(self.kernels)}", outer, self.bounds_check, self.size_params, row_caches
         )
         k.unit_loops = {v for v, size in zip(outer, sizes) if size == 1}
-        k.extents = _static_extents_of(outer, sizes)
+        k.extents = static_extents(outer, sizes)
         for phase in phases:
             pre, body, post = phase["pre"], phase["body"], phase["post"]
             k.phase(

@@ -15,7 +15,7 @@ Adam's update of the weight, 35 -> 6 us.
 import sympy
 
 from .kernel import KernelBuilder
-from .sym import IDiv, IMod, loop_index, product
+from .sym import IDiv, IMod, loop_index, product, static_extents
 
 
 def split_loops(sizes, body):
@@ -103,10 +103,7 @@ def merge_loops(sizes, body, accesses):
         return body(k, index)
 
     merged = loop_index(len(groups))
-    static = {
-        v: int(size) for v, size in zip(merged, merged_sizes) if sympy.sympify(size).is_Integer
-    }
-    probe = _IndexProbe(merged, static)  # the extents a kernel simplifies with: static ones
+    probe = _IndexProbe(merged, static_extents(merged, merged_sizes))  # as a kernel's
     merged_body(probe, merged)
     joined = {v for v, group in zip(merged, groups) if len(group) > 1}
     if any(_divides_any(expr, joined) for expr in probe.indices):

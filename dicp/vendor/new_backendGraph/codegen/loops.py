@@ -149,7 +149,7 @@ def _pins(store, var, varying, loop_vars, bounded, computed):
     and only the offset, i, shows that it pins its loop."""
     if store.overlaps and (varying != {var} or _uses(store, var) != 1):
         return False
-    candidates = [(store.address, 1), *zip(store.index, store.strides)]
+    candidates = [*zip(store.index, store.strides), (store.address, 1)]
     for index, stride in candidates:
         index = sympy.expand(index)
         if var not in index.free_symbols or sympy.sympify(stride).is_zero is not False:

@@ -149,7 +149,7 @@ def _one_per_row(x, index, dim) -> bool:
     one index value only."""
     if not x.sizes or len(index.sizes) != len(x.sizes):
         return False
-    dim = dim % len(x.sizes)
+    dim, _ = _indexed_dim(x.sizes, dim)
     return all(
         (i == 1) if d == dim else (i == size)
         for d, (i, size) in enumerate(zip(index.sizes, x.sizes))

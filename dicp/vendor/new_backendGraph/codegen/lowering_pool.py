@@ -67,13 +67,18 @@ def _max_with_index(g, node, x, inner, window):
     return values, indices
 
 
+def _plane_position(at, plane):
+    """ATen's saved index of a max pool: the flat position of `at` within the plane of the
+    pooled dims (sizes `plane`), row-major; what the backward compares with."""
+    return flat_index(at, contiguous_strides(plane))
+
+
 def _take_if_better(k, x, nd, window_position, outer, best, best_index):
     """best, best_index updated by x's element at the window position, if it wins."""
     at, inside = window_position
     T = best.type
     value = k.masked(inside, lambda: x.load(k, outer[:-nd] + at), Const(-float("inf"), T), T)
-    # ATen's flat index within the plane: row-major over the pooled dims
-    position = k.index(flat_index(at, contiguous_strides(x.sizes[-nd:])))
+    position = k.index(_plane_position(at, x.sizes[-nd:]))
     # picks, not a branch: which element wins is data (see cpp_render's Pick)
     wins = k.op("PoolBetter", "bool", inside, value, best, best_index)
     k.add(Assign(best_index, k.op("Pick", "int64_t", wins, position, best_index)))
@@ -286,8 +291,8 @@ def _picked_in_own_window(grad, indices, sizes, stride, padding, dtype):
     def value(k, index):
         spatial = index[-nd:]
         window = index[:-nd] + [IDiv(i + p, s) for i, p, s in zip(spatial, padding, stride)]
-        position = flat_index(spatial, contiguous_strides(plane))
-        picked = k.op("Eq", "bool", indices.load(k, window), k.index(position))
+        position = k.index(_plane_position(spatial, plane))
+        picked = k.op("Eq", "bool", indices.load(k, window), position)
         gradient = cast_value(k, grad.load(k, window), grad.dtype, dtype)
         added = k.op("Add", T, Const(0, T), gradient)
         return k.op("Where", T, picked, added, Const(0, T))

@@ -77,6 +77,13 @@ def product(values):
     return result
 
 
+def static_extents(variables, sizes):
+    """Loop variable -> extent, for the loops of static extent (index simplification)."""
+    return {
+        v: int(size) for v, size in zip(variables, sizes) if isinstance(size, (int, sympy.Integer))
+    }
+
+
 def contiguous_strides(sizes):
     strides, running = [], sympy.Integer(1)
     for size in reversed(sizes):
