@@ -13,11 +13,20 @@ STORAGE_CTYPE = {
     torch.int16: "int16_t",
     torch.int8: "int8_t",
     torch.uint8: "uint8_t",
-    torch.bool: "bool",
+    # bools are stored as bytes and computed as bool: g++ vectorizes no load of a C++ bool
+    # ("no vectype"), so every loop reading a mask (a ReLU's or dropout's saved mask, an
+    # attention mask) ran scalar; a byte load converts to bool with a vector compare. A byte
+    # other than 0 and 1 also reads as true, where loading it as a bool is undefined.
+    torch.bool: "uint8_t",
 }
 
-# Half types compute in float: they load and store through it.
-COMPUTE_CTYPE = {**STORAGE_CTYPE, torch.float16: "float", torch.bfloat16: "float"}
+# Half types compute in float: they load and store through it; bools compute as bool.
+COMPUTE_CTYPE = {
+    **STORAGE_CTYPE,
+    torch.float16: "float",
+    torch.bfloat16: "float",
+    torch.bool: "bool",
+}
 
 SUPPORTED_DTYPES = frozenset(STORAGE_CTYPE)
 INTEGER_CTYPES = frozenset({"int64_t", "int32_t", "int16_t", "int8_t", "uint8_t"})

@@ -22,8 +22,12 @@ from .sym import contiguous_strides
 class Buffer(TensorView):
     """Memory a kernel indexes: a wrapper variable's data pointer, with sizes and strides."""
 
+    # A copy of the same values in another layout that kernels emitted from now on read
+    # instead (CppCodegen._relayout_transposed_reads); None: this buffer itself.
+    read_from = None
+
     def load(self, k, index):
-        return k.load(self, index)
+        return k.load(self if self.read_from is None else self.read_from, index)
 
     def store(self, k, index, value):
         k.store(self, index, value)
@@ -80,7 +84,7 @@ class LazyReduction(Pointwise):
 def cast_value(k, var, from_dtype, to_dtype):
     """IR atom `var` of `from_dtype` as a value of `to_dtype`'s compute type."""
     source, target = compute_ctype(from_dtype), compute_ctype(to_dtype)
-    if to_dtype != from_dtype and storage_ctype(to_dtype) != target:
+    if to_dtype != from_dtype and target == "float" and storage_ctype(to_dtype) != target:
         # a half type computes in float, but converting to it rounds, as eager does, even
         # where the value stays in a register: x.half().float() - x is not 0
         # (through float from any type, as c10's conversions go)
