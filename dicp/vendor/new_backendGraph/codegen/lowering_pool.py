@@ -6,7 +6,7 @@ import sympy
 from dicp.api import shape_of
 
 from .ctypes_map import compute_ctype
-from .values import Pointwise, cast_value
+from .values import Buffer, Pointwise, cast_value
 from .loop_ir import Assign, Const, Declare, Element, Var
 from .lowering import buffer_in_layout_of, lowering, new_buffer
 from .lowering_indexing import scatter_result, scatter_store, scatter_target
@@ -259,6 +259,7 @@ def max_pool_backward(g, node, grad, x, kernel, stride, padding, dilation, ceil_
     stride = stride or kernel  # ATen's default: windows side by side
     sizes = shape_of(node.meta["val"])
     if _windows_tile(sizes[-nd:], grad.sizes[-nd:], kernel, stride, padding, dilation):
+        grad = _in_layout_of(g, grad, indices)
         return _picked_in_own_window(grad, indices, sizes, stride, padding, node.meta["val"].dtype)
     return _add_at_picked(g, node, grad, indices, nd)
 
@@ -275,6 +276,19 @@ def _windows_tile(in_sizes, out_sizes, kernel, stride, padding, dilation):
         and (i - 1 + p) // s < o
         for i, o, k, s, p, d in zip(in_sizes, out_sizes, kernel, stride, padding, dilation)
     )
+
+
+def _in_layout_of(g, grad, indices):
+    """`grad`, written in the layout of the saved `indices` where the two walk memory along
+    different dims: AOTAutograd hands a compiled module's output gradient in NCHW to a
+    channels-last max pool's backward, and the lazy gradient, read in the indices' channel
+    order, gathered each element from another cache line in every kernel it fuses into (a
+    16x16x32x32 batch norm backward's column sums and element-wise kernel: about 1 ms each
+    on one thread). Copied once, by tiles, it is a quarter of the input's size."""
+    walks = contiguous_dim(grad), contiguous_dim(indices)
+    if not isinstance(indices, Buffer) or None in walks or walks[0] == walks[1]:
+        return grad
+    return g.realize(Pointwise(grad.dtype, grad.sizes, grad.load), indices.strides)
 
 
 def _picked_in_own_window(grad, indices, sizes, stride, padding, dtype):
