@@ -1,7 +1,7 @@
 """A compiled module's backward that mixes layouts: a convolution runs channels-last inside
 the graph, while AOTAutograd hands the gradient of the module's NCHW output in NCHW. The batch
 norm backward's column sums read the gradient through a copy in the activations' layout
-(CppCodegen.relayout_transposed_reads), and a tiling max pool's lazy gradient reads a copy
+(CppCodegen.copy_to_walk), and a tiling max pool's lazy gradient reads a copy
 of its NCHW gradient in the saved indices' layout (lowering_pool._in_layout_of): no kernel
 but the copy reads the NCHW gradient across channels. Gradients must equal eager's, for
 channel counts of 1, odd and even, static and dynamic.
@@ -20,10 +20,22 @@ from .helpers import cold_cache, compiled, kernel_sources  # noqa: F401  (fixtur
 from .test_channels_last_kernels import strict  # noqa: F401  (fixture)
 
 
-def stem(channels, pool):
+HEADS = {
+    "bn-relu": lambda c: [nn.BatchNorm2d(c), nn.ReLU()],
+    "bn-relu-pool": lambda c: [nn.BatchNorm2d(c), nn.ReLU(), nn.MaxPool2d(2)],
+    # sums over a view of the gradient, [n, groups, c // groups * h * w]
+    "gn-silu": lambda c: [nn.GroupNorm(1 if c == 1 else c // 2 if c % 2 == 0 else c, c), nn.SiLU()],
+}
+
+
+def stem(channels, head):
     torch.manual_seed(0)
-    layers = [nn.Conv2d(3, channels, 3, 1, 1, bias=False), nn.BatchNorm2d(channels), nn.ReLU()]
-    return nn.Sequential(*layers, *([nn.MaxPool2d(2)] if pool else [])).train()
+    conv = nn.Conv2d(3, channels, 3, 1, 1, bias=False)
+    return nn.Sequential(conv, *HEADS[head](channels)).train()
+
+
+def pooled(head, height, width):
+    return (height // 2, width // 2) if head.endswith("pool") else (height, width)
 
 
 def gradients(model, x, weight):
@@ -38,44 +50,38 @@ def kernels(cache):
     return re.split(r'(?=extern "C" void kernel_)', kernel_sources(cache))
 
 
-@pytest.mark.parametrize("pool", [False, True], ids=["bn-relu", "bn-relu-pool"])
+@pytest.mark.parametrize("head", HEADS)
 @pytest.mark.parametrize("channels", [1, 5, 16])
-def test_gradients_with_an_nchw_output_gradient_equal_eagers(strict, channels, pool):
-    model = stem(channels, pool)
+def test_gradients_with_an_nchw_output_gradient_equal_eagers(strict, channels, head):
+    model = stem(channels, head)
     x = torch.randn(4, 3, 12, 10)
-    side = (6, 5) if pool else (12, 10)
-    weight = torch.randn(4, channels, *side)  # NCHW: the tangent AOTAutograd hands over
+    weight = torch.randn(4, channels, *pooled(head, 12, 10))  # NCHW, as AOTAutograd's tangent
     got = gradients(torch.compile(model, backend="new_backendgraph"), x, weight)
     want = gradients(model, x, weight)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("pool", [False, True], ids=["bn-relu", "bn-relu-pool"])
-def test_only_a_copy_reads_the_nchw_gradient(strict, pool):
+@pytest.mark.parametrize("head", HEADS)
+def test_only_a_copy_reads_the_nchw_gradient(strict, head):
     """The tangent is read by one kernel, which copies it by tiles into the layout the
-    batch norm backward and the max pool's saved indices have."""
-    model = stem(16, pool)
+    normalization's backward and the max pool's saved indices have."""
+    model = stem(16, head)
     torch._dynamo.reset()
-    side = (8, 8) if pool else (16, 16)
-    gradients(
-        torch.compile(model, backend="new_backendgraph"),
-        torch.randn(2, 3, 16, 16),
-        torch.randn(2, 16, *side),
-    )
+    x, weight = torch.randn(2, 3, 16, 16), torch.randn(2, 16, *pooled(head, 16, 16))
+    gradients(torch.compile(model, backend="new_backendgraph"), x, weight)
     readers = [k for k in kernels(strict) if "in_tangents" in k]
     assert len(readers) == 1 and "tile[" in readers[0], readers
 
 
-@pytest.mark.parametrize("pool", [False, True], ids=["bn-relu", "bn-relu-pool"])
-def test_dynamic_sizes_keep_eagers_gradients(strict, pool):
-    model = stem(6, pool)
+@pytest.mark.parametrize("head", HEADS)
+def test_dynamic_sizes_keep_eagers_gradients(strict, head):
+    model = stem(6, head)
     compiled_model = torch.compile(model, backend="new_backendgraph", dynamic=True)
     torch._dynamo.reset()
     for batch, height, width in [(2, 8, 6), (3, 10, 14), (1, 4, 4)]:
         x = torch.randn(batch, 3, height, width)
-        side = (height // 2, width // 2) if pool else (height, width)
-        weight = torch.randn(batch, 6, *side)
+        weight = torch.randn(batch, 6, *pooled(head, height, width))
         for g, w in zip(gradients(compiled_model, x, weight), gradients(model, x, weight)):
             torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
 

@@ -39,7 +39,7 @@ from .lowering_reduce import column_sums
 from .native_entry import NATIVE_ENTRY_HEADER, NotNative, plan as plan_native_entry
 from .sym import contiguous_strides, loop_index, product, same_layout, static_extents
 from .templates import render
-from .transpose import transposed_direct_reads, transposed_dims, transposing_kernel
+from .transpose import transposed_dims, transposing_kernel
 from .value_range import ValueRanges
 
 PARALLEL_THRESHOLD = 32768  # elements of work below which OpenMP costs more than it saves
@@ -106,6 +106,16 @@ def _matrices_transposed(buffer):
     swapped = [*sizes[:-2], sizes[-1], sizes[-2]]
     expected = contiguous_strides(swapped)
     return list(strides) == [*expected[:-2], 1, expected[-2]]
+
+
+def _is_static(size):
+    return isinstance(size, (int, sympy.Integer))
+
+
+def _strides_in_order(sizes, order):
+    """Dense strides for `sizes` with dims laid out in `order`, outermost first."""
+    inner = contiguous_strides([sizes[d] for d in order])
+    return [inner[order.index(d)] for d in range(len(sizes))]
 
 
 def _memory_order(strides):
@@ -585,27 +595,34 @@ class CppCodegen(GraphCodegenBase):
         for v, flat in zip(group.values(), buffers):
             v.realized = _with_kept_dims(flat, v)
 
-    def relayout_transposed_reads(self, x, dim):
-        """Copy each buffer column sum `x` reads across its columns (`dim`) into the layout
-        of its reads along them, by tiles, and have every kernel from here on read the copy
-        (Buffer.read_from): a batch norm backward at a compiled module's output reads the
-        NCHW tangent AOTAutograd hands it beside channels-last activations, and summing
-        blocks of channels gathered each tangent element from lines 4 KiB apart, which share
-        a cache set (16 channels of a 16x32x32 batch: 2.3 ms for the two sums on one
-        thread). The buffer objects themselves are marked: another value later written into
-        the same memory is another object."""
-        transposed, strides = transposed_direct_reads(x, dim)
-        for read in transposed:
-            for buffer in list(self.env.values()):
-                if (
-                    isinstance(buffer, Buffer)
-                    and buffer.read_from is None
-                    and (buffer.base, tuple(buffer.strides), buffer.offset)
-                    == (read.base, read.strides, read.offset)
-                    and all(isinstance(size, (int, sympy.Integer)) for size in buffer.sizes)
-                ):
-                    copy = Pointwise(buffer.dtype, buffer.sizes, buffer.load)
-                    buffer.read_from = self.realize(copy, strides)
+    def copy_to_walk(self, copies):
+        """Copy the buffer of each (read, dim) of `copies` (transpose.copies_to_walk) into
+        its own dim order with `dim` innermost, by tiles, and have every kernel from here on
+        read the copy (Buffer.read_from); whether every one could be (static sizes). The
+        buffer objects are marked: another value later written into the same memory is
+        another object."""
+        buffers = [self._buffer_of(read) for read, _ in copies]
+        if any(b is None or not all(_is_static(size) for size in b.sizes) for b in buffers):
+            return False
+        for buffer, (_, dim) in zip(buffers, copies):
+            if buffer.read_from is None:
+                order = [d for d in range(len(buffer.sizes)) if d != dim] + [dim]
+                copy = Pointwise(buffer.dtype, buffer.sizes, buffer.load)
+                buffer.read_from = self.realize(copy, _strides_in_order(buffer.sizes, order))
+        return True
+
+    def _buffer_of(self, read):
+        """The buffer of the graph's values that kernel access `read` reads, or None."""
+        return next(
+            (
+                value
+                for value in self.env.values()
+                if isinstance(value, Buffer)
+                and (value.base, tuple(value.strides), value.offset)
+                == (read.base, read.strides, read.offset)
+            ),
+            None,
+        )
 
     def _outer_rank(self, value):
         """How many leading dims of `value` the kernel computing it loops over outside, so

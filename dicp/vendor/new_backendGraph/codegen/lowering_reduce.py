@@ -11,7 +11,7 @@ from .ctypes_map import compute_ctype, storage_ctype
 from .loop_ir import Assign, Chunk, Const, Declare, Element, If, Loop, Op, Var
 from .lowering import lowering, new_buffer
 from .sym import block_count, block_extent, contiguous_strides, flat_index, loop_index, product
-from .transpose import walked_by_half
+from .transpose import copies_to_walk
 from .values import Buffer, LazyReduction, cast_value
 
 # name -> (the accumulator's first value, its update by a loaded value: a loop IR op of the
@@ -56,9 +56,7 @@ def reduction(g, node, x, dims, keepdim, dtype=None):
     emit = _extremum_phase if extremum else _accumulating_phase
     sizes = shape_of(out_val)
     kept = [d for d in range(len(sizes)) if not (keepdim and d in dims)]
-    columns = name == "ReduceSum" and dims and _reads_rows_of_columns(x, dims)
-    if columns:
-        g.relayout_transposed_reads(x, max(set(range(len(x.sizes))) - set(dims)))
+    columns = name == "ReduceSum" and dims and _reads_rows_of_columns(g, x, dims)
     return LazyReduction(
         out_val.dtype,
         sizes,
@@ -169,17 +167,19 @@ def _never_negative(k, value, depth=0):
 COLUMN_BLOCK = 64
 
 
-def _reads_rows_of_columns(x, dims):
+def _reads_rows_of_columns(g, x, dims):
     """Whether x's last kept dim (not in `dims`) is the one it walks memory along: its
-    innermost dim, or one that half its loads walk or more (walked_by_half), a channels-last
-    activation's channel dim (a batch norm's statistics over [n, h, w]: 0.09 ms per sum of a
-    16x16x32x32 activation read channel by channel with the row stride, 0.02 row by row)."""
+    innermost dim, or a channels-last activation's channel dim (a batch norm's statistics
+    over [n, h, w]: 0.09 ms per sum of a 16x16x32x32 activation read channel by channel with
+    the row stride, 0.02 row by row), after copying the buffers it reads along another dim
+    where most of its reads walk this one (transpose.copies_to_walk)."""
     kept = [d for d in range(len(x.sizes)) if d not in dims]
     if not kept:
         return False
     if kept[-1] == len(x.sizes) - 1:
         return x.sizes[-1] != 1
-    return walked_by_half(x, kept[-1])
+    copies = copies_to_walk(x, kept[-1])
+    return copies is not None and g.copy_to_walk(copies)
 
 
 @dataclass(frozen=True, eq=False)

@@ -70,44 +70,39 @@ def contiguous_dim(value):
     return next(iter(candidates)) if len(candidates) == 1 else None
 
 
-def walked_by_half(value, dim):
-    """Whether at least half of `value`'s loads that move along a dim walk memory along `dim`
-    contiguously: contiguous_dim for values mixing layouts. A batch norm backward at a
-    compiled module's output reads channels-last activations beside an NCHW gradient
-    (AOTAutograd's tangent): summed channel by channel, each channels-last read crossed every
-    cache line once per channel (16 channels of a 16x16x32x32 activation: 1.1-1.4 ms a sum
-    on one thread); summed over blocks of channels, the NCHW read gathers, once."""
-    walks = _contiguous_walks(value)
-    if walks is None or dim not in walks[0]:
-        return False
-    contiguous = walks[1]
-    return 2 * sum(dim in dims for dims in contiguous) >= len(contiguous) > 0
-
-
-def transposed_direct_reads(value, dim):
-    """(the reads of `value` that step over `dim` with a stride above 1 while walking another
-    dim contiguously, the strides of a read walking `dim` contiguously): reads of buffers
-    of `value`'s own sizes, at its own index (no broadcast, no view arithmetic). ([], None)
-    where either is missing."""
+def copies_to_walk(value, dim):
+    """The reads of `value` to copy into another layout so that every load moving along `dim`
+    walks memory along it contiguously, each as (access, the dim of its buffer that `dim`'s
+    variable indexes, to lay innermost); [] where all do already. None where a load that does
+    not cannot be copied so (`dim`'s variable is not one of its buffer's indices), or where
+    fewer than half of the loads moving along `dim` walk it already (then rows read
+    contiguously). A batch norm backward at a compiled module's output reads channels-last
+    activations beside the NCHW gradient AOTAutograd hands it: summed over blocks of
+    channels, the gradient's elements came from lines 4 KiB apart, which share a cache set
+    (a group norm's backward over 16 channels of 4x32x32: 6.9 ms on one thread); summed
+    channel by channel, each channels-last read crossed every cache line once per channel."""
     sizes = value.sizes
+    if not _static_at_least(sizes[dim], 2):
+        return None
     variables = loop_index(len(sizes))
     probe = KernelBuilder("probe", variables)
     value.load(probe, variables)
-    direct = [a for a in probe.accesses if not a.is_store and a.index == tuple(variables)]
-    walking = [a.strides for a in direct if _coefficient(a.address, variables[dim]) == 1]
-    transposed = [
-        a
-        for a in direct
-        if abs(_coefficient(a.address, variables[dim]) or 0) > 1
-        and any(
-            _coefficient(a.address, var) == 1 and _static_at_least(size)
-            for d, (var, size) in enumerate(zip(variables, sizes))
-            if d != dim
-        )
-    ]
-    if not walking or not transposed:
-        return [], None
-    return transposed, walking[0]
+    if probe.computed:
+        return None
+    var, moving, walking, copies = variables[dim], 0, 0, []
+    for access in (a for a in probe.accesses if not a.is_store):
+        coefficient = _coefficient(access.address, var)
+        if coefficient == 0:
+            continue  # the same element all along `dim`: a broadcast statistic
+        moving += 1
+        if coefficient == 1:
+            walking += 1
+            continue
+        indexed = [d for d, index in enumerate(access.index) if index == var]
+        if coefficient is None or not indexed:
+            return None
+        copies.append((access, indexed[0]))
+    return copies if moving and 2 * walking >= moving else None
 
 
 def _contiguous_walks(value):

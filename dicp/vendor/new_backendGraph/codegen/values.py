@@ -23,7 +23,7 @@ class Buffer(TensorView):
     """Memory a kernel indexes: a wrapper variable's data pointer, with sizes and strides."""
 
     # A copy of the same values in another layout that kernels emitted from now on read
-    # instead (CppCodegen._relayout_transposed_reads); None: this buffer itself.
+    # instead (CppCodegen.copy_to_walk); None: this buffer itself.
     read_from = None
 
     def load(self, k, index):
