@@ -61,12 +61,17 @@ def contiguous_dim(value):
     coefficient of 1 in that dim's loop variable; loads that do not move along it, a
     broadcast per-channel statistic, aside), else None. A channels-last activation read in
     its logical NCHW order gives its channel dim."""
-    walks = _contiguous_walks(value)
-    if walks is None:
+    sizes = value.sizes
+    variables = loop_index(len(sizes))
+    probe = KernelBuilder("probe", variables)
+    value.load(probe, variables)
+    if probe.computed or not probe.accesses:
         return None
-    candidates, contiguous = walks
-    for dims in contiguous:
-        candidates &= dims
+    candidates = {d for d, size in enumerate(sizes) if _static_at_least(size, 2)}
+    for address in (access.address for access in probe.accesses):
+        moving = {d for d in candidates if _coefficient(address, variables[d]) != 0}
+        if moving:
+            candidates &= {d for d in moving if _coefficient(address, variables[d]) == 1}
     return next(iter(candidates)) if len(candidates) == 1 else None
 
 
@@ -103,25 +108,6 @@ def copies_to_walk(value, dim):
             return None
         copies.append((access, indexed[0]))
     return copies if moving and 2 * walking >= moving else None
-
-
-def _contiguous_walks(value):
-    """(the dims of `value` long enough to walk, for each load moving along one of them the
-    set of those it walks contiguously), or None for a value computing an index or loading
-    nothing."""
-    sizes = value.sizes
-    variables = loop_index(len(sizes))
-    probe = KernelBuilder("probe", variables)
-    value.load(probe, variables)
-    if probe.computed or not probe.accesses:
-        return None
-    candidates = {d for d, size in enumerate(sizes) if _static_at_least(size, 2)}
-    contiguous = []
-    for address in (access.address for access in probe.accesses):
-        moving = {d for d in candidates if _coefficient(address, variables[d]) != 0}
-        if moving:
-            contiguous.append({d for d in moving if _coefficient(address, variables[d]) == 1})
-    return candidates, contiguous
 
 
 def _static_at_least(size, least=MIN_EXTENT):
