@@ -241,6 +241,15 @@ def clone(ctx, x, memory_format=None):
     return ctx.op(ops.Copy, x)
 
 
+@conversion(prims.copy_strided.default)
+def copy_strided(ctx, x, stride):
+    """A copy laid out with `stride`: torch's decompositions of lerp and index_fill restore
+    eager's strides with it (an AdamW step's exp_avg.lerp_ on a depthwise convolution's
+    [c, 1, k, k] weight, whose size-1 dim's stride the arithmetic left differently). A Copy;
+    its layout is the node's traced one, as every value's."""
+    return ctx.op(ops.Copy, x)
+
+
 @conversion([aten.alias.default, aten.detach.default])
 def alias(ctx, x):
     return x

@@ -46,6 +46,7 @@ RESHAPES = [
     aten.alias,
     aten.lift_fresh_copy,
     aten.view.dtype,
+    prims.copy_strided.default,  # a copy laid out otherwise: decomposed lerp and index_fill
 ]
 for aten_op in RESHAPES:
     register_conversion(CONVERSIONS, aten_op)(
