@@ -86,6 +86,13 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding, dila
         channels_last_only(grad_val)
     ):
         op = ops.ConvolutionBackwardNHWC
+    elif channels_last_only(x_val) and _nhwc_pays(
+        x_val.contiguous(), weight.meta["val"], stride, dilation, transposed, groups
+    ):
+        # ATen runs it channels-last as its input is; the NCHW gradient of a compiled
+        # module's output is converted by a kernel of ours (CppCodegen._in_channels_last)
+        # rather than ATen's strided copy
+        op = ops.ConvolutionBackwardNHWC
     return ctx.op(op, grad, x, weight, bias_sizes, stride, padding, dilation, *rest)
 
 
