@@ -178,7 +178,7 @@ def _reads_rows_of_columns(g, x, dims):
         return False
     if kept[-1] == len(x.sizes) - 1:
         return x.sizes[-1] != 1
-    copies = copies_to_walk(x, kept[-1])
+    copies = copies_to_walk(x, kept[-1], dims)
     return copies is not None and g.copy_to_walk(copies)
 
 

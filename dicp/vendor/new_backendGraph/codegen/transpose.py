@@ -75,15 +75,17 @@ def contiguous_dim(value):
     return next(iter(candidates)) if len(candidates) == 1 else None
 
 
-def copies_to_walk(value, dim):
-    """The reads of `value` to copy into another layout so that every load moving along `dim`
-    walks memory along it contiguously, each as (access, the dim of its buffer that `dim`'s
-    variable indexes, to lay innermost); [] where all do already. None where a load that does
-    not cannot be copied so (`dim`'s variable is not one of its buffer's indices), or where
-    fewer than half of the loads moving along `dim` walk it already (then rows read
-    contiguously). A batch norm backward at a compiled module's output reads channels-last
-    activations beside the NCHW gradient AOTAutograd hands it: summed over blocks of
-    channels, the gradient's elements came from lines 4 KiB apart, which share a cache set
+def copies_to_walk(value, dim, summed):
+    """The reads of `value` to copy into another layout so that every load of an element per
+    row (moving along the `summed` dims) that moves along `dim` walks memory along it
+    contiguously, each as (access, the dim of its buffer that `dim`'s variable indexes, to lay
+    innermost); [] where all do already. None where a load that does not cannot be copied so
+    (`dim`'s variable is not one of its buffer's indices), or where fewer than half of those
+    loads walk it already (then rows read contiguously). A statistic of the rows (a softmax's
+    row maximum) is no such load: it walked the row dim of a cross entropy's logits and had
+    them copied column-major. A batch norm backward at a compiled module's output reads
+    channels-last activations beside the NCHW gradient AOTAutograd hands it: summed over
+    blocks of channels, the gradient's elements came from lines 4 KiB apart, which share a cache set
     (a group norm's backward over 16 channels of 4x32x32: 6.9 ms on one thread); summed
     channel by channel, each channels-last read crossed every cache line once per channel."""
     sizes = value.sizes
@@ -97,8 +99,8 @@ def copies_to_walk(value, dim):
     var, moving, walking, copies = variables[dim], 0, 0, []
     for access in (a for a in probe.accesses if not a.is_store):
         coefficient = _coefficient(access.address, var)
-        if coefficient == 0:
-            continue  # the same element all along `dim`: a broadcast statistic
+        if coefficient == 0 or all(_coefficient(access.address, variables[d]) == 0 for d in summed):
+            continue  # the same element all along `dim` or along the rows: a statistic
         moving += 1
         if coefficient == 1:
             walking += 1
