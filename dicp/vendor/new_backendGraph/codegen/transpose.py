@@ -37,9 +37,7 @@ def transposed_dims(value, out_strides):
     ]
     if not store_dims or isinstance(value, Buffer):
         return None
-    variables = loop_index(len(sizes))
-    probe = KernelBuilder("probe", variables)
-    value.load(probe, variables)
+    variables, probe = _probe(value)
     if probe.computed:
         return None
     store_var = variables[store_dims[0]]
@@ -62,9 +60,7 @@ def contiguous_dim(value):
     broadcast per-channel statistic, aside), else None. A channels-last activation read in
     its logical NCHW order gives its channel dim."""
     sizes = value.sizes
-    variables = loop_index(len(sizes))
-    probe = KernelBuilder("probe", variables)
-    value.load(probe, variables)
+    variables, probe = _probe(value)
     if probe.computed or not probe.accesses:
         return None
     candidates = {d for d, size in enumerate(sizes) if _static_at_least(size, 2)}
@@ -88,12 +84,9 @@ def copies_to_walk(value, dim, summed):
     blocks of channels, the gradient's elements came from lines 4 KiB apart, which share a cache set
     (a group norm's backward over 16 channels of 4x32x32: 6.9 ms on one thread); summed
     channel by channel, each channels-last read crossed every cache line once per channel."""
-    sizes = value.sizes
-    if not _static_at_least(sizes[dim], 2):
+    if not _static_at_least(value.sizes[dim], 2):
         return None
-    variables = loop_index(len(sizes))
-    probe = KernelBuilder("probe", variables)
-    value.load(probe, variables)
+    variables, probe = _probe(value)
     if probe.computed:
         return None
     var, moving, walking, copies = variables[dim], 0, 0, []
@@ -110,6 +103,14 @@ def copies_to_walk(value, dim, summed):
             return None
         copies.append((access, indexed[0]))
     return copies if moving and 2 * walking >= moving else None
+
+
+def _probe(value):
+    """(the loop variables of `value`'s dims, a scratch kernel holding one element of it)."""
+    variables = loop_index(len(value.sizes))
+    probe = KernelBuilder("probe", variables)
+    value.load(probe, variables)
+    return variables, probe
 
 
 def _static_at_least(size, least=MIN_EXTENT):
