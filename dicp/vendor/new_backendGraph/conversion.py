@@ -243,17 +243,13 @@ def to_dtype(ctx, x, dtype=None, **kwargs):
     return ctx.op(ops.Convert, x, dtype or ctx.val(x).dtype)
 
 
-@conversion([aten.clone.default, aten.lift_fresh_copy.default])
+# prims.copy_strided(x, stride): a copy laid out with `stride`, which torch's decompositions
+# of lerp and index_fill emit to restore eager's strides (an AdamW step's exp_avg.lerp_ on a
+# depthwise convolution's [c, 1, k, k] weight). A Copy too: every value takes its node's
+# traced layout where it is written (copy_strided's stride comes as `memory_format`, unused
+# alike).
+@conversion([aten.clone.default, aten.lift_fresh_copy.default, prims.copy_strided.default])
 def clone(ctx, x, memory_format=None):
-    return ctx.op(ops.Copy, x)
-
-
-@conversion(prims.copy_strided.default)
-def copy_strided(ctx, x, stride):
-    """A copy laid out with `stride`: torch's decompositions of lerp and index_fill restore
-    eager's strides with it (an AdamW step's exp_avg.lerp_ on a depthwise convolution's
-    [c, 1, k, k] weight, whose size-1 dim's stride the arithmetic left differently). A Copy;
-    its layout is the node's traced one, as every value's."""
     return ctx.op(ops.Copy, x)
 
 

@@ -37,7 +37,14 @@ from .lowering import LOWERINGS
 from ..convolution import channels_last_only
 from .lowering_reduce import column_sums
 from .native_entry import NATIVE_ENTRY_HEADER, NotNative, plan as plan_native_entry
-from .sym import contiguous_strides, loop_index, product, same_layout, static_extents
+from .sym import (
+    contiguous_strides,
+    is_static,
+    loop_index,
+    product,
+    same_layout,
+    static_extents,
+)
 from .templates import render
 from .transpose import transposed_dims, transposing_kernel
 from .value_range import ValueRanges
@@ -118,10 +125,6 @@ def _matrices_transposed(buffer):
     swapped = [*sizes[:-2], sizes[-1], sizes[-2]]
     expected = contiguous_strides(swapped)
     return list(strides) == [*expected[:-2], 1, expected[-2]]
-
-
-def _is_static(size):
-    return isinstance(size, (int, sympy.Integer))
 
 
 def _strides_in_order(sizes, order):
@@ -630,7 +633,7 @@ class CppCodegen(GraphCodegenBase):
         buffer objects are marked: another value later written into the same memory is
         another object."""
         buffers = [self._buffer_of(read) for read, _ in copies]
-        if any(b is None or not all(_is_static(size) for size in b.sizes) for b in buffers):
+        if any(b is None or not all(is_static(size) for size in b.sizes) for b in buffers):
             return False
         for buffer, (_, dim) in zip(buffers, copies):
             if buffer.read_from is None:

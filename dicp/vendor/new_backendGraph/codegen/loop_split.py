@@ -15,7 +15,7 @@ Adam's update of the weight, 35 -> 6 us.
 import sympy
 
 from .kernel import KernelBuilder
-from .sym import IDiv, IMod, loop_index, product, static_extents
+from .sym import IDiv, IMod, is_static, loop_index, product, static_extents
 
 
 def split_loops(sizes, body):
@@ -58,7 +58,7 @@ def _divisors(accesses, variable):
 def _parts(size, divisors):
     """The extents, outermost first, of the loops that replace one of `size`: a chain of the
     divisors each dividing the next and the size (the smaller ones first)."""
-    if not isinstance(size, (int, sympy.Integer)):
+    if not is_static(size):
         return [size]
     chain = []
     for c in sorted(divisors):
@@ -115,7 +115,7 @@ def _reads_as_one(group, d, sizes, variables, addresses):
     """Whether dim `d` joins `group` (the dims before it): both static, and every address
     steps over `d`'s whole extent as it steps once over the group's innermost dim of more than
     one element. A dim of one element joins any group: its index is always 0."""
-    if not all(isinstance(sizes[e], (int, sympy.Integer)) for e in (*group, d)):
+    if not all(is_static(sizes[e]) for e in (*group, d)):
         return False
     anchors = [e for e in group if sizes[e] != 1]
     if sizes[d] == 1 or not anchors:

@@ -17,6 +17,7 @@ from .sym import (
     block_extent,
     contiguous_strides,
     flat_index,
+    is_static,
     loop_index,
     product,
     unflatten,
@@ -269,11 +270,7 @@ def _windows_tile(in_sizes, out_sizes, kernel, stride, padding, dilation):
     undilated, static sizes) of an output that exists: (i + padding) // stride < the output
     size for the last element i of each dim."""
     return all(
-        isinstance(i, (int, sympy.Integer))
-        and isinstance(o, (int, sympy.Integer))
-        and k == s
-        and d == 1
-        and (i - 1 + p) // s < o
+        is_static(i) and is_static(o) and k == s and d == 1 and (i - 1 + p) // s < o
         for i, o, k, s, p, d in zip(in_sizes, out_sizes, kernel, stride, padding, dilation)
     )
 

@@ -77,11 +77,14 @@ def product(values):
     return result
 
 
+def is_static(size):
+    """Whether a size is known at compile time (an int, not a symbol or an expression)."""
+    return isinstance(size, (int, sympy.Integer))
+
+
 def static_extents(variables, sizes):
     """Loop variable -> extent, for the loops of static extent (index simplification)."""
-    return {
-        v: int(size) for v, size in zip(variables, sizes) if isinstance(size, (int, sympy.Integer))
-    }
+    return {v: int(size) for v, size in zip(variables, sizes) if is_static(size)}
 
 
 def contiguous_strides(sizes):
