@@ -490,8 +490,8 @@ declare(
     Flag(),
     True,
     "reuse the conversion and codegen of an identical ATen "
-    "graph (same code, input layouts, knobs but the reporting ones, tables, dicp and torch "
-    "versions) from "
+    "graph (same code, input layouts, knobs but the reporting ones, tables, the backend's "
+    "process state such as the thread count, dicp and torch versions) from "
     "`graphs/` in the cache; off under `DICP_DEBUG` and `DICP_RECORD_OPS`",
 )
 declare(

@@ -24,6 +24,8 @@ SCRIPT = (
     + """
 if os.environ.get("DEFAULT_DTYPE"):
     torch.set_default_dtype(getattr(torch, os.environ["DEFAULT_DTYPE"]))
+if os.environ.get("THREADS"):
+    torch.set_num_threads(int(os.environ["THREADS"]))
 
 def f(x, y):  # torch.ones takes the default dtype when AOTAutograd traces it
     return ((x * y).sin() + y.sum(dim=1, keepdim=True)).sum(dim=0) + torch.ones(5)
@@ -132,6 +134,7 @@ SCENARIOS = {
     "requires_grad": ({}, {"TRAIN": "1"}),
     "grad mode": ({"TRAIN": "1"}, {"TRAIN": "1", "NO_GRAD": "1"}),
     "default dtype": ({}, {"DEFAULT_DTYPE": "float64"}),
+    "threads (the backend's process state)": ({"THREADS": "2"}, {"THREADS": "1"}),
 }
 WRONG = ({"WRONG_MUL": "1"}, FAULT)
 

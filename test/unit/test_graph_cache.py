@@ -26,6 +26,8 @@ SCRIPT = (
 def f(x, y):
     return ((x * y).sin() + y.sum(dim=1, keepdim=True)).sum(dim=0)
 
+if os.environ.get("THREADS"):
+    torch.set_num_threads(int(os.environ["THREADS"]))
 torch.manual_seed(0)
 dtype = getattr(torch, os.environ.get("DTYPE", "float32"))
 train = bool(os.environ.get("TRAIN"))
@@ -92,6 +94,10 @@ SCENARIOS = {
     "conversion table, other order": ({}, {"WRONG_MUL": "1"}),
     "dtype": ({"DTYPE": "float32"}, {"DTYPE": "float64"}),
     "dicp version": ({"FAKE_DICP_VERSION": "0.0.1"}, {"FAKE_DICP_VERSION": "0.0.2"}),
+    # the backend's process state: its convolutions' layouts follow ATen's algorithm, which
+    # follows the thread count
+    "threads": ({"THREADS": "2"}, {"THREADS": "1"}),
+    "threads, other order": ({"THREADS": "1"}, {"THREADS": "2"}),
 }
 WRONG = ({"WRONG_MUL": "1"}, FAULT)
 

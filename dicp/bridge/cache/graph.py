@@ -10,7 +10,8 @@ chip still rebuilds). The key is
            symbols + its constant tensors' bytes + backend fingerprint)
 
 where the backend fingerprint (`backend_fingerprint`) is the backend's fields and tables (each
-converter's code), every DICP_* knob's effective value, the source files of dicp and of the
+converter's code), the process state its decisions read (`Backend.process_state`), every
+DICP_* knob's effective value, the source files of dicp and of the
 backend's package, and the dicp, torch and Python versions. An entry is `<key>.pkl` plus
 `<key>.sha256` under `<cache>/graphs/`; one that fails its digest or does not load is rebuilt,
 never trusted. Graphs holding a constant pickle cannot store are not cached.
@@ -139,6 +140,7 @@ def backend_fingerprint(backend) -> str:
         _table_fingerprint(backend.conversions),
         _decomposition_fingerprint(backend),
         repr(sorted(backend.vendor_ops)),
+        backend.process_state() if backend.process_state else "",
         _knob_fingerprint(),
         _source_fingerprint(_package_dir(dicp.__name__)),
         _source_fingerprint(_package_dir(backend.codegen.__module__)),

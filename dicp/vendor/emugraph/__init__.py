@@ -28,6 +28,7 @@ BACKEND = register_backend(
         supported_dtypes=HOST_BACKEND.supported_dtypes,
         expected_fallbacks=EXPECTED_FALLBACKS,
         vendor_ops=OPS,
+        process_state=HOST_BACKEND.process_state,  # its conversion's
     )
 )
 runtime()  # the device comes with its backend: `torch.compile(backend="emugraph")` on emu

@@ -7,6 +7,7 @@ from .codegen import codegen
 from .codegen.ctypes_map import SUPPORTED_DTYPES
 from .compile_job import compile_job, prepare_toolchain
 from .conversion import CONVERSIONS
+from .convolution import algorithm_state
 from .expected_fallbacks import EXPECTED_FALLBACKS
 from .opset import OPS
 from .opset_transform import opset_transform
@@ -26,6 +27,7 @@ BACKEND = register_backend(
         vendor_ops=OPS,
         keeps_input_mutations=True,  # CopyInto writes them in place
         chooses_saved_layouts=True,  # channels-last activations stay so for the backward
+        process_state=algorithm_state,  # the convolutions' layouts follow ATen's algorithm
     )
 )
 
