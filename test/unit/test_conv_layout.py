@@ -6,6 +6,8 @@ has, so a layout mix-up would be a silent wrong result. Every case compares valu
 strides with eager, forward and backward, for the layouts and shapes where channels-last and
 contiguous coincide."""
 
+import math
+
 import pytest
 import torch
 import torch.nn as nn
@@ -160,3 +162,72 @@ def test_a_library_call_after_a_one_channel_kernel_is_read_in_its_traced_layout(
     got, want = compiled_and_eager_grads(model, x, lambda out: (out * out).sum())
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)  # as the gradient test above
+
+
+@pytest.fixture(params=[1, 2], ids=["1 thread", "2 threads"])
+def threads(request):
+    """torch's thread count for one test: ATen picks a 1x1 convolution's algorithm by it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
+def depthwise_block():
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(16, 16, 3, padding=1, groups=16),  # oneDNN's, channels-last
+        nn.BatchNorm2d(16),
+        nn.ReLU6(),
+        nn.Conv2d(16, 24, 1),  # ATen's own algorithm on one thread (a batch of 4), NCHW
+    )
+
+
+def test_a_1x1_convolution_after_channels_last_kernels_gets_its_layout_from_them(
+    cold_cache, threads
+):
+    """Where ATen runs a 1x1 convolution with its own algorithm (one thread, a small batch),
+    that algorithm copies every channels-last operand NCHW with a strided copy (0.5 ms for
+    an 8x32x32x32 activation, three a step); with oneDNN's (two threads), the gradient of
+    the module's NCHW output is converted channels-last. Either way our kernels write the
+    operands in the layout the algorithm takes: inside the convolutions ATen copies no
+    activation-sized tensor. Gradients match eager's."""
+    block, x = depthwise_block(), torch.randn(4, 16, 8, 8)
+    activation = x.numel()
+    compiled_block = compiled(block)
+    loss = lambda y: (y * torch.linspace(-1, 1, y.numel()).view_as(y)).sum()
+    loss(compiled_block(x.clone().requires_grad_())).backward()  # compiled, warm
+    block.zero_grad()
+    with torch.profiler.profile(record_shapes=True) as profile:
+        loss(compiled_block(x.clone().requires_grad_())).backward()
+    got = [p.grad.clone() for p in block.parameters()]
+    block.zero_grad()
+    loss(block(x)).backward()
+    for g, p in zip(got, block.parameters()):
+        torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-4)
+    copies = [
+        e.input_shapes[0]
+        for e in profile.events()
+        if _relayout(e, activation)
+        and _inside(e, ("aten::convolution", "aten::convolution_backward"))
+    ]
+    assert copies == [], copies
+
+
+def _relayout(event, numel):
+    """Whether profiler `event` copies a tensor of at least `numel` elements into another of
+    its shape (a clone, or a copy_ between equal shapes: not a bias broadcast into a
+    result, which ATen's own algorithm makes)."""
+    shapes = event.input_shapes
+    if not shapes or not shapes[0] or math.prod(shapes[0]) < numel:
+        return False
+    return event.name == "aten::clone" or (event.name == "aten::copy_" and shapes[0] == shapes[1])
+
+
+def _inside(event, names):
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name in names:
+            return True
+        parent = parent.cpu_parent
+    return False

@@ -65,10 +65,15 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed, *re
     Its result is channels-last, as eager's is for a channels-last input, and the kernels
     after it write channels-last too (CppCodegen.realize), so the next convolution gets NHWC
     without a copy. A problem ATen runs with its own direct algorithm rather than oneDNN's
-    (a small one: convolution.aten_takes_onednn) stays NCHW, where that algorithm runs."""
+    (a small one: convolution.aten_takes_onednn) stays NCHW, where that algorithm runs, and
+    gets a channels-last input NCHW from our kernels (_nchw_for_aten)."""
     groups = rest[1] if len(rest) > 1 else 1
     nhwc = _nhwc_pays(x.meta["val"], weight.meta["val"], stride, dilation, transposed, groups)
-    op = ops.ConvolutionNHWC if nhwc else ops.Convolution
+    if nhwc:
+        op = ops.ConvolutionNHWC
+    else:
+        op = ops.Convolution
+        x = _nchw_for_aten(ctx, x, x, weight, stride, dilation, transposed, groups)
     return ctx.op(op, x, weight, bias, stride, padding, dilation, transposed, *rest)
 
 
@@ -93,7 +98,34 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding, dila
         # module's output is converted by a kernel of ours (CppCodegen._in_channels_last)
         # rather than ATen's strided copy
         op = ops.ConvolutionBackwardNHWC
+    else:
+        grad, x = (
+            _nchw_for_aten(ctx, t, x, weight, stride, dilation, transposed, groups)
+            for t in (grad, x)
+        )
     return ctx.op(op, grad, x, weight, bias_sizes, stride, padding, dilation, *rest)
+
+
+def _nchw_for_aten(ctx, t, x, weight, stride, dilation, transposed, groups):
+    """Operand `t` of a convolution of input `x`, copied NCHW by a kernel of ours where it is
+    channels-last and ATen runs the convolution with its own algorithm rather than oneDNN's
+    (convolution.aten_takes_onednn: a 1x1 convolution of a small batch on one thread): that
+    algorithm makes every operand NCHW with a strided copy (0.5 ms for an 8x32x32x32 input
+    after a channels-last depthwise block, three such copies a training step), and its
+    result is NCHW for the kernels after it to read."""
+    x_val = x.meta["val"]
+    if (
+        transposed
+        or not channels_last_only(t.meta["val"])
+        or not _static_4d(x_val)
+        or aten_takes_onednn(x_val.contiguous(), weight.meta["val"], stride, dilation, groups)
+    ):
+        return t
+    return ctx.op(ops.Copy, t)
+
+
+def _static_4d(val):
+    return val.dim() == 4 and all(type(size) is int for size in val.shape)
 
 
 def _nhwc_pays(x, weight, stride, dilation, transposed, groups):
