@@ -100,9 +100,9 @@ class Backend:
     chooses_saved_layouts: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)  # whatever else the vendor carries
     # What the vendor's conversion and codegen read from the process beside the graph and the
-    # knobs, as text (new_backendgraph: whether torch runs more than one thread, which decides
-    # ATen's convolution algorithm and so the layout it converts a convolution to). Part of
-    # the graph and AOT cache keys: a warm start in another such state compiles again
+    # knobs, as text (the host CPU backend's: whether torch runs more than one thread, which
+    # decides ATen's convolution algorithm and so the layout it converts a convolution to).
+    # Part of the graph and AOT cache keys: a warm start in another such state compiles again
     process_state: Callable[[], str] | None = None
     # op name -> Operator, the vocabulary: saved graphs name their ops and find them here
     vendor_ops: Mapping[str, Operator] = field(default_factory=dict)

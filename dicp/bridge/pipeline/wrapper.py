@@ -31,6 +31,10 @@ _LITERALS = (
 )
 
 
+# Statements that read no tensor a kernel writes (before_statement)
+_NEVER_READ = (W.Allocate, W.SetSize, W.SizeOf)
+
+
 class LibraryOp(str):
     """How the wrapper names vendor library op `op` (`GraphCodegenBase.vendor_op_source`):
     a call of it is a CallLibrary, not an eager call."""
@@ -70,17 +74,26 @@ class WrapperBuilder:
         self._next = 0
         self.lowering = None  # the graph node being lowered (GraphCodegenBase.run)
         self.origins: dict = {}  # call's name (wrapper_python.call_name) -> the op it lowers
+        # Called before each statement but an allocation or a size: a codegen holding kernels
+        # back to run several as one emits them there, ahead of anything that could read them
+        self.before_statement = None
 
     def fresh(self, prefix="buf"):
         self._next += 1
         return f"{prefix}{self._next}"
 
     def add(self, statement: W.Statement) -> W.Statement:
+        if not isinstance(statement, _NEVER_READ):
+            self._before_statement()
         self.statements.append(statement)
         name = call_name(statement)
         if name is not None and self.lowering is not None:
             self.origins.setdefault(name, origin_op(self.lowering))
         return statement
+
+    def _before_statement(self):
+        if self.before_statement is not None:
+            self.before_statement()
 
     # ---- symbols ----
     def bind(self, expr, source):
@@ -158,6 +171,7 @@ class WrapperBuilder:
         """A fresh variable bound to `op_source(*args, **kwargs)`: a vendor library op (named
         by `vendor_op_source`) or an eager callable. The call may view any buffer it reads:
         those are no longer private."""
+        self._before_statement()  # kernels held back still see their buffers private
         name = Var(self.fresh())
         args = tuple(self.value(a) for a in args)
         kwargs = tuple((key, self.value(v)) for key, v in kwargs.items())

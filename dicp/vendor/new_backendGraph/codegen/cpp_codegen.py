@@ -25,6 +25,19 @@ from . import lowering_indexing, lowering_layout, lowering_pool, lowering_reduce
 from .costs import divides_or_calls
 from .cpp_render import CppRenderer
 from .faults import KERNEL_FAULTS
+from .horizontal import (
+    MAX_BODIES,
+    MAX_GROUPS,
+    Emission,
+    Group,
+    PendingKernels,
+    elementwise,
+    loaded,
+    one_body,
+    same_buffers,
+    shares,
+    stored,
+)
 from .in_place import in_place_source, sources_read_where_stored
 from .py_render import PyRenderer
 from .values import Buffer, LazyReduction, Pointwise
@@ -338,6 +351,11 @@ def _copy_targets(gm) -> set:
     }
 
 
+def _pointwise_phase(body):
+    """The one phase of a pointwise kernel (CppCodegen.phased_kernel's form)."""
+    return dict(pre=None, inner=(), body=None, post=body, simd=None)
+
+
 def kernel_sources(kernels):
     """(file name, kernels) of each source: kernels.cpp, kernels_1.cpp, ..."""
     chunks = [
@@ -369,6 +387,8 @@ class CppCodegen(GraphCodegenBase):
         self._channels_last_reads = []  # nodes it converts to channels-last (see above)
         self._value_ranges = None
         self.copy_targets = _copy_targets(gm)
+        self._pending = PendingKernels()  # pointwise kernels held back (horizontal.py)
+        self.wrapper.before_statement = self.flush_kernels
 
     # ---- values ----
     def input_value(self, node, val, name=None):
@@ -554,9 +574,9 @@ class CppCodegen(GraphCodegenBase):
             self._kernel_in_memory_order(value, out, order)
         elif split in (None, 0, len(value.sizes)):
             self.pointwise_kernel(
-                *split_loops(
-                    value.sizes, lambda k, index: out.store(k, index, value.load(k, index))
-                )
+                value.sizes,
+                lambda k, index: out.store(k, index, value.load(k, index)),
+                split=True,
             )
         else:
             self.kernel(
@@ -580,7 +600,7 @@ class CppCodegen(GraphCodegenBase):
             index = [loop_index[order.index(d)] for d in range(len(order))]
             out.store(k, index, value.load(k, index))
 
-        self.pointwise_kernel(*split_loops([value.sizes[d] for d in order], store))
+        self.pointwise_kernel([value.sizes[d] for d in order], store, split=True)
 
     def _realize_reduction(self, value):
         """A lazy reduction in a buffer of its own, one kernel over its kept dims (a column
@@ -680,8 +700,64 @@ class CppCodegen(GraphCodegenBase):
             return None
         return split
 
-    def pointwise_kernel(self, sizes, body):
-        return self.kernel(sizes, pre=None, inner=(), body=None, post=body)
+    def pointwise_kernel(self, sizes, body, fuse=True, split=False):
+        """A kernel computing `body(k, index)` at each index of `sizes`, run with the pointwise
+        kernels before and after it over the same loops where they share memory (horizontal.py);
+        `split`: its loops split or merged where its accesses allow (loop_split.py), the
+        group's together; `fuse=False`: a kernel of its own, emitted now."""
+        if fuse and self._grouped(tuple(sizes), body, split):
+            return
+        if split:
+            sizes, body = split_loops(sizes, body)
+        self.kernel(sizes, pre=None, inner=(), body=None, post=body)
+
+    def _grouped(self, sizes, body, split):
+        """Whether pointwise `body` over `sizes` joined a group of kernels held back, or
+        started one."""
+        alone = self._pointwise_emission(sizes, [body], split)
+        if not elementwise(alone.kernel):
+            return False
+        reads, writes = loaded(alone.kernel), stored(alone.kernel)
+        pending = self._pending
+        conflicts = pending.conflicts(reads, writes)
+        for group in pending.groups:
+            if (
+                (group.sizes, group.split) == (sizes, split)
+                and len(group.bodies) < MAX_BODIES
+                and shares(group.emission.kernel, alone.kernel)
+                and pending.may_join(group, conflicts)
+            ):
+                merged = self._pointwise_emission(sizes, [*group.bodies, body], split)
+                if elementwise(merged.kernel) and same_buffers(
+                    merged.body_buffers, [*group.emission.body_buffers, *alone.body_buffers]
+                ):
+                    pending.join(group, merged, body, reads, writes, conflicts)
+                    return True
+        if len(pending.groups) >= MAX_GROUPS:
+            self.flush_kernels()
+            conflicts = set()
+        group = Group(sizes, split, [body], alone, self.wrapper.lowering, reads, writes)
+        pending.start(group, conflicts)
+        return True
+
+    def _pointwise_emission(self, sizes, bodies, split):
+        """`bodies` emitted as one pointwise kernel (horizontal.Emission)."""
+        body = one_body(bodies)
+        if split:
+            sizes, body = split_loops(sizes, body)
+        return Emission(self._emit_kernel(sizes, [_pointwise_phase(body)]), list(sizes))
+
+    def flush_kernels(self):
+        """Emit the groups of pointwise kernels held back, each as one kernel (named in
+        profiles after the op that started it)."""
+        lowering = self.wrapper.lowering
+        try:
+            for group in self._pending.take():
+                group.emission.kernel.name = f"kernel_{len(self.kernels)}"
+                self.wrapper.lowering = group.origin
+                self._add_kernel(group.emission.kernel, group.emission.sizes)
+        finally:
+            self.wrapper.lowering = lowering
 
     def kernel(self, sizes, pre, inner, body, post, simd_reduction=None):
         """Emit one loop nest: outer loops over `sizes`, then `pre`, the `inner` loops with
@@ -696,6 +772,7 @@ class CppCodegen(GraphCodegenBase):
     def phased_kernel(self, sizes, phases):
         """`kernel` with several phases run in order in each outer iteration, each a dict of
         its `kernel` arguments (simd: `simd_reduction`)."""
+        self.flush_kernels()
         k = self._emit_kernel(sizes, phases)
         while k.unfused:
             for reduction in k.unfused:
@@ -783,6 +860,7 @@ class CppCodegen(GraphCodegenBase):
                 self.defined_size_params.add(symbol)
 
     def finish(self):
+        self.flush_kernels()
         statements, sources = self.wrapper.planned(), kernel_sources(self.kernels)
         files = {
             name: render("module.cpp.j2", kernels=kernels, bounds_check=self.bounds_check)
@@ -861,6 +939,7 @@ class LoopPythonCodegen(CppCodegen):
         return PyRenderer().kernel(kernel)
 
     def finish(self):
+        self.flush_kernels()
         source = PYTHON_KERNELS_HEADER + "\n\n".join(self.kernels)
         return GeneratedGraph(
             self.ctx.graph_name,

@@ -165,6 +165,8 @@ class CppRenderer(L.Renderer):
     def statement_Loop(self, s):
         pragmas = self._parallel(s.parallel) if s.parallel else []
         simd = self._simd(s.simd) if s.simd is not None else []
+        if pragmas and simd and s.chunk is None:  # one loop, parallel and vectorized
+            pragmas, simd = self._parallel(s.parallel, s.simd), []
         var, lo, hi = s.var.name, self.expr(s.lo), self.expr(s.hi)
         body = self.lines(s.body, "  ")
         if s.chunk is None:
@@ -186,10 +188,18 @@ class CppRenderer(L.Renderer):
         stop = f" && !{until.name}" if until is not None else ""
         return f"for (int64_t {var} = {lo}; {var} < {hi}{stop}; ++{var}) {{"
 
-    def _parallel(self, parallel):
+    def _parallel(self, parallel, simd=None):
+        """`omp parallel for`; with `simd` (reduction clauses) `omp parallel for simd`, whose
+        `if` applies to its threads only (OpenMP 5's unnamed `if` would turn off its lanes
+        too)."""
         collapse = f" collapse({parallel.collapse})" if parallel.collapse > 1 else ""
+        if simd is None:
+            construct, condition = "parallel for", ""
+        else:
+            construct, condition = "parallel for simd", "parallel: "
+            collapse += "".join(f" reduction({c})" for c in simd.split())
         return [
-            f"#pragma omp parallel for{collapse} if({self.expr(parallel.work)} >= "
+            f"#pragma omp {construct}{collapse} if({condition}{self.expr(parallel.work)} >= "
             f"{parallel.threshold})"
         ]
 

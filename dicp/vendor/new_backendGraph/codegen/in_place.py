@@ -17,32 +17,31 @@ from . import loop_ir as L
 
 
 def in_place_source(k, may_share):
-    """The (output, source) Params of kernel `k` (a KernelBuilder) where its one output may
-    take the memory of input `source`, or None. `may_share(output base, source base)` says
+    """The (output, source) Params of kernel `k` (a KernelBuilder) where an output may take
+    the memory of input `source`, or None. `may_share(output base, source base)` says
     whether their buffers are alike (dtype, extent) and private."""
     return next(sources_read_where_stored(k, may_share), None)
 
 
 def sources_read_where_stored(k, candidate):
-    """The (output, source) Params of kernel `k`, its one output and each input whose every
-    element the kernel reads only where it writes the output's, before writing it, among those
-    for which `candidate(output base, source base)` holds; generated one by one (each test
-    walks the kernel's statements)."""
-    writable = [p for p in k.params.values() if p.writable]
-    if len(writable) != 1:
-        return
-    output = writable[0]
-    store = _only_store(k.phases, output.name)
-    if store is None:
-        return
+    """The (output, source) Params of kernel `k`: each output it stores once and each input
+    whose every element the kernel reads only where it writes the output's, before writing
+    it, among those for which `candidate(output base, source base)` holds; generated one by
+    one (each test walks the kernel's statements). A kernel of several outputs (a group of
+    pointwise kernels: horizontal.py) writes each into memory of its own, so a pair holds
+    whatever the others store."""
     at_unit_loops = {v: 0 for v in k.unit_loops}
-    for source in k.params.values():
-        if (
-            source is not output
-            and candidate(output.base, source.base)
-            and _read_only_before(k.phases, store, source.name, at_unit_loops)
-        ):
-            yield output, source
+    for output in [p for p in k.params.values() if p.writable]:
+        store = _only_store(k.phases, output.name)
+        if store is None:
+            continue
+        for source in k.params.values():
+            if (
+                not source.writable
+                and candidate(output.base, source.base)
+                and _read_only_before(k.phases, store, source.name, at_unit_loops)
+            ):
+                yield output, source
 
 
 def _only_store(phases, pointer):

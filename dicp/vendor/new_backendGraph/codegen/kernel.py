@@ -308,6 +308,14 @@ class KernelBuilder:
         """After a store, earlier loads may be stale: stop reusing them."""
         self.blocks[-1].cse.clear()
 
+    def forget_loads(self, pointers):
+        """After stores to `pointers`, their earlier loads may be stale: stop reusing those
+        (values computed from them stay right: they name the loads' variables)."""
+        for block in self.blocks:
+            stale = [e for e in block.cse if isinstance(e, L.Load) and e.pointer in pointers]
+            for expr in stale:
+                del block.cse[expr]
+
     def scoped(self, body):
         """(`body()`, the statements it emitted into a block of its own, whose values are not
         reused after it), for the caller to nest in an If or a For."""
@@ -560,10 +568,19 @@ def _one_to_one(index, sizes, variables):
     if not variables:
         return True
     if all(_affine(expr, variables) for expr in index):
-        rows = [[sympy.diff(expr, v) for v in variables] for expr in index]
-        return sympy.Matrix(rows).rank() == len(variables)
+        return affine_one_to_one(index, variables)
     flat = flat_index(index, contiguous_strides(sizes))
     return _affine(flat, variables) and all(sympy.diff(flat, v) != 0 for v in variables)
+
+
+def affine_one_to_one(index, variables):
+    """Whether `index` is affine in loop `variables` with coefficients of full column rank
+    (a different value at each point of the loops)."""
+    variables = sorted(variables, key=str)
+    if not all(_affine(sympy.sympify(expr), variables) for expr in index):
+        return False
+    rows = [[sympy.diff(expr, v) for v in variables] for expr in index]
+    return not variables or sympy.Matrix(rows).rank() == len(variables)
 
 
 def _affine(expr, variables):

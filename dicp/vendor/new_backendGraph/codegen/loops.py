@@ -116,7 +116,7 @@ def plan_loops(nest: KernelLoops):
     everything = set(nest.extents)
     while parallel and not all(nest.pinned(v, stores, everything) for v in nest.outer[:parallel]):
         parallel -= 1
-    simd_outer = depth > 1 and not has_inner and nest.lanes_pinned(nest.outer[-1], stores)
+    simd_outer = depth >= 1 and not has_inner and nest.lanes_pinned(nest.outer[-1], stores)
     return LoopPlan(parallel, simd_outer, tuple(_phase_simd(nest, p) for p in nest.phases))
 
 

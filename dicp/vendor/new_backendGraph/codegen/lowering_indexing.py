@@ -7,7 +7,6 @@ from dicp.api import is_dense, shape_of
 
 from .ctypes_map import compute_ctype
 from .loop_ir import Const
-from .loop_split import split_loops
 from .lowering import HALF_TYPES, dense_strides, lowering
 from .values import Buffer, Pointwise, cast_value, load_broadcast
 
@@ -210,10 +209,10 @@ def copy_into(g, node, dst, src):
     g.realize_live_values()
     dst, src = g.value(dst), g.value(src)
     g.pointwise_kernel(
-        *split_loops(
-            dst.sizes,
-            lambda k, idx: dst.store(k, idx, load_broadcast(k, src, idx, dst.dtype, dst.sizes)),
-        )
+        dst.sizes,
+        lambda k, idx: dst.store(k, idx, load_broadcast(k, src, idx, dst.dtype, dst.sizes)),
+        fuse=False,  # the call just added is the copy (offer_copy_elision), nothing else
+        split=True,
     )
     if _elidable_copy(g, dst, src):
         g.wrapper.offer_copy_elision(dst.base, src.base)
