@@ -93,3 +93,24 @@ def test_kernels_sharing_an_input_run_as_one(dumps):
     for got, want in zip(compiled(f)(x, w), f(x, w)):
         torch.testing.assert_close(got, want)
     assert kernel_calls(dumps, "inference") == 1
+
+
+def test_an_activation_and_its_mask_join_the_normalization_across_other_kernels(dumps):
+    """After a transposed convolution (NCHW), training batch norm's normalization, the
+    activation and its saved mask are pointwise over one loop nest, with the running
+    statistics' updates (kernels of their own, which touch none of their buffers) in between:
+    the kernel storing the mask stores the normalized values and the activation too.
+    Gradients match eager's."""
+    torch.manual_seed(0)
+    block = nn.Sequential(nn.ConvTranspose2d(4, 3, 4, 2, 1), nn.BatchNorm2d(3), nn.LeakyReLU())
+    x = torch.randn(2, 4, 5, 5)
+    loss = lambda y: (y * torch.linspace(-1, 1, y.numel()).view_as(y)).sum()
+    loss(compiled(block)(x)).backward()
+    got = [p.grad.clone() for p in block.parameters()]
+    block.zero_grad()
+    loss(block(x)).backward()
+    for g, p in zip(got, block.parameters()):
+        torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-4)
+    (forward,) = dumps.glob("debug/*_forward_*/kernels.cpp")
+    (signature,) = re.findall(r"void kernel_\d+\([^)]*uint8_t\* [^)]*\)", forward.read_text())
+    assert len(re.findall(r"float\* (?:__restrict__ )?out_", signature)) >= 2, signature

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from ..common.tolerance import assert_close
-from .helpers import cold_cache, compiled, kernel_count, kernel_sources  # noqa: F401
+from .helpers import cold_cache, compiled, dumps, kernel_count, kernel_sources  # noqa: F401
 
 
 def rms_norm(x, weight):
@@ -215,3 +215,20 @@ def test_group_norm_statistics_run_once_per_group(cold_cache):
     reducing = [k for k in kernels if "acc" in k]
     assert reducing
     assert not any("< 12L;" in k for k in reducing)
+
+
+def test_a_batch_norm_variance_read_twice_runs_once(dumps):
+    """Training batch norm over an NCHW batch reads each channel's variance twice, for the
+    scale that normalizes and for the running variance. Inlined into both readers, the
+    variance's pass over the batch ran twice: it is written once (CppCodegen's
+    _computes_reductions), and the training forward has two passes over the batch, the mean's
+    and the variance's. Output and running statistics match eager's."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, 5, 7)
+    norms = [torch.nn.BatchNorm2d(3).train() for _ in range(2)]
+    torch.testing.assert_close(compiled(norms[0])(x), norms[1](x))
+    for name in ("running_mean", "running_var"):
+        torch.testing.assert_close(getattr(norms[0], name), getattr(norms[1], name))
+    (forward,) = dumps.glob("debug/*_forward_*/kernels.cpp")
+    kernels = forward.read_text().split("graph_entry_")[0].split('extern "C" void kernel_')
+    assert sum("acc" in k for k in kernels) == 2

@@ -31,8 +31,9 @@ _LITERALS = (
 )
 
 
-# Statements that read no tensor a kernel writes (before_statement)
-_NEVER_READ = (W.Allocate, W.SetSize, W.SizeOf)
+# Statements before which a codegen's held-back kernels need not run (before_statement): they
+# read no tensor, or launch a kernel, which the codegen orders itself
+_NOT_AFTER_HELD_KERNELS = (W.Allocate, W.SetSize, W.SizeOf, W.CallKernel)
 
 
 class LibraryOp(str):
@@ -74,8 +75,9 @@ class WrapperBuilder:
         self._next = 0
         self.lowering = None  # the graph node being lowered (GraphCodegenBase.run)
         self.origins: dict = {}  # call's name (wrapper_python.call_name) -> the op it lowers
-        # Called before each statement but an allocation or a size: a codegen holding kernels
-        # back to run several as one emits them there, ahead of anything that could read them
+        # Called before each statement but an allocation, a size or a kernel launch: a codegen
+        # holding kernels back to run several as one emits them there, ahead of anything that
+        # could read them
         self.before_statement = None
 
     def fresh(self, prefix="buf"):
@@ -83,7 +85,7 @@ class WrapperBuilder:
         return f"{prefix}{self._next}"
 
     def add(self, statement: W.Statement) -> W.Statement:
-        if not isinstance(statement, _NEVER_READ):
+        if not isinstance(statement, _NOT_AFTER_HELD_KERNELS):
             self._before_statement()
         self.statements.append(statement)
         name = call_name(statement)

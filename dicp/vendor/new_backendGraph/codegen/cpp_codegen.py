@@ -217,6 +217,24 @@ def _cheap(value):
     return statements - index + index // INDEX_STATEMENTS_PER_STATEMENT <= RECOMPUTE_LIMIT
 
 
+def _computes_reductions(node, value):
+    """Whether each element of lazy `value` computes lazy reductions of its own and two or
+    more readers read it element for element (a batch norm's variance over an NCHW batch, one
+    per channel, read by the scale that normalizes and by the running variance's update):
+    inlined, each of those kernels computed them again, a pass over the batch each. Readers
+    that broadcast it (a norm's rows) compute it as a phase of their one kernel."""
+    own = _static_numel(node.meta.get("val"))
+    readers = [_static_numel(u.meta.get("val")) for u in node.users]
+    if own is None or own <= 1 or readers.count(own) < 2:
+        return False
+    probe = _emit_probe(value)
+    own = product(value.sizes)
+    return any(
+        sympy.expand(product(r.kept_sizes()) - own) == 0
+        for r in [*probe.fused_reductions, *probe.unfused]
+    )
+
+
 # A lazy value dividing or calling a function (costs.py: divisions, roots and the runtime's
 # functions) on few elements that a much larger loop reads (batch norm's
 # rsqrt(var + eps), one per channel, read at every pixel) is written to memory first, as
@@ -533,7 +551,11 @@ class CppCodegen(GraphCodegenBase):
             return True
         if len(node.users) == 1:
             return False
-        return any(u.op == "output" for u in node.users) or not _cheap(value)
+        return (
+            any(u.op == "output" for u in node.users)
+            or not _cheap(value)
+            or _computes_reductions(node, value)
+        )
 
     def realize_live_values(self):
         """Before a kernel overwrites a buffer, compute every lazy value still to be read."""
@@ -747,13 +769,20 @@ class CppCodegen(GraphCodegenBase):
             sizes, body = split_loops(sizes, body)
         return Emission(self._emit_kernel(sizes, [_pointwise_phase(body)]), list(sizes))
 
-    def flush_kernels(self):
+    def flush_kernels(self, before=None):
         """Emit the groups of pointwise kernels held back, each as one kernel (named in
-        profiles after the op that started it)."""
+        profiles after the op that started it): all of them, or those kernel `before` (a
+        KernelBuilder about to be added) must run after."""
+        if before is None:
+            groups = self._pending.take()
+        else:
+            params = before.params.values()
+            groups = self._pending.take(
+                {p.base for p in params}, {p.base for p in params if p.writable}
+            )
         lowering = self.wrapper.lowering
         try:
-            for group in self._pending.take():
-                group.emission.kernel.name = f"kernel_{len(self.kernels)}"
+            for group in groups:
                 self.wrapper.lowering = group.origin
                 self._add_kernel(group.emission.kernel, group.emission.sizes)
         finally:
@@ -772,7 +801,6 @@ class CppCodegen(GraphCodegenBase):
     def phased_kernel(self, sizes, phases):
         """`kernel` with several phases run in order in each outer iteration, each a dict of
         its `kernel` arguments (simd: `simd_reduction`)."""
-        self.flush_kernels()
         k = self._emit_kernel(sizes, phases)
         while k.unfused:
             for reduction in k.unfused:
@@ -782,6 +810,7 @@ class CppCodegen(GraphCodegenBase):
         if row_caches:
             cached = self._emit_kernel(sizes, phases, row_caches)
             k = cached if cached.row_caches_hold() else k
+        self.flush_kernels(before=k)
         self._add_kernel(k, sizes)
 
     def _emit_kernel(self, sizes, phases, row_caches=None):
@@ -803,6 +832,7 @@ class CppCodegen(GraphCodegenBase):
         return k
 
     def _add_kernel(self, k, sizes):
+        k.name = f"kernel_{len(self.kernels)}"  # kernels held back may have gone first
         for reduction in k.fused_reductions:
             reduction.computed_in_kernel = True
         outer = loop_index(len(sizes))

@@ -84,16 +84,25 @@ class PendingKernels:
         group.writes |= writes
         group.after |= conflicts - {group}
 
-    def take(self) -> list:
-        """Every group, each after those it must run after, else in the order started; none
-        held any longer."""
-        ordered, done, waiting = [], set(), list(self.groups)
+    def take(self, reads=None, writes=None) -> list:
+        """The groups a kernel reading `reads` and writing `writes` must run after (every
+        group where not given), with the groups those must run after, each after those it
+        must run after, else in the order started; none of them held any longer. The rest
+        stay held: they neither feed that kernel nor read or write what it writes."""
+        if reads is None:
+            taken = set(self.groups)
+        else:
+            taken = set()
+            for group in self.conflicts(reads, writes):
+                taken |= {group} | self._before(group)
+        ordered, waiting = [], [g for g in self.groups if g in taken]
         while waiting:
-            ready = next(g for g in waiting if g.after <= done)
+            ready = next(g for g in waiting if g.after <= set(ordered))
             waiting.remove(ready)
             ordered.append(ready)
-            done.add(ready)
-        self.groups = []
+        self.groups = [g for g in self.groups if g not in taken]
+        for group in self.groups:
+            group.after -= taken
         return ordered
 
     def _before(self, group) -> set:
