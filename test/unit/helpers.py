@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,15 @@ def scenario_runs(run, cache, first_env, second_env, wrong_envs):
     for env, result in zip((first_env, second_env), results):
         assert result["ok"] == (env not in wrong_envs), (env, result)
     return results
+
+
+@contextmanager
+def torch_setting(get, set_to, value):
+    """torch's global setting read by `get` and written by `set_to` at `value` inside the
+    block (a thread count, deterministic algorithms), back as it was after."""
+    before = get()
+    set_to(value)
+    try:
+        yield value
+    finally:
+        set_to(before)

@@ -13,6 +13,7 @@ import torch
 import torch.nn as nn
 
 from .helpers import cold_cache, compiled, compiled_and_eager_grads, dumps  # noqa: F401
+from .helpers import torch_setting
 from .helpers import wrapper_sources as wrappers
 
 NHWC = torch.channels_last
@@ -167,10 +168,8 @@ def test_a_library_call_after_a_one_channel_kernel_is_read_in_its_traced_layout(
 @pytest.fixture(params=[1, 2], ids=["1 thread", "2 threads"])
 def threads(request):
     """torch's thread count for one test: ATen picks a 1x1 convolution's algorithm by it."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(request.param)
-    yield request.param
-    torch.set_num_threads(before)
+    with torch_setting(torch.get_num_threads, torch.set_num_threads, request.param) as count:
+        yield count
 
 
 def depthwise_block():

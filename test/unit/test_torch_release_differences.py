@@ -18,7 +18,7 @@ from dicp.bridge.pipeline.conversion import overloads_of
 from dicp.vendor.new_backendGraph import config as backend_config
 
 from ..common.tolerance import assert_close
-from .helpers import compiled, warm_cache  # noqa: F401  (fixture)
+from .helpers import compiled, torch_setting, warm_cache  # noqa: F401  (fixture)
 
 DYNAMIC = pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 
@@ -32,10 +32,9 @@ def strict(warm_cache, monkeypatch):
 @pytest.fixture(params=[False, True], ids=["default", "deterministic"])
 def deterministic(request):
     """torch's own max-pool backward decomposition returns NotImplemented in this mode."""
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(request.param)
-    yield request.param
-    torch.use_deterministic_algorithms(before)
+    enabled, use = torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms
+    with torch_setting(enabled, use, request.param) as mode:
+        yield mode
 
 
 def test_each_listed_decomposition_exists_in_this_torch():
