@@ -91,8 +91,8 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding, dila
         channels_last_only(grad_val)
     ):
         op = ops.ConvolutionBackwardNHWC
-    elif channels_last_only(x_val) and _nhwc_pays(
-        x_val.contiguous(), weight.meta["val"], stride, dilation, transposed, groups
+    elif channels_last_only(x_val) and _nhwc_shapes(
+        x_val, weight.meta["val"], stride, dilation, transposed, groups
     ):
         # ATen runs it channels-last as its input is; the NCHW gradient of a compiled
         # module's output is converted by a kernel of ours (CppCodegen._in_channels_last)
@@ -118,7 +118,7 @@ def _nchw_for_aten(ctx, t, x, weight, stride, dilation, transposed, groups):
         transposed
         or not channels_last_only(t.meta["val"])
         or not _static_4d(x_val)
-        or aten_takes_onednn(x_val.contiguous(), weight.meta["val"], stride, dilation, groups)
+        or aten_takes_onednn(x_val, weight.meta["val"], stride, dilation, groups)
     ):
         return t
     return ctx.op(ops.Copy, t)
@@ -129,14 +129,19 @@ def _static_4d(val):
 
 
 def _nhwc_pays(x, weight, stride, dilation, transposed, groups):
+    """Whether a convolution of a plain NCHW batch `x` runs faster channels-last."""
+    return x.is_contiguous() and _nhwc_shapes(x, weight, stride, dilation, transposed, groups)
+
+
+def _nhwc_shapes(x, weight, stride, dilation, transposed, groups):
+    """Whether a convolution of these shapes and dtype runs faster channels-last, whatever
+    `x`'s layout: oneDNN runs it, and NCHW and NHWC differ (more than one channel and pixel)."""
     return (
         not transposed
-        and x.dim() == 4
         and x.dtype in (torch.float32, torch.bfloat16)
-        and all(type(size) is int for size in x.shape)
+        and _static_4d(x)
         and x.shape[1] > 1
         and x.shape[2] * x.shape[3] > 1
-        and x.is_contiguous()
         and aten_takes_onednn(x, weight, stride, dilation, groups)
     )
 
