@@ -78,7 +78,7 @@ class WrapperBuilder:
         # Called before each statement but an allocation, a size or a kernel launch: a codegen
         # holding kernels back to run several as one emits them there, ahead of anything that
         # could read them
-        self.before_statement = None
+        self.before_statement = lambda: None
 
     def fresh(self, prefix="buf"):
         self._next += 1
@@ -86,16 +86,12 @@ class WrapperBuilder:
 
     def add(self, statement: W.Statement) -> W.Statement:
         if not isinstance(statement, _NOT_AFTER_HELD_KERNELS):
-            self._before_statement()
+            self.before_statement()
         self.statements.append(statement)
         name = call_name(statement)
         if name is not None and self.lowering is not None:
             self.origins.setdefault(name, origin_op(self.lowering))
         return statement
-
-    def _before_statement(self):
-        if self.before_statement is not None:
-            self.before_statement()
 
     # ---- symbols ----
     def bind(self, expr, source):
@@ -173,7 +169,7 @@ class WrapperBuilder:
         """A fresh variable bound to `op_source(*args, **kwargs)`: a vendor library op (named
         by `vendor_op_source`) or an eager callable. The call may view any buffer it reads:
         those are no longer private."""
-        self._before_statement()  # kernels held back still see their buffers private
+        self.before_statement()  # kernels held back still see their buffers private
         name = Var(self.fresh())
         args = tuple(self.value(a) for a in args)
         kwargs = tuple((key, self.value(v)) for key, v in kwargs.items())

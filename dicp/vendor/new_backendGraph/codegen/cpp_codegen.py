@@ -228,7 +228,6 @@ def _computes_reductions(node, value):
     if own is None or own <= 1 or readers.count(own) < 2:
         return False
     probe = _emit_probe(value)
-    own = product(value.sizes)
     return any(
         sympy.expand(product(r.kept_sizes()) - own) == 0
         for r in [*probe.fused_reductions, *probe.unfused]

@@ -163,10 +163,11 @@ class CppRenderer(L.Renderer):
         return lines + ["}"]
 
     def statement_Loop(self, s):
-        pragmas = self._parallel(s.parallel) if s.parallel else []
-        simd = self._simd(s.simd) if s.simd is not None else []
-        if pragmas and simd and s.chunk is None:  # one loop, parallel and vectorized
+        if s.parallel and s.simd is not None and s.chunk is None:  # one loop, both
             pragmas, simd = self._parallel(s.parallel, s.simd), []
+        else:
+            pragmas = self._parallel(s.parallel) if s.parallel else []
+            simd = self._simd(s.simd) if s.simd is not None else []
         var, lo, hi = s.var.name, self.expr(s.lo), self.expr(s.hi)
         body = self.lines(s.body, "  ")
         if s.chunk is None:

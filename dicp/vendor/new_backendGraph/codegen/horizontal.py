@@ -20,7 +20,9 @@ then the rest of each), so a group may run later than kernels emitted after its 
 group records the groups that must run before it (`after`: one writes what it reads or writes,
 or reads what it writes), a kernel joins a group only where that orders no group before
 itself, and `PendingKernels.take` returns the groups in an order that keeps every such pair.
-CppCodegen emits them before any other kernel or wrapper statement but an allocation or a size.
+CppCodegen emits, before another kernel, the groups that kernel reads from or writes to (and
+those they must run after), and every group before any wrapper statement but an allocation,
+a size or a kernel launch.
 """
 
 from dataclasses import dataclass, field
