@@ -9,6 +9,7 @@ import math
 import operator
 
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from dicp.api import Unsupported, opmath_dtype, register_conversion, traced_value
 
@@ -673,6 +674,53 @@ def as_strided(ctx, x, size, stride, storage_offset=None):
     return ctx.op(
         ops.AsStrided, ctx.converted(owner), list(size), list(stride), storage_offset or 0, *layout
     )
+
+
+@conversion(aten.as_strided_scatter.default)
+def as_strided_scatter(ctx, x, src, size, stride, storage_offset=None):
+    """x with src written through x.as_strided(size, stride, storage_offset), whose strides
+    address x's storage in eager's layout (as_strided's backward, and functionalization's
+    write through a view it cannot replay). Converted where that layout is dense from offset
+    0, so our result's buffer is that storage, and where the sizes show without a guard that
+    the view's elements are apart and inside it; otherwise eager, which checks both."""
+    offset = storage_offset or 0
+    if not _contiguous_from_zero(ctx.out):
+        raise Unsupported("a result whose eager layout is not contiguous from offset 0")
+    reach = [ctx.val(n) for n in size], [ctx.val(s) for s in stride], ctx.val(offset)
+    if not _apart_and_inside(*reach, ctx.out.numel()):
+        raise Unsupported("a view not shown to write each element of the storage once")
+    return ctx.op(ops.AsStridedScatter, x, src, list(size), list(stride), offset)
+
+
+def _contiguous_from_zero(fake) -> bool:
+    """Whether `fake`'s strides are the contiguous ones (a dim of size 1 takes any) from
+    storage offset 0."""
+    expected, contiguous = 1, _known(fake.storage_offset() == 0)
+    for n, s in reversed(list(zip(fake.shape, fake.stride()))):
+        contiguous = contiguous and (_known(n == 1) or _known(s == expected))
+        expected = expected * n
+    return contiguous
+
+
+def _known(condition) -> bool:
+    """Whether `condition` (on ints, or on the graph's symbolic sizes) holds for every size,
+    decided without a guard: a false answer only sends a node to eager."""
+    return statically_known_true(condition)
+
+
+def _apart_and_inside(size, stride, offset, numel) -> bool:
+    """Whether the view of `size` and `stride` at `offset` addresses distinct elements, all in
+    [0, numel): taken from the smallest stride up, each dim's stride passes the furthest
+    element the dims before it reach."""
+    dims = [(n, s) for n, s in zip(size, stride) if not _known(n == 1)]
+    furthest = 0
+    while dims:
+        smallest = next((d for d in dims if all(_known(d[1] <= e[1]) for e in dims)), None)
+        if smallest is None or not _known(smallest[1] > furthest):
+            return False
+        dims.remove(smallest)
+        furthest = furthest + smallest[1] * (smallest[0] - 1)
+    return _known(offset >= 0) and _known(offset + furthest < numel)
 
 
 @conversion(aten.flip.default)

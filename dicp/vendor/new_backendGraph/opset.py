@@ -68,6 +68,9 @@ LAYOUT = {
     "SliceScatter": lambda x, src, dim, start, end, step: torch.slice_scatter(
         x, src, dim, start, end, step
     ),
+    "AsStridedScatter": lambda x, src, size, stride, offset: torch.as_strided_scatter(
+        x, src, size, stride, offset
+    ),
     "AsStrided": lambda x, size, stride, offset, owner_strides=None: _relaid(
         x, owner_strides
     ).as_strided(size, stride, offset),

@@ -3,7 +3,7 @@ scatters and index_put (stores through computed indices), and copies into graph 
 
 import torch
 
-from dicp.api import is_dense, shape_of
+from dicp.api import is_dense, shape_of, to_sympy
 
 from .ctypes_map import compute_ctype
 from .loop_ir import Const
@@ -198,6 +198,22 @@ def index_put(g, node, x, indices, values, accumulate=False):
         )
 
     g.pointwise_kernel(sizes, body)
+    return scatter_result(out, node.meta["val"])
+
+
+@lowering("AsStridedScatter")
+def as_strided_scatter(g, node, x, src, size, stride, offset):
+    """A fresh copy of x, contiguous from offset 0 as eager lays it out (the conversion has
+    checked), with src stored through the view's strides: each element once, inside it."""
+    x, src = g.value(x), g.value(src)
+    out = scatter_target(g, x, node.meta["val"])
+    strides = [to_sympy(s) for s in stride]
+    view = Buffer(out.base, out.dtype, list(src.sizes), strides, out.offset + to_sympy(offset))
+
+    def body(k, idx):
+        view.store(k, idx, cast_value(k, src.load(k, idx), src.dtype, out.dtype))
+
+    g.pointwise_kernel(src.sizes, body)
     return scatter_result(out, node.meta["val"])
 
 
