@@ -73,6 +73,7 @@ from .bridge.pipeline.torch_compat import (
     build_config,
     get_decompositions,
     same_storage,
+    storage_key,
 )
 from .bridge.pipeline.utils import log, opmath_dtype
 from .bridge.pipeline import wrapper_ir
@@ -132,6 +133,7 @@ __all__ = [
     "size_hints",
     "may_overlap",
     "same_storage",
+    "storage_key",
     "storage_span",
     # building
     "Toolchain",

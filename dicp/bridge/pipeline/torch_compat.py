@@ -56,6 +56,7 @@ __all__ = [
     "report_output_strides",
     "saved_for_backward",
     "same_storage",
+    "storage_key",
     "tangents_in_memory_format",
     "unset_fake_temporarily",
     "guard_mark",
@@ -233,4 +234,10 @@ def recompile_error_type():
 
 def same_storage(a, b) -> bool:
     """Whether tensors `a` and `b` (fake or real) view one storage."""
-    return StorageWeakRef(a.untyped_storage()) == StorageWeakRef(b.untyped_storage())
+    return storage_key(a) == storage_key(b)
+
+
+def storage_key(tensor):
+    """A hashable identity of `tensor`'s storage (fake or real), equal for tensors viewing one
+    storage: tensors grouped by storage without comparing every pair."""
+    return StorageWeakRef(tensor.untyped_storage())

@@ -58,6 +58,8 @@ def _elide_copies(wrapper, blocks, returned) -> set:
     written in place of. Returns the sources taken."""
     statements = wrapper.statements
     last_use = W.last_uses(statements)
+    targets = {target for target, _, _ in wrapper.copy_offers}
+    naming = _statements_naming(statements, targets)
     taken = {}  # source -> target
     for target, source, call in wrapper.copy_offers:
         allocation = wrapper.allocations[source]
@@ -67,9 +69,9 @@ def _elide_copies(wrapper, blocks, returned) -> set:
             or last_use.get(target) != call
             or not isinstance(statements[allocation], W.Allocate)
             or not all(
-                _reads_target_safely(wrapper, s, number, allocation, target, source)
-                for number, s in enumerate(statements[:call])
-                if target in s.variables()
+                _reads_target_safely(wrapper, statements[n], n, allocation, target, source)
+                for n in naming[target]
+                if n < call
             )
         ):
             continue
@@ -84,6 +86,16 @@ def _elide_copies(wrapper, blocks, returned) -> set:
         blocks[0] = [W.StoragesApart(apart, targets, others), *in_place, *blocks[0]]
         blocks[-1] = [*blocks[-1], *(W.CopyBack(t, s, apart) for s, t in taken.items())]
     return set(taken)
+
+
+def _statements_naming(statements, names) -> dict:
+    """Name in `names` -> the numbers of the statements naming it, in order: read once for
+    all copy offers (an optimizer's graph offers one per parameter and state)."""
+    naming = {name: [] for name in names}
+    for number, statement in enumerate(statements):
+        for name in statement.variables() & names:
+            naming[name].append(number)
+    return naming
 
 
 def _reads_target_safely(wrapper, statement, number, allocation, target, source):

@@ -1,6 +1,8 @@
 """C++ target: lowers vendor ops to fused loop nests (loop IR), printed by the C++ renderer
 into Jinja templates."""
 
+from collections import Counter
+
 import sympy
 import torch
 import torch.fx as fx
@@ -10,10 +12,10 @@ from dicp.api import (
     GraphCodegenBase,
     Operator,
     log,
-    same_storage,
     shape_of,
     size_hints,
     sizes_as_sympy,
+    storage_key,
     strides_of,
     to_sympy,
 )
@@ -358,14 +360,9 @@ def _copy_targets(gm) -> set:
         for n in gm.graph.nodes
         if n.op == "call_function" and getattr(n.target, "name", None) == "CopyInto"
     }
-    return {
-        n.name
-        for n in inputs
-        if n in written
-        and not any(
-            other is not n and same_storage(other.meta["val"], n.meta["val"]) for other in inputs
-        )
-    }
+    storage = {n: storage_key(n.meta["val"]) for n in inputs}
+    sharing = Counter(storage.values())
+    return {n.name for n in inputs if n in written and sharing[storage[n]] == 1}
 
 
 def _pointwise_phase(body):
@@ -405,6 +402,7 @@ class CppCodegen(GraphCodegenBase):
         self._value_ranges = None
         self.copy_targets = _copy_targets(gm)
         self._pending = PendingKernels()  # pointwise kernels held back (horizontal.py)
+        self._lazy = {}  # nodes whose value was lazy when computed, in graph order
         self.wrapper.before_statement = self.flush_kernels
 
     # ---- values ----
@@ -556,9 +554,20 @@ class CppCodegen(GraphCodegenBase):
             or _computes_reductions(node, value)
         )
 
+    def call_function(self, node):
+        value = super().call_function(node)
+        if isinstance(value, Pointwise):
+            self._lazy[node] = None
+        return value
+
     def realize_live_values(self):
-        """Before a kernel overwrites a buffer, compute every lazy value still to be read."""
-        for node, value in list(self.env.items()):
+        """Before a kernel overwrites a buffer, compute every lazy value still to be read.
+        The lazy nodes are tracked (`_lazy`, in graph order): an optimizer's graph copies
+        into each of thousands of inputs, and scanning every node at each copy was most of
+        the compile of a 400-parameter AdamW step."""
+        for node in list(self._lazy):
+            del self._lazy[node]  # realized now, or read by no node still to come
+            value = self.env[node]
             if isinstance(value, Pointwise) and any(u not in self.env for u in node.users):
                 self.env[node] = self.realize(value)
 
@@ -741,10 +750,10 @@ class CppCodegen(GraphCodegenBase):
         reads, writes = loaded(alone.kernel), stored(alone.kernel)
         pending = self._pending
         conflicts = pending.conflicts(reads, writes)
-        for group in pending.groups:
+        for group in pending.over(sizes, split):
             if (
-                (group.sizes, group.split) == (sizes, split)
-                and len(group.bodies) < MAX_BODIES
+                len(group.bodies) < MAX_BODIES
+                and (group.reads | group.writes) & (reads | writes)
                 and shares(group.emission.kernel, alone.kernel)
                 and pending.may_join(group, conflicts)
             ):
@@ -754,7 +763,7 @@ class CppCodegen(GraphCodegenBase):
                 ):
                     pending.join(group, merged, body, reads, writes, conflicts)
                     return True
-        if len(pending.groups) >= MAX_GROUPS:
+        if len(pending) >= MAX_GROUPS:
             self.flush_kernels()
             conflicts = set()
         group = Group(sizes, split, [body], alone, self.wrapper.lowering, reads, writes)

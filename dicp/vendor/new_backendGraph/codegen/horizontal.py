@@ -25,6 +25,8 @@ those they must run after), and every group before any wrapper statement but an 
 a size or a kernel launch.
 """
 
+import heapq
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import sympy
@@ -34,8 +36,10 @@ from .kernel import KernelBuilder, affine_one_to_one
 # Bodies per kernel, at most: a longer kernel keeps more streams and values live at once for
 # little more saved (an AdamW update is three).
 MAX_BODIES = 6
-# Groups held at once, at most (each kernel checks them all); more emits them.
-MAX_GROUPS = 32
+# Groups held at once, at most; more emits them all. An optimizer holds one per parameter
+# from its first foreach op to its last (at 32, ViT's 40 parameters each got their first
+# moment's kernel apart); a kernel looks up only the groups over its loops sharing a buffer.
+MAX_GROUPS = 1024
 
 
 @dataclass
@@ -61,14 +65,32 @@ class Group:
 
 
 class PendingKernels:
-    """The groups held back, in the order they were started."""
+    """The groups held back, with the order they were started in, indexed by their loops and
+    by the buffers they read and write: an optimizer's graph holds a group per parameter, and
+    each kernel looks up only the groups it could join or must follow."""
 
     def __init__(self):
-        self.groups: list[Group] = []
+        self._held: dict[Group, int] = {}  # group -> its start number
+        self._started = 0
+        self._by_loops: dict[tuple, list] = defaultdict(list)  # (sizes, split) -> groups
+        self._readers: dict[str, set] = defaultdict(set)  # buffer -> groups loading it
+        self._writers: dict[str, set] = defaultdict(set)  # and storing it
+
+    def __len__(self):
+        return len(self._held)
+
+    def over(self, sizes, split) -> list:
+        """The groups over loops `sizes`, split alike, in the order started."""
+        return list(self._by_loops.get((sizes, split), ()))
 
     def conflicts(self, reads, writes) -> set:
         """The groups a kernel reading `reads` and writing `writes` must run after."""
-        return {g for g in self.groups if g.writes & (reads | writes) or g.reads & writes}
+        found = set()
+        for base in reads | writes:
+            found |= self._writers.get(base, set())
+        for base in writes:
+            found |= self._readers.get(base, set())
+        return found
 
     def may_join(self, group, conflicts) -> bool:
         """Whether `group` can run after every one of `conflicts` but itself: none of them
@@ -77,7 +99,10 @@ class PendingKernels:
 
     def start(self, group, conflicts):
         group.after |= conflicts
-        self.groups.append(group)
+        self._held[group] = self._started
+        self._started += 1
+        self._by_loops[(group.sizes, group.split)].append(group)
+        self._index(group, group.reads, group.writes)
 
     def join(self, group, emission, body, reads, writes, conflicts):
         group.bodies.append(body)
@@ -85,6 +110,7 @@ class PendingKernels:
         group.reads |= reads
         group.writes |= writes
         group.after |= conflicts - {group}
+        self._index(group, reads, writes)
 
     def take(self, reads=None, writes=None) -> list:
         """The groups a kernel reading `reads` and writing `writes` must run after (every
@@ -92,29 +118,60 @@ class PendingKernels:
         must run after, else in the order started; none of them held any longer. The rest
         stay held: they neither feed that kernel nor read or write what it writes."""
         if reads is None:
-            taken = set(self.groups)
+            taken = set(self._held)
         else:
             taken = set()
             for group in self.conflicts(reads, writes):
                 taken |= {group} | self._before(group)
-        ordered, waiting = [], [g for g in self.groups if g in taken]
-        while waiting:
-            ready = next(g for g in waiting if g.after <= set(ordered))
-            waiting.remove(ready)
-            ordered.append(ready)
-        self.groups = [g for g in self.groups if g not in taken]
-        for group in self.groups:
-            group.after -= taken
+        ordered = self._in_order(taken)
+        for group in ordered:
+            self._drop(group)
         return ordered
 
+    def _in_order(self, taken) -> list:
+        """`taken` with each group after those it must run after, else in the order started
+        (Kahn's algorithm, the earliest started of the ready groups first)."""
+        number = self._held
+        waiting = {g: len(g.after & taken) for g in taken}
+        followers = defaultdict(list)
+        for group in taken:
+            for before in group.after & taken:
+                followers[before].append(group)
+        ready = [(number[g], g) for g, count in waiting.items() if count == 0]
+        heapq.heapify(ready)
+        ordered = []
+        while ready:
+            _, group = heapq.heappop(ready)
+            ordered.append(group)
+            for follower in followers[group]:
+                waiting[follower] -= 1
+                if waiting[follower] == 0:
+                    heapq.heappush(ready, (number[follower], follower))
+        return ordered
+
+    def _index(self, group, reads, writes):
+        for base in reads:
+            self._readers[base].add(group)
+        for base in writes:
+            self._writers[base].add(group)
+
+    def _drop(self, group):
+        del self._held[group]
+        self._by_loops[(group.sizes, group.split)].remove(group)
+        for base in group.reads:
+            self._readers[base].discard(group)
+        for base in group.writes:
+            self._writers[base].discard(group)
+
     def _before(self, group) -> set:
-        """The groups that run before `group`, transitively."""
-        seen, stack = set(), list(group.after)
+        """The held groups that run before `group`, transitively (the groups it was ordered
+        after that have been emitted since are behind it already)."""
+        seen, stack = set(), [g for g in group.after if g in self._held]
         while stack:
             g = stack.pop()
             if g not in seen:
                 seen.add(g)
-                stack.extend(g.after)
+                stack.extend(before for before in g.after if before in self._held)
         return seen
 
 
