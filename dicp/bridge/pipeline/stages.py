@@ -81,11 +81,11 @@ class GraphTransformer:
         self.sources = None
 
     def transform(self):
-        self._dump("config.txt", config.format_effective())
-        self._dump("aten_graph.txt", self.gm.print_readable(print_output=False))
+        self._dump("config.txt", config.format_effective)
+        self._dump("aten_graph.txt", lambda: self.gm.print_readable(print_output=False))
         self.ctx.output_vals = [_fake_value(arg) for arg in self.gm.graph.output_node().args[0]]
         self.gm = self.backend.opset_transform(self.gm, self.ctx)
-        self._dump("vendor_graph.txt", str(self.gm.graph))
+        self._dump("vendor_graph.txt", lambda: str(self.gm.graph))
 
     def infer_shape_dtype(self):
         # The conversion pass inferred every node it emitted; only nodes made by the backend's
@@ -96,11 +96,10 @@ class GraphTransformer:
 
     def codegen(self):
         self.sources = self.backend.codegen(self.gm, self.ctx)
-        debug_files = getattr(self.sources, "debug_files", None)
-        for name, text in (
-            debug_files() if debug_files else {"sources.txt": str(self.sources)}
-        ).items():
-            self._dump(name, text)
+        if config.debug:
+            debug_files = getattr(self.sources, "debug_files", None)
+            files = debug_files() if debug_files else {"sources.txt": str(self.sources)}
+            self.ctx.dumps.update(files)
         self.write_dumps()  # before the build, so a failing build leaves its sources
 
     def compile(self):
@@ -144,9 +143,11 @@ class GraphTransformer:
         profile.count("vendor nodes", vendor_nodes)
         profile.log_graph(self.ctx.graph_name, stages_before, vendor_nodes)
 
-    def _dump(self, name, text):
+    def _dump(self, name, make_text):
+        """Under DICP_DEBUG, keep `make_text()` as dump `name` (not made otherwise: printing
+        a graph of thousands of nodes took seconds)."""
         if config.debug:
-            self.ctx.dumps[name] = text
+            self.ctx.dumps[name] = make_text()
 
 
 def boxed(fn, kind):
