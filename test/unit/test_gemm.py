@@ -115,6 +115,17 @@ def test_a_shape_is_measured_once_and_remembered_on_disk(cold_cache, monkeypatch
     assert measured == [1]
 
 
+@pytest.mark.parametrize("rounds_won", [(True, True, True), (True, False, True), (False,) * 3])
+def test_onednn_is_chosen_only_when_it_wins_every_round(monkeypatch, rounds_won):
+    """One round measured while other processes ran could choose oneDNN where it is slower
+    (and the choice is kept on disk): it must win every round."""
+    outcomes = iter(rounds_won)
+    monkeypatch.setattr(gemm, "_onednn_wins", lambda *args: next(outcomes))
+    a, b = torch.randn(96, 80), torch.randn(80, 64)
+    expected = "onednn" if all(rounds_won) else "aten"
+    assert gemm._measure(None, a, b) == expected
+
+
 def test_small_products_are_not_measured(monkeypatch):
     monkeypatch.setattr(gemm, "_measure", lambda *args: pytest.fail("measured a small product"))
     a, b = torch.randn(8, 8), torch.randn(8, 8)
