@@ -58,3 +58,34 @@ def test_softmax_is_as_close_to_exact_as_eager(cold_cache):
 
     got = compiled(lambda t: torch.softmax(t, -1))(x)
     assert largest_error(got) <= largest_error(torch.softmax(x, -1)) + 1
+
+
+def safe_softmax(t, bias):
+    return torch.ops.aten._safe_softmax(t + bias, -1)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("shape", [(3, 1), (5, 7), (4, 3, 16)])
+def test_safe_softmax_tests_its_rows_with_the_row_max(cold_cache, monkeypatch, shape, dynamic):
+    """aten._safe_softmax zeroes rows all -inf (attention with a mask that hides a whole
+    row): its any(x != -inf) per row is the softmax's row max != -inf (pattern_replacement.
+    unmasked_rows_*), one reduction pass fewer. Rows all -inf, with a NaN, with a +inf, and
+    with all but one element -inf equal eager's, with the gradient."""
+    monkeypatch.setenv("DICP_DEBUG", "1")
+    x = _rows(shape)
+    rows = x.view(-1, shape[-1])
+    rows[0] = -float("inf")
+    rows[-1, 0] = float("nan")
+    if rows.shape[0] > 2:
+        rows[1, 0], rows[2, 1:] = float("inf"), -float("inf")
+    x.requires_grad_()
+    bias = torch.randn(shape[-1])
+    got = compiled(safe_softmax, dynamic)(x, bias)
+    want = safe_softmax(x, bias)
+    torch.testing.assert_close(got, want, equal_nan=True)
+    grad = torch.randn_like(got)
+    torch.testing.assert_close(
+        torch.autograd.grad(got, x, grad)[0], torch.autograd.grad(want, x, grad)[0], equal_nan=True
+    )
+    (forward,) = (cold_cache / "debug").glob("*forward*/vendor_graph.txt")
+    assert "ReduceAny" not in forward.read_text() and "opset.Ne" in forward.read_text()
