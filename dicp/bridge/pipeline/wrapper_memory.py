@@ -58,8 +58,7 @@ def _elide_copies(wrapper, blocks, returned) -> set:
     written in place of. Returns the sources taken."""
     statements = wrapper.statements
     last_use = W.last_uses(statements)
-    targets = {target for target, _, _ in wrapper.copy_offers}
-    naming = _statements_naming(statements, targets)
+    naming = _statements_naming(statements, {target for target, _, _ in wrapper.copy_offers})
     taken = {}  # source -> target
     for target, source, call in wrapper.copy_offers:
         allocation = wrapper.allocations[source]
@@ -88,10 +87,10 @@ def _elide_copies(wrapper, blocks, returned) -> set:
     return set(taken)
 
 
-def _statements_naming(statements, names) -> dict:
+def _statements_naming(statements, names: set) -> dict[str, list[int]]:
     """Name in `names` -> the numbers of the statements naming it, in order: read once for
     all copy offers (an optimizer's graph offers one per parameter and state)."""
-    naming = {name: [] for name in names}
+    naming: dict[str, list[int]] = {name: [] for name in names}
     for number, statement in enumerate(statements):
         for name in statement.variables() & names:
             naming[name].append(number)
