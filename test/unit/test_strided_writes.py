@@ -22,6 +22,9 @@ def scatter(size, stride, offset=0):
 NATIVE = {  # base shape, src shape, view
     "rows of a flat buffer": ((12,), (3, 4), scatter((3, 4), (4, 1))),
     "a transpose": ((3, 4), (4, 3), scatter((4, 3), (1, 4))),
+    # the copy of the base and the stores run over the same loops at other addresses: one
+    # loop would overwrite stored elements with the copy's (horizontal fusion keeps them apart)
+    "a square transpose": ((5, 5), (5, 5), scatter((5, 5), (1, 5))),
     "every other element, the last one": ((9,), (4,), scatter((4,), (2,), 2)),
     "no elements": ((5,), (0, 3), scatter((0, 3), (3, 1), 4)),
 }
