@@ -52,18 +52,23 @@ def _gen(seed=0):
     return torch.Generator().manual_seed(seed)
 
 
-class TrainingStep:
-    """A model, its loss on fixed inputs and an SGD update, as one function of no arguments
-    per backend (`compiled(backend, device)`), each backend on its own copy of the model and
-    inputs on `device`."""
+def sgd(parameters):
+    return torch.optim.SGD(parameters, lr=1e-3, momentum=0.9)
 
-    def __init__(self, model, loss, *inputs):
-        self.model, self.loss, self.inputs = model, loss, inputs
+
+class TrainingStep:
+    """A model, its loss on fixed inputs and an optimizer's update (SGD with momentum unless
+    `optimizer`, a function of the parameters, says otherwise), as one function of no
+    arguments per backend (`compiled(backend, device)`), each backend on its own copy of the
+    model and inputs on `device`."""
+
+    def __init__(self, model, loss, *inputs, optimizer=sgd):
+        self.model, self.loss, self.inputs, self.optimizer = model, loss, inputs, optimizer
 
     def compiled(self, backend, device="cpu"):
         model = copy.deepcopy(self.model).train().to(device)
         inputs = [t.to(device) for t in self.inputs]
-        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+        optimizer = self.optimizer(model.parameters())
 
         def step():
             loss = self.loss(model, *inputs)
