@@ -116,6 +116,7 @@ def is_dense(sizes, strides):
 # Python: matched by name so that no private torch module is imported.
 PYTHON_FUNCTIONS = {
     "WrapIndex": "(({0}) + ({1}) if ({0}) < 0 else ({0}))",
+    "Narrow32": "({0})",
     "IDiv": "({0} // {1})",
     "IMod": "({0} % {1})",
     "FloorDiv": "({0} // {1})",

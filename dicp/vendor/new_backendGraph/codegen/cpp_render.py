@@ -77,6 +77,7 @@ CPP_FUNCTIONS = {
     "CeilDiv": "dicp::ceildiv<int64_t>({0}, {1})",
     "IntTrueDiv": "(static_cast<double>({0}) / {1})",
     "WrapIndex": "dicp::wrap_index<int64_t>({0}, {1})",
+    "Narrow32": "static_cast<int32_t>({0})",
     "PythonMod": _typed("dicp::pymod<{T}>({0}, {1})"),
     "Mod": _typed("dicp::pymod<{T}>({0}, {1})"),
     "ModularIndexing": "(({0} / {1}) % {2})",

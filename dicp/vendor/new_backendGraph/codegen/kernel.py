@@ -12,7 +12,14 @@ from .costs import DIVIDING_OPS
 from .ctypes_map import compute_ctype, storage_ctype
 from .invariants import hoist_invariants
 from .row_cache import LoadRecord, costly, plan_row_caches
-from .sym import contiguous_strides, flat_index, integer_valued, loop_index, simplify_in_loops
+from .sym import (
+    Narrow32,
+    contiguous_strides,
+    flat_index,
+    integer_valued,
+    loop_index,
+    simplify_in_loops,
+)
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ class KernelBuilder:
         self.extents = {}  # loop variable -> its static extent (index simplification)
         self.computed: set = set()  # symbols of data-dependent indices (loaded at run time)
         self.computed_symbols = {}  # computed index -> the symbols its value varies with
+        self.computed_sizes = {}  # computed index -> the size of the dim it indexes
         self._var_symbols = {}  # Let-bound var name -> the symbols its value varies with
         self.accesses: list[Access] = []
         self.blocks = [Block()]
@@ -162,6 +170,7 @@ class KernelBuilder:
         symbol = sympy.Symbol(self.emit(wrapped).name, integer=True)
         self.computed.add(symbol)
         self.computed_symbols[symbol] = self._varies_with(wrapped)
+        self.computed_sizes[symbol] = sympy.sympify(size)
         return symbol
 
     def _varies_with(self, expr):
@@ -204,11 +213,35 @@ class KernelBuilder:
     def load(self, buffer, index) -> L.Var:
         """The element of `buffer` (a values.Buffer) at per-dim `index`, in its compute type."""
         pointer, position, site = self._access(buffer, index, is_store=False)
+        position = self._narrowed(position)
         return self.emit(
             L.Load(
                 pointer, position, storage_ctype(buffer.dtype), compute_ctype(buffer.dtype), site
             )
         )
+
+    def _narrowed(self, position):
+        """`position` with each term of data-dependent indices alone (a gather's `2 * t7`)
+        as a Narrow32 where every valid index keeps it inside int32: a computed index lies in
+        [0, size) of its dim (wrapped; bounds checks send an invalid one to 0), so the term's
+        magnitude is below |coefficient| * the product of those sizes, when they are known
+        numbers. Stores keep 64-bit positions: a scatter's collisions are planned on them."""
+        if not position.free_symbols & self.computed:
+            return position
+        terms = [self._narrowed_term(term) for term in sympy.Add.make_args(position)]
+        return sympy.Add(*terms)
+
+    def _narrowed_term(self, term):
+        if not term.free_symbols or not term.free_symbols <= self.computed:
+            return term
+        coefficient, rest = term.as_coeff_Mul()
+        bound = abs(coefficient)
+        for factor in sympy.Mul.make_args(rest):
+            size = self.computed_sizes.get(factor)
+            if size is None or not size.is_Integer:
+                return term
+            bound *= size
+        return Narrow32(term) if bound.is_Integer and bound < 2**31 else term
 
     def store(self, buffer, index, value):
         pointer, position, site = self._access(buffer, index, is_store=True)
