@@ -152,3 +152,74 @@ def test_inputs_that_share_a_storage_only_when_run(strict):
     step(base[1:], base[:-1])
     assert counters["stats"]["unique_graphs"] == 1  # the graph traced apart ran
     assert torch.equal(base, want)
+
+
+def cache_update_then_attention(k_cache, v_cache, position, k, v, q):
+    """A static key and value cache's update and read (transformers' StaticCache): each
+    index_copy_ is an index_put into a copy of the cache that attention reads, then copied
+    back into the cache input."""
+    k_cache.index_copy_(2, position, k)
+    v_cache.index_copy_(2, position, v)
+    return torch.nn.functional.scaled_dot_product_attention(q, k_cache, v_cache)
+
+
+def _cache_inputs(length, new):
+    gen = torch.Generator().manual_seed(0)
+    caches = [torch.randn(1, 2, length, 8, generator=gen) for _ in range(2)]
+    position = torch.randperm(length, generator=gen)[:new]
+    return [*caches, position, *(torch.randn(1, 2, new, 8, generator=gen) for _ in range(3))]
+
+
+@pytest.mark.parametrize("length, new", [(1, 1), (7, 2), (16, 1)])
+def test_a_cache_is_updated_in_its_own_memory_before_attention_reads_it(strict, length, new):
+    """Attention's results are new memory (opset.FRESH_RESULTS), so the caches it reads stay
+    the wrapper's own and the copy back goes: no cache-sized buffer, and the kernel copying
+    the cache into the index_put's target returns at once when that target is the cache
+    (loop_ir.copy_onto) instead of copying every position at every token."""
+    inputs = _cache_inputs(length, new)
+    _check(cache_update_then_attention, inputs, dynamic=False)
+    wrapper = wrapper_sources(strict)
+    assert f"empty_strided((1, 2, {length}, 8)" not in wrapper, wrapper
+    assert "the copy is onto itself" in "".join(
+        p.read_text() for p in strict.glob("kernels/*/*.cpp")
+    )
+
+
+def test_caches_sharing_a_storage_are_updated_as_eager_does(strict):
+    """Run on caches that view one storage, the graph computes the new caches in memory of
+    its own and copies them back (the copy kernel runs: its source is not its destination)."""
+    step = compiled(cache_update_then_attention)
+    step(*_cache_inputs(7, 2))
+    base = torch.randn(1, 2, 15, 8)
+    want = base.clone()
+    _, _, position, k, v, q = _cache_inputs(7, 2)
+    expected = cache_update_then_attention(want[:, :, :7], want[:, :, 8:], position, k, v, q)
+    got = step(base[:, :, :7], base[:, :, 8:], position, k, v, q)
+    torch.testing.assert_close(got, expected)
+    assert torch.equal(base, want)
+
+
+def _copy_kernel(load_at, store_at, storage="float"):
+    from dicp.vendor.new_backendGraph.codegen import loop_ir as L
+
+    i, value = L.Var("i0", "int64_t"), L.Var("t0", "float")
+    body = (
+        L.Let(value, L.Load("in_x", load_at(i), storage, "float")),
+        L.Store("out_y", store_at(i), storage, value),
+    )
+    params = (L.Param("out_y", storage, "y", True), L.Param("in_x", storage, "x"))
+    return L.Kernel("k", params, (), False, (L.Loop(i, 0, 8, body),))
+
+
+def test_only_a_copy_at_the_same_positions_returns_when_onto_itself():
+    """A copy reading each element where it writes it changes nothing onto itself; a shifted
+    copy does: it must run."""
+    import sympy
+
+    from dicp.vendor.new_backendGraph.codegen.loop_ir import copy_onto
+
+    at = sympy.Symbol("i0", integer=True, nonnegative=True)
+    same = _copy_kernel(lambda i: at, lambda i: at)
+    assert copy_onto(same) == ("out_y", "in_x")
+    assert copy_onto(_copy_kernel(lambda i: at, lambda i: at + 1)) is None
+    assert copy_onto(_copy_kernel(lambda i: at + 1, lambda i: at)) is None

@@ -62,6 +62,7 @@ class GraphCodegenBase:
         self.vendor_ops = {}
         self.env = {}
         self.output_strides = []  # see GeneratedGraph.output_strides
+        self.last_call = None  # the wrapper variable of the latest library or eager call
 
     def run(self) -> GeneratedGraph:
         nodes = list(self.gm.graph.nodes)
@@ -181,7 +182,7 @@ class GraphCodegenBase:
         materialize = self._materialize_node if isinstance(target, Operator) else self._as_traced
         args = fx.node.map_aggregate(fx.node.map_arg(node.args, materialize), sizes_as_sympy)
         kwargs = fx.node.map_aggregate(fx.node.map_arg(node.kwargs, materialize), sizes_as_sympy)
-        name = self.wrapper.call_op(source, args, kwargs)
+        name = self.last_call = self.wrapper.call_op(source, args, kwargs)
         return self.result_value(name, node.meta.get("val"), as_traced)
 
     def result_value(self, name, val, as_traced=False):

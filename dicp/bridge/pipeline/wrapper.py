@@ -160,10 +160,18 @@ class WrapperBuilder:
         keeps no view of its arguments (a matrix product): those private before it stay so.
         `writes_out`: the call takes `out=`, memory of the result's layout to write into
         (see wrapper_memory.py), and returns what it wrote."""
-        self.private |= self._named_private.get(name, set())
+        self.keeps_no_views(name)
         self.own(name, dtype, sizes, strides)
         if writes_out:
             self.writes_out.add(name)
+
+    def keeps_no_views(self, name):
+        """The library call bound to `name` returns new memory only, a tensor or a tuple of
+        them, and keeps no view of its arguments (an attention's output and log-sum-exp):
+        those private before it stay so. A key and value cache written through index_put
+        before attention then takes the copy back into the graph's cache input in place
+        (offer_copy_elision), as Inductor updates a static cache."""
+        self.private |= self._named_private.get(name, set())
 
     def call_op(self, op_source, args, kwargs) -> Var:
         """A fresh variable bound to `op_source(*args, **kwargs)`: a vendor library op (named

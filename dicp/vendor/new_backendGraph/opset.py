@@ -169,8 +169,10 @@ LIBRARY = {
     ),
 }
 
-# Library ops whose result is always new memory (Operator.fresh_result): the pointwise kernel
-# after one (bias, batch norm, activation) may write into it in place.
+# Library ops whose result is always new memory, keeping no view of their arguments
+# (Operator.fresh_result): the pointwise kernel after one (bias, batch norm, activation) may
+# write into it in place; a tuple's elements are not taken over, but its arguments stay the
+# wrapper's own (WrapperBuilder.keeps_no_views).
 FRESH_RESULTS = {
     "Mm",
     "Bmm",
@@ -179,6 +181,10 @@ FRESH_RESULTS = {
     "Convolution",
     "ConvolutionNHWC",
     "FusedConvolution",
+    "FlashAttention",
+    "FlashAttentionBackward",
+    "ConvolutionBackward",
+    "ConvolutionBackwardNHWC",
 }
 # Library ops whose kernel takes `out=` (Operator.writes_out): the wrapper gives them a dead
 # buffer's memory to write their result into.

@@ -443,6 +443,8 @@ class CppCodegen(GraphCodegenBase):
                 self.wrapper.own_fresh_result(
                     result.base, val.dtype, result.sizes, result.strides, node.target.writes_out
                 )
+            elif node.target.fresh_result and isinstance(result, tuple):
+                self.wrapper.keeps_no_views(self.last_call)
             return result
         try:
             lower = LOWERINGS[node.target.name]

@@ -216,8 +216,20 @@ class CppRenderer(L.Renderer):
             "kernel.cpp.j2",
             name=kernel.name,
             parameters=self.parameters(kernel),
-            body=self.lines(kernel.body),
+            body=self._unless_onto_itself(kernel) + self.lines(kernel.body),
         )
+
+    @staticmethod
+    def _unless_onto_itself(kernel) -> list:
+        """A copy kernel's return where its source is its destination (L.copy_onto)."""
+        pair = L.copy_onto(kernel)
+        if pair is None:
+            return []
+        destination, source = pair
+        return [
+            f"if (static_cast<const void*>({destination}) == static_cast<const void*>({source}))",
+            "  return;  // the copy is onto itself",
+        ]
 
     def parameters(self, kernel) -> list:
         """The C++ parameters of a kernel: its pointers, its sizes, and with bounds checks

@@ -235,6 +235,38 @@ def walk(statements):
             yield from walk(statement.orelse)
 
 
+def copy_onto(kernel):
+    """(destination, source) pointer names where `kernel` does nothing but copy `source` into
+    `destination` element for element, each store at the position of its load, in one storage
+    type; else None. Such a kernel changes nothing when the two are the same memory: a
+    scatter's target, copied from the graph input that the copy elision then makes its memory
+    (a key and value cache's index_put: the whole cache copied onto itself at each token)."""
+    if len(kernel.params) != 2:
+        return None
+    loads, stores = {}, []
+    for statement in walk(kernel.body):
+        if isinstance(statement, Let) and isinstance(statement.value, Load):
+            loads[statement.var] = statement.value
+        elif isinstance(statement, Store):
+            stores.append(statement)
+        elif not isinstance(statement, Loop):
+            return None
+    pairs = {(s.pointer, loads[s.value].pointer) for s in stores if _copied(s, loads)}
+    if len(pairs) != 1 or len(stores) != len(loads) or not all(_copied(s, loads) for s in stores):
+        return None
+    return pairs.pop()
+
+
+def _copied(store, loads):
+    load = loads.get(store.value)
+    return (
+        load is not None
+        and load.position == store.position
+        and load.storage == store.storage
+        and load.pointer != store.pointer
+    )
+
+
 def computed_ops(statements):
     """The name of every op that `statements` compute into a local, nested ones included."""
     return (
