@@ -23,7 +23,7 @@ class IDiv(sympy.Function):
 
 class Narrow32(sympy.Function):
     """A term of a load's position made of data-dependent indices, known to lie in int32's
-    range for every valid index (kernel.Kernel.load), printed as a 32-bit value. g++ runs a
+    range for every valid index (kernel.KernelBuilder.load), printed as a 32-bit value. g++ runs a
     vector loop whose gathered element is addressed through a 64-bit computed index with
     scalar code, and vectorizes it with a 32-bit one: a Swin window softmax's relative-position
     bias, rows of 16, took 425 us against 137 us."""
