@@ -20,7 +20,9 @@ class Operator:
     # rounding): compiled graphs call the op, shape inference calls `impl`.
     kernel = None
     # Its result is new memory that no argument, input or other value shares (a matrix
-    # product, a convolution): a kernel reading it last may write its own output into it.
+    # product, a convolution): a kernel reading it last may write its own output into it. A
+    # tuple of new tensors (an attention's output and log-sum-exp) qualifies too: the call
+    # keeps no view of its arguments (WrapperBuilder.keeps_no_views).
     fresh_result = False
     # Its kernel (or impl) takes `out=`, memory of the result's layout that no argument
     # shares, and returns the tensor it wrote: `out`, or new memory where it could not use it.

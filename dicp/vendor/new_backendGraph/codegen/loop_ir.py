@@ -251,10 +251,10 @@ def copy_onto(kernel):
             stores.append(statement)
         elif not isinstance(statement, Loop):
             return None
-    pairs = {(s.pointer, loads[s.value].pointer) for s in stores if _copied(s, loads)}
-    if len(pairs) != 1 or len(stores) != len(loads) or not all(_copied(s, loads) for s in stores):
+    if len(stores) != len(loads) or not all(_copied(s, loads) for s in stores):
         return None
-    return pairs.pop()
+    pairs = {(s.pointer, loads[s.value].pointer) for s in stores}
+    return pairs.pop() if len(pairs) == 1 else None
 
 
 def _copied(store, loads):
