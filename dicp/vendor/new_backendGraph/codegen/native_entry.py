@@ -40,7 +40,11 @@ from .. import gemm
 from ..blas import sgemm_address
 from .ctypes_map import STORAGE_CTYPE
 
-NATIVE_PRODUCT_MAX_WORK = 16 * gemm.AUTOTUNE_MIN_WORK  # multiply-adds, batch included
+# A batched product above this many multiply-adds stays aten's bmm, which runs the batch in
+# parallel; the native step calls a threaded sgemm_ per batch, 1.1-1.6x slower there. A single
+# product has no limit: aten's addmm and mm call the same sgemm_, after a Python call and a
+# dispatch that the native step saves (docs/performance.md).
+NATIVE_BATCHED_PRODUCT_MAX_WORK = 16 * gemm.AUTOTUNE_MIN_WORK  # multiply-adds, batch included
 NATIVE_MAX_BYTES = 32 << 20
 INT_MAX = 2**31 - 1  # sgemm_'s integers (LP64)
 MAX_ENTRY_ARGUMENTS = 1024  # what a ctypes function may take (CTYPES_MAX_ARGCOUNT)
@@ -459,7 +463,7 @@ class _Planner:
         bias = operands.pop(0) if op == "Addmm" else None
         out = self._address(keywords["out"]) if "out" in keywords else self._root(name)
         step, numbers, matrices = _product_call(op, *operands, bias, out, self._proven)
-        if self._hint(sympy.Mul(*numbers[:4])) > NATIVE_PRODUCT_MAX_WORK:
+        if op == "Bmm" and self._hint(sympy.Mul(*numbers[:4])) > NATIVE_BATCHED_PRODUCT_MAX_WORK:
             raise NotNative(f"a {op} of {'x'.join(map(str, numbers[:4]))}")
         if (
             op != "Bmm"
