@@ -9,6 +9,7 @@ from .compile_job import compile_job, prepare_toolchain
 from .conversion import CONVERSIONS
 from .convolution import algorithm_state
 from .expected_fallbacks import EXPECTED_FALLBACKS
+from .heap import retain_freed_memory
 from .opset import OPS
 from .opset_transform import opset_transform
 
@@ -35,4 +36,5 @@ BACKEND = register_backend(
 def new_backendgraph(gm, example_inputs):
     """The TorchDynamo backend entry point (`torch.compile(backend="new_backendgraph")`)."""
     prepare_toolchain()  # g++'s probe and precompiled header build while AOTAutograd traces
+    retain_freed_memory()
     return compile_fx(gm, example_inputs, BACKEND)

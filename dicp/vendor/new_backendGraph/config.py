@@ -46,7 +46,7 @@ dicp_config.declare(
     "native_entry",
     dicp_config.Flag(),
     True,
-    "run each run of kernels and small float32 matrix products between a "
+    "run each run of kernels and float32 matrix products between a "
     "graph's Python steps (fallbacks, library calls) from one generated C++ "
     "function, symbolic sizes passed to it as int64; off: a Python call per "
     "kernel",

@@ -3,15 +3,16 @@
 The Python wrapper calls each kernel through ctypes and each product through torch. On a small
 model that is most of a step: a LLaMA prefill spent 650 of its 760 us in the wrapper, 151 us of
 it in its 32 kernels. `plan` rewrites a wrapper's statements (its IR, memory planned) with
-static shapes: each run of kernel calls and small float32 products between other statements
+static shapes: each run of kernel calls and float32 products between other statements
 (an eager fallback, a library call such as a convolution, a copy) becomes one segment, run
 by one generated C++ function on pointers, and views are pointer arithmetic until Python needs
 one. Python allocates each buffer before the call of the segment that first writes it and frees
 it after the last call reading it.
 
 Products call the BLAS `sgemm_` that torch's own `mm` calls (blas.py), so they round as eager's
-ATen product does. Larger ones stay Python statements, and so do those for which gemm.py's
-timing of oneDNN against ATen (asked at planning, remembered per shape) picks oneDNN. A
+ATen product does. Batched products above NATIVE_BATCHED_PRODUCT_MAX_WORK stay Python
+statements, and so do those for which gemm.py's timing of oneDNN against ATen (asked at
+planning, remembered per shape) picks oneDNN. A
 segment closes once its allocations reach NATIVE_MAX_BYTES, since they live at once.
 
 Under dynamic shapes sizes, strides and offsets are polynomials in the wrapper's size variables
