@@ -12,8 +12,8 @@ it after the last call reading it.
 Products call the BLAS `sgemm_` that torch's own `mm` calls (blas.py), so they round as eager's
 ATen product does. Batched products above NATIVE_BATCHED_PRODUCT_MAX_WORK stay Python
 statements, and so do those for which gemm.py's timing of oneDNN against ATen (asked at
-planning, remembered per shape) picks oneDNN. A
-segment closes once its allocations reach NATIVE_MAX_BYTES, since they live at once.
+planning, remembered per shape) picks oneDNN. A segment closes once its allocations reach
+NATIVE_MAX_BYTES, since they live at once.
 
 Under dynamic shapes sizes, strides and offsets are polynomials in the wrapper's size variables
 (`s70 = primals_2.size(0)`), which the entry takes as int64 parameters after its pointers: a
