@@ -148,9 +148,9 @@ def _double_product(a, b):
 
 @pytest.mark.parametrize("case", ["large batched product", "float64 product", "oneDNN asked for"])
 def test_other_graphs_keep_a_call_per_kernel_and_match_eager(dumps, monkeypatch, case):
-    """Where no two steps in a row are the entry's to run (a product for gemm.py to time or
-    that BLAS sgemm does not compute, products when DICP_GEMM_LIBRARY=onednn) the wrapper
-    keeps its call per kernel."""
+    """Where no two steps in a row are the entry's to run (a batched product above its
+    size bound, one BLAS sgemm does not compute, products when DICP_GEMM_LIBRARY=onednn) the
+    wrapper keeps its call per kernel."""
     fn = _large_product
     a, b = torch.randn(5, 7), torch.randn(7, 3)
     if case == "large batched product":  # aten's bmm runs its batch in parallel
