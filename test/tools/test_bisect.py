@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from test.common.shared_builds import share_runtime_builds
 
 from dicp.tools.bisect import Bisector
 
@@ -33,7 +34,7 @@ def write_script(tmp_path, check=""):
 
 def environment(tmp_path, **knobs):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
-    env.update(DICP_CACHE_DIR=str(tmp_path / "cache"), **knobs)
+    env.update(DICP_CACHE_DIR=str(share_runtime_builds(tmp_path / "cache")), **knobs)
     return env
 
 

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from test.common.shared_builds import share_runtime_builds
 
 
 FAULT = "aten.tanh.default:accuracy"  # GPT-2's gelu_new is the only tanh in the model
@@ -40,7 +41,7 @@ def workspace(tmp_path_factory):
 
 def run(workspace, *command, **knobs):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
-    env.update(DICP_CACHE_DIR=str(workspace / "cache"), **knobs)
+    env.update(DICP_CACHE_DIR=str(share_runtime_builds(workspace / "cache")), **knobs)
     return subprocess.run(
         [sys.executable, *command],
         cwd=workspace,

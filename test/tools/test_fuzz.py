@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from test.common.shared_builds import share_runtime_builds
 
 import dicp.vendor.new_backendGraph  # noqa: F401  (declares the backend's knobs)
 from dicp.tools.fuzz.driver import Options, fuzz
@@ -23,7 +24,7 @@ def own_cache(tmp_path, monkeypatch):
     for name in list(os.environ):
         if name.startswith("DICP_"):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("DICP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DICP_CACHE_DIR", str(share_runtime_builds(tmp_path / "cache")))
     return tmp_path
 
 
