@@ -4,7 +4,9 @@ Every test gets DICP_CACHE_DIR under pytest's tmp_path (never the user's cache) 
 DICP_* knob at its default; tests that change a knob do so with monkeypatch.
 """
 
+import copy
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,7 +20,7 @@ import dicp.vendor.new_backendGraph
 import dicp.vendor.ovgraph  # noqa: F401  (declares its knobs; openvino is imported only to compile)
 from dicp import config as dicp_config
 
-from ..common.shared_builds import share_runtime_builds
+from ..common.shared_builds import SHARED, share_runtime_builds
 
 REPO = Path(__file__).resolve().parents[2]
 BACKEND = "new_backendgraph"
@@ -185,10 +187,40 @@ def damage_entry(entry: Path, damage: str) -> None:
         digest.write_text(hashlib.sha256(entry.read_bytes()).hexdigest())
 
 
-def scenario_runs(run, cache, first_env, second_env, wrong_envs):
-    """Two fresh runs sharing `cache`; each is right unless its env is one of `wrong_envs`
-    (a fault or a wrong conversion, which must show). Returns both results."""
-    results = [run(cache, **env) for env in (first_env, second_env)]
+class FirstRuns:
+    """The first fresh runs of a module's cache tests, each distinct (run, env) once: a test
+    whose first run is one already made gets a copy of the cache that run left and its result,
+    not a cold interpreter of its own (4-6 s each; most scenarios start from the same one)."""
+
+    def __init__(self, root: Path):
+        self.root, self.made = root, {}
+
+    def into(self, cache: Path, run, **env):
+        """`run(cache, **env)`'s result, with `cache` holding what that run left in it."""
+        key = (run.__module__, run.__qualname__, tuple(sorted(env.items())))
+        if key not in self.made:
+            folder = self.root / str(len(self.made))
+            self.made[key] = folder, run(folder, **env)
+        folder, result = self.made[key]
+        shutil.copytree(folder, cache, symlinks=True, dirs_exist_ok=True, ignore=_shared_at(folder))
+        return copy.deepcopy(result)
+
+
+def _shared_at(root):
+    """copytree's ignore: the runtime-build links at the top (the copy has its own links)."""
+    return lambda folder, names: [n for n in names if n in SHARED and Path(folder) == root]
+
+
+@pytest.fixture(scope="module")
+def first_runs(tmp_path_factory):
+    return FirstRuns(tmp_path_factory.mktemp("first-runs"))
+
+
+def scenario_runs(first_runs, run, cache, first_env, second_env, wrong_envs):
+    """Two fresh runs sharing `cache` (the first one shared, see FirstRuns); each is right
+    unless its env is one of `wrong_envs` (a fault or a wrong conversion, which must show).
+    Returns both results."""
+    results = [first_runs.into(cache, run, **first_env), run(cache, **second_env)]
     for env, result in zip((first_env, second_env), results):
         assert result["ok"] == (env not in wrong_envs), (env, result)
     return results

@@ -16,6 +16,7 @@ from .helpers import (
     cold_cache,  # noqa: F401
     compiled,
     damage_entry,
+    first_runs,  # noqa: F401
     scenario_runs,
 )
 
@@ -68,9 +69,9 @@ def run(cache, **env):
 
 
 @pytest.mark.parametrize("train", [False, True])
-def test_warm_process_compiles_no_graph_and_builds_nothing(cold_cache, train):
+def test_warm_process_compiles_no_graph_and_builds_nothing(first_runs, cold_cache, train):
     env = {"TRAIN": "1"} if train else {}
-    cold = run(cold_cache, **env)
+    cold = first_runs.into(cold_cache, run, **env)
     assert cold["ok"] and cold["aot"] == {"hits": 0, "misses": 1, "stores": 1, "rejected": 0}
     graphs = 2 if train else 1  # forward and backward (compiled with it), or inference
     assert cold["graphs"]["misses"] == graphs and cold["builds"] >= 1, cold
@@ -140,16 +141,16 @@ WRONG = ({"WRONG_MUL": "1"}, FAULT)
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_a_change_that_affects_the_result_misses(cold_cache, scenario):
+def test_a_change_that_affects_the_result_misses(first_runs, cold_cache, scenario):
     first, second = SCENARIOS[scenario]
-    results = scenario_runs(run, cold_cache, first, second, WRONG)
+    results = scenario_runs(first_runs, run, cold_cache, first, second, WRONG)
     assert results[0]["aot"]["stores"] == 1
     assert results[1]["aot"]["hits"] == 0 and results[1]["aot"]["misses"] == 1, results[1]
 
 
 @pytest.mark.parametrize("damage", DAMAGES)
-def test_corrupt_entry_is_compiled_again(cold_cache, damage):
-    assert run(cold_cache)["aot"]["stores"] == 1
+def test_corrupt_entry_is_compiled_again(first_runs, cold_cache, damage):
+    assert first_runs.into(cold_cache, run)["aot"]["stores"] == 1
     (entry,) = (cold_cache / "aot").rglob("*.pkl")
     damage_entry(entry, damage)
     again = run(cold_cache)

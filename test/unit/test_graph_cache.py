@@ -17,6 +17,7 @@ from .helpers import (
     cold_cache,  # noqa: F401
     compiled,
     damage_entry,
+    first_runs,  # noqa: F401
     scenario_runs,
 )
 
@@ -52,9 +53,9 @@ def run(cache, **env):
 
 
 @pytest.mark.parametrize("train", [False, True])
-def test_warm_process_reuses_codegen_and_builds_nothing(cold_cache, train):
+def test_warm_process_reuses_codegen_and_builds_nothing(first_runs, cold_cache, train):
     env = {"TRAIN": "1"} if train else {}
-    cold = run(cold_cache, **env)
+    cold = first_runs.into(cold_cache, run, **env)
     graphs = 2 if train else 1  # forward and backward, or inference
     assert (
         cold
@@ -80,8 +81,8 @@ def test_warm_process_reuses_codegen_and_builds_nothing(cold_cache, train):
 
 
 @pytest.mark.parametrize("knob", ["DICP_PROFILE", "DICP_RECOMPILE_WARN_LIMIT"])
-def test_a_reporting_knob_still_hits(cold_cache, knob):
-    assert run(cold_cache)["stores"] == 1
+def test_a_reporting_knob_still_hits(first_runs, cold_cache, knob):
+    assert first_runs.into(cold_cache, run)["stores"] == 1
     warm = run(cold_cache, **{knob: "1" if knob == "DICP_PROFILE" else "9"})
     assert warm["hits"] == 1 and warm["misses"] == 0 and warm["builds"] == 0, warm
 
@@ -92,7 +93,7 @@ SCENARIOS = {
     "knob, other order": ({}, FAULT),
     "conversion table": ({"WRONG_MUL": "1"}, {}),
     "conversion table, other order": ({}, {"WRONG_MUL": "1"}),
-    "dtype": ({"DTYPE": "float32"}, {"DTYPE": "float64"}),
+    "dtype": ({}, {"DTYPE": "float64"}),
     "dicp version": ({"FAKE_DICP_VERSION": "0.0.1"}, {"FAKE_DICP_VERSION": "0.0.2"}),
     # the backend's process state: its convolutions' layouts follow ATen's algorithm, which
     # follows the thread count
@@ -103,16 +104,16 @@ WRONG = ({"WRONG_MUL": "1"}, FAULT)
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_a_change_that_affects_output_misses(cold_cache, scenario):
+def test_a_change_that_affects_output_misses(first_runs, cold_cache, scenario):
     first, second = SCENARIOS[scenario]
-    results = scenario_runs(run, cold_cache, first, second, WRONG)
+    results = scenario_runs(first_runs, run, cold_cache, first, second, WRONG)
     assert results[0]["stores"] == 1
     assert results[1]["hits"] == 0 and results[1]["misses"] == 1, results[1]
 
 
 @pytest.mark.parametrize("damage", DAMAGES)
-def test_corrupt_entry_is_rebuilt(cold_cache, damage):
-    assert run(cold_cache)["stores"] == 1
+def test_corrupt_entry_is_rebuilt(first_runs, cold_cache, damage):
+    assert first_runs.into(cold_cache, run)["stores"] == 1
     (entry,) = (cold_cache / "graphs").rglob("*.pkl")
     damage_entry(entry, damage)
     again = run(cold_cache)
@@ -215,3 +216,23 @@ def test_a_hit_adds_the_shape_guards_its_compile_added(cold_cache, cache):
     assert cold["ok"] and cold["compiles"] == 2, cold
     assert warm[cache]["hits"] >= 1, warm
     assert (warm["ok"], warm["compiles"]) == (True, cold["compiles"]), warm
+
+
+def test_a_conversion_table_changed_in_place_changes_the_key():
+    """The table's fingerprint is kept between keys (it cost each 10 ms): an entry replaced in
+    place, or added, must still change it, and putting it back must give the first one again."""
+    import dataclasses
+
+    import dicp.vendor.new_backendGraph as nb
+    from dicp.bridge.cache.graph import backend_fingerprint
+
+    backend = dataclasses.replace(nb.BACKEND, conversions=dict(nb.BACKEND.conversions))
+    table, mul, add = backend.conversions, torch.ops.aten.mul.Tensor, torch.ops.aten.add.Tensor
+    first = backend_fingerprint(backend)
+    converter = table[mul]
+    table[mul] = table[add]
+    replaced = backend_fingerprint(backend)
+    table[mul] = converter
+    assert backend_fingerprint(backend) == first
+    table[torch.ops.aten.frac.default] = table[add]
+    assert len({first, replaced, backend_fingerprint(backend)}) == 3

@@ -171,11 +171,23 @@ def _knob_fingerprint() -> str:
     )
 
 
+# id(table) -> (table, its pairs, fingerprint); the table is kept, so ids never repeat
+_TABLES: dict = {}
+
+
 def _table_fingerprint(table) -> str:
-    return "\n".join(
-        f"{op}:{_function_fingerprint(fn)}"
-        for op, fn in sorted(table.items(), key=lambda item: str(item[0]))
-    )
+    """Each entry's op and function. Kept for the table while its pairs stay the same ones (a
+    table changed in place is fingerprinted again): joining 500 entries cost every key 10 ms,
+    three keys a graph, a tenth of the op suite's time."""
+    pairs = tuple(table.items())
+    known = _TABLES.get(id(table))
+    if known is None or known[1] != pairs:  # compared by identity first: no op is hashed
+        text = "\n".join(
+            f"{op}:{_function_fingerprint(fn)}"
+            for op, fn in sorted(pairs, key=lambda item: str(item[0]))
+        )
+        known = _TABLES[id(table)] = (table, pairs, text)
+    return known[2]
 
 
 def _decomposition_fingerprint(backend) -> str:
