@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ..common.shared_builds import share_runtime_builds
 from ..common.utils import MODEL_TOLERANCES, Size, assert_close, parse_args, torch
 from .distributed_worker import make_batches, make_optimizer, train
 from .helpers import assert_state_close, compile_modes, is_dicp_backend
@@ -37,7 +38,7 @@ def free_port():
 
 
 def child_env(cache_dir):
-    env = dict(os.environ, DICP_CACHE_DIR=str(cache_dir), OMP_NUM_THREADS="1")
+    env = dict(os.environ, DICP_CACHE_DIR=str(share_runtime_builds(cache_dir)), OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     return env
 

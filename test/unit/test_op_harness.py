@@ -20,6 +20,7 @@ import textwrap
 
 import pytest
 
+from ..common.shared_builds import share_runtime_builds
 from .helpers import KNOBS, REPO
 
 OP_TEST = "op/test_add.py"
@@ -39,7 +40,7 @@ def pytest_run(args, cwd, cache_dir, **env):
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("dicp-cache")
+    return share_runtime_builds(tmp_path_factory.mktemp("dicp-cache"))
 
 
 # ---- native op tests ---------------------------------------------------------------------

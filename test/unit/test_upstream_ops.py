@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
+from ..common.shared_builds import share_runtime_builds
 from .helpers import KNOBS, REPO
 from .test_op_harness import DICP_CONFTEST, DICP_OP_TEST, pytest_run, test_tree  # noqa: F401
 
@@ -80,7 +81,7 @@ def test_allow_fallback_passes_op_tests_and_reports_each_fallback(test_tree, tmp
             f"--junitxml={junit}",
         ],
         test_tree.parent,
-        tmp_path / "cache",
+        share_runtime_builds(tmp_path / "cache"),
         DICP_FALLBACK_OPS="aten.mul.*",
         DICP_STRICT="1",
     )
@@ -114,7 +115,7 @@ def upstream_root(tmp_path):
 
 def run_upstream(root, *args, **env):
     full_env = {k: v for k, v in os.environ.items() if k not in KNOBS}
-    full_env.update(DICP_CACHE_DIR=str(root / "cache"), **env)
+    full_env.update(DICP_CACHE_DIR=str(share_runtime_builds(root / "cache")), **env)
     command = [
         sys.executable,
         str(REPO / "test" / "scripts" / "upstream_ops.py"),
