@@ -9,6 +9,7 @@ flags, the sources and torch, never on a test, so each test cache links these fo
 ones of the cache directory the session started with, where the op and model suites build
 too. Tests that count what a cache holds walk it without following links."""
 
+import os
 from pathlib import Path
 
 from dicp import config
@@ -28,3 +29,11 @@ def share_runtime_builds(cache_dir) -> Path:
         if not link.exists():
             link.symlink_to(SESSION_CACHE / name, target_is_directory=True)
     return cache_dir
+
+
+def child_environment(cache_dir, **env) -> dict:
+    """The environment of a subprocess run as a user would: this one's without any DICP_
+    variable, with `cache_dir` (sharing the runtime builds) as its cache and `env` on top."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
+    full.update(DICP_CACHE_DIR=str(share_runtime_builds(cache_dir)), **env)
+    return full

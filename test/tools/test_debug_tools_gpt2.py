@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from test.common.shared_builds import share_runtime_builds
+from test.common.shared_builds import child_environment
 
 
 FAULT = "aten.tanh.default:accuracy"  # GPT-2's gelu_new is the only tanh in the model
@@ -40,12 +40,10 @@ def workspace(tmp_path_factory):
 
 
 def run(workspace, *command, **knobs):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
-    env.update(DICP_CACHE_DIR=str(share_runtime_builds(workspace / "cache")), **knobs)
     return subprocess.run(
         [sys.executable, *command],
         cwd=workspace,
-        env=env,
+        env=child_environment(workspace / "cache", **knobs),
         capture_output=True,
         text=True,
         timeout=3000,

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test.common.shared_builds import share_runtime_builds
+from test.common.shared_builds import child_environment
 
 from dicp.tools.new_backend import ScaffoldError, create
 
@@ -65,12 +65,7 @@ def installed(tmp_path_factory):
 
 
 def run(site, code, cache, **env):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
-    full_env.update(
-        PYTHONPATH=os.pathsep.join([str(site), str(REPO)]),
-        DICP_CACHE_DIR=str(share_runtime_builds(cache)),
-        **env,
-    )
+    full_env = child_environment(cache, PYTHONPATH=os.pathsep.join([str(site), str(REPO)]), **env)
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         env=full_env,
@@ -125,8 +120,7 @@ def test_strict_mode_names_an_undeclared_fallback(installed, tmp_path):
 
 def test_op_suite_runs_against_it_in_strict_mode(installed, tmp_path):
     site, _ = installed
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
-    env.update(PYTHONPATH=str(site), DICP_CACHE_DIR=str(share_runtime_builds(tmp_path / "cache")))
+    env = child_environment(tmp_path / "cache", PYTHONPATH=str(site))
     result = subprocess.run(
         [
             "bash",
