@@ -1,15 +1,14 @@
 """python -m dicp.tools.bisect: real scripts in real subprocesses, with a fault injected into one
 op's generated code (DICP_INJECT_BUG_TESTING_ONLY) as the bug to find."""
 
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
-from test.common.shared_builds import share_runtime_builds
+from test.common.shared_builds import child_environment
 
-from dicp.tools.bisect import Bisector
+from dicp.tools.bisect import Bisector, search
 
 SCRIPT = """
     import torch
@@ -33,9 +32,7 @@ def write_script(tmp_path, check=""):
 
 
 def environment(tmp_path, **knobs):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DICP_")}
-    env.update(DICP_CACHE_DIR=str(share_runtime_builds(tmp_path / "cache")), **knobs)
-    return env
+    return child_environment(tmp_path / "cache", **knobs)
 
 
 def bisect(tmp_path, script, *options, **knobs):
@@ -105,3 +102,34 @@ def test_minimize_finds_exactly_the_needed_ops(culprits):
         [], 0 if culprits <= set(fallback) else 1
     )
     assert bisector.minimize(set("abcdefgh")) == culprits
+
+
+def fake_bisector(culprits):
+    """A Bisector whose script passes once every op of `culprits` is on fallback."""
+    bisector = Bisector(["unused"], "exit", None, [])
+    bisector.run = lambda fallback: subprocess.CompletedProcess(
+        [], 0 if culprits <= set(fallback) else 1
+    )
+    return bisector
+
+
+def runs_of_search(culprits, suspects):
+    bisector = fake_bisector(culprits)
+    assert search(bisector, set("abcdefgh"), frozenset(suspects)) == culprits
+    return len(bisector.verdicts)  # each fallback set runs once
+
+
+@pytest.mark.parametrize("culprits, runs", [({"c"}, 1), (set("ab"), 3)])
+def test_search_starts_from_the_culprits_autocompare_named(culprits, runs):
+    """All named on fallback, then each needed one kept (none for a single op)."""
+    assert runs_of_search(culprits, suspects=culprits) == runs
+    assert runs_of_search(culprits, suspects=()) > runs + 1
+
+
+@pytest.mark.parametrize("culprits, wrong_guess", [({"c"}, {"f"}), ({"a", "h"}, {"a"})])
+def test_search_after_a_wrong_guess_costs_at_most_one_run_more(culprits, wrong_guess):
+    assert runs_of_search(culprits, wrong_guess) <= runs_of_search(culprits, ()) + 1
+
+
+def test_search_says_when_no_fallback_helps():
+    assert search(fake_bisector({"z"}), set("abcdefgh"), frozenset({"a"})) is None

@@ -164,7 +164,8 @@ class _Analysis:
             )
         if config.repro_dir is not None and not self.repro_written:
             self.repro_written = True
-            write_repro(config.repro_dir, self.aten_gm, inputs, self.ctx)
+            culprit = report.culprit.aten_op if report.culprit else None
+            write_repro(config.repro_dir, self.aten_gm, inputs, self.ctx, culprit)
         if raising:
             raise AutocompareError(report)
         log.warning("%s", report)

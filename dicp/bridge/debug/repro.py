@@ -47,14 +47,20 @@ sys.exit(run_repro(Path(__file__).resolve().parent))
 '''
 
 
-def write_repro(root: Path, gm, inputs, ctx) -> Path:
-    """Write the repro of graph `ctx.graph_name` under `root`; returns its folder."""
+def write_repro(root: Path, gm, inputs, ctx, diverging_op: str | None = None) -> Path:
+    """Write the repro of graph `ctx.graph_name` under `root`; returns its folder. The ATen op
+    autocompare found diverging first, if any, goes in meta.json (bisect tries it first)."""
     folder = Path(root) / ctx.graph_name
     folder.mkdir(parents=True, exist_ok=True)
     gm.to_folder(folder, "ReproGraph")
     torch.save([_concrete(x) for x in inputs], folder / "inputs.pt")
     (folder / "graph.txt").write_text(gm.print_readable(print_output=False, include_stride=True))
-    meta = {"backend": ctx.backend.name, "kind": ctx.kind, "graph": ctx.graph_name}
+    meta = {
+        "backend": ctx.backend.name,
+        "kind": ctx.kind,
+        "graph": ctx.graph_name,
+        "first_diverging_op": diverging_op,
+    }
     (folder / "meta.json").write_text(json.dumps(meta, indent=2))
     write_run_script(folder, carried_knobs())
     return folder
