@@ -177,8 +177,8 @@ _TABLES: dict = {}
 
 def _table_fingerprint(table) -> str:
     """Each entry's op and function. Kept for the table while its pairs stay the same ones (a
-    table changed in place is fingerprinted again): joining 500 entries cost every key 10 ms,
-    three keys a graph, a tenth of the op suite's time."""
+    table changed in place is fingerprinted again): joining 500 entries took 1.5 ms of every
+    key's 1.9 ms, and a graph takes three keys."""
     pairs = tuple(table.items())
     known = _TABLES.get(id(table))
     if known is None or known[1] != pairs:  # compared by identity first: no op is hashed
