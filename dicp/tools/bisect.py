@@ -110,7 +110,7 @@ def search(bisector, ops, suspects=frozenset()):
     """A smallest set of `ops` whose fallback makes the script pass; None if the fallback of
     all of them does not. The ops autocompare found diverging first (`suspects`) are tried
     alone first: a wrong result from one op's code then takes one run after the baseline, not
-    a halving of every op (9 runs of GPT-2 -> 2); a wrong guess costs one run."""
+    a halving of every op (9 runs of GPT-2 -> 2); a wrong guess costs at most one run more."""
     if suspects:
         print(f"autocompare named {', '.join(sorted(suspects))} first: trying it on fallback")
         if bisector.passes(suspects):
