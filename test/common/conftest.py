@@ -9,7 +9,7 @@ DICP folder runs next to ours (test/conftest.py imports the same function) or on
 
 import pytest
 
-from . import cold_warm, harness
+from . import cold_warm, harness, tiers
 from .utils import DEFAULT_BACKEND, parse_dynamic_arg
 
 HARNESS_PLUGIN = "dicp-test-harness"
@@ -20,6 +20,7 @@ def pytest_addoption(parser, pluginmanager):
         return
     pluginmanager.register(harness, HARNESS_PLUGIN)
     pluginmanager.register(cold_warm, "dicp-cold-warm")
+    pluginmanager.register(tiers, "dicp-tiers")
     parser.addoption(
         "--backend",
         type=str,
@@ -45,6 +46,12 @@ def pytest_addoption(parser, pluginmanager):
         help="run each test twice in a fresh interpreter, cold (empty cache) then "
         "warm, and require the warm run's compiled results to equal the cold "
         "run's bit for bit (test/common/cold_warm.py)",
+    )
+    parser.addoption(
+        "--with-slow",
+        action="store_true",
+        help="run the slow tier too (test/common/tiers.py); without it and without -m, "
+        "the slow tier is deselected",
     )
     parser.addoption(
         "--seed-base",

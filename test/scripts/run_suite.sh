@@ -25,9 +25,10 @@ run_mode() {  # $1: false|true, $2: ini name, then pytest options
     echo "== $BACKEND ${KIND}s, dynamic=$dynamic (${config[1]:-every test in $TEST_DIR/$KIND}) =="
     # --rootdir/--confcutdir: an ini file below scripts/ would otherwise make pytest skip
     # test/conftest.py, which registers --backend, --dynamic and the harness. log_level: a
-    # failure report shows dicp's warnings, not torch's debug trace.
+    # failure report shows dicp's warnings, not torch's debug trace. --with-slow: a backend's
+    # suite is every test, the slow tier (test/common/tiers.py) included.
     (cd "$TEST_DIR" && "$PYTHON" -m pytest "${config[@]}" "${files[@]}" --rootdir "$TEST_DIR" \
-        --confcutdir "$TEST_DIR" -p no:cacheprovider -o log_level=WARNING \
+        --confcutdir "$TEST_DIR" -p no:cacheprovider -o log_level=WARNING --with-slow \
         --backend "$BACKEND" --dynamic "$dynamic" -q "$@")
     local status=$?
     if [ $status -eq 5 ]; then echo "error: no tests collected (dynamic=$dynamic)" >&2; fi

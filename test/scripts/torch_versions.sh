@@ -2,7 +2,7 @@
 # Run dicp's tests against given torch releases, each in its own cached virtualenv:
 #
 #   bash test/scripts/torch_versions.sh [--suites "PATH..."] [--python PYTHON] VERSION...
-#   bash test/scripts/torch_versions.sh 2.11.0 2.15.0                       # whole suite
+#   bash test/scripts/torch_versions.sh 2.11.0 2.15.0                       # default suite
 #   bash test/scripts/torch_versions.sh --suites "test/op test/unit" 2.11.0  # op + unit only
 #
 # Each VERSION gets ${XDG_CACHE_HOME:-~/.cache}/dicp/torch-envs/torch-VERSION-pyX.Y, made once

@@ -1,0 +1,44 @@
+"""The slow tier (test/common/tiers.py): every test it names exists, `-m slow` runs exactly
+the tier, and the default run deselects it, so a renamed test cannot leave it unnoticed."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from ..common import tiers
+
+TEST_DIR = Path(__file__).resolve().parents[1]
+
+
+def _collect(*args) -> tuple[list[str], str]:
+    """(collected node ids, pytest's summary line) of a collect-only run in `test/`'s parent."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=TEST_DIR.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    return [line for line in lines if "::" in line], next(s for s in lines if "collected" in s)
+
+
+def test_the_slow_tier_names_only_collected_tests_and_runs_alone_under_m_slow():
+    slow_ids, summary = _collect("test", "-m", "slow")
+    assert all(tiers.is_slow(nodeid) for nodeid in slow_ids)
+    for entry in tiers.SLOW:
+        assert sum(nodeid.endswith(entry) for nodeid in slow_ids) == 1, entry
+    for prefix in tiers.SLOW_DYNAMIC:
+        assert any(prefix in nodeid for nodeid in slow_ids), prefix
+    selected, total = map(int, re.search(r"(\d+)/(\d+) tests collected", summary).groups())
+    assert selected == len(slow_ids) < total
+
+
+def test_the_default_run_deselects_the_tier_and_with_slow_keeps_it():
+    default_ids, summary = _collect("test/model")
+    everything, _ = _collect("test/model", "--with-slow")
+    slow = [nodeid for nodeid in everything if tiers.is_slow(nodeid)]
+    assert slow and f"({len(slow)} deselected)" in summary
+    assert sorted(default_ids + slow) == sorted(everything)
