@@ -9,7 +9,9 @@ a tool's end-to-end run next to its unit tests. They are not optional: CI fails 
     pytest test -n auto             # the default suite (the slow tier deselected, and counted)
     pytest test -n auto -m slow     # the slow tier only (CI's step)
     pytest test -n auto --with-slow # everything
-A `-m` expression of one's own selects from every test, slow ones included.
+A `-m` expression of one's own selects from every test, slow ones included, and a test
+named by its id (`pytest "test/model/test_resnet50.py::TestResNet50::test_sgd_train_steps"`)
+runs whatever its tier.
 """
 
 import pytest
@@ -65,7 +67,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
     if config.getoption("markexpr") or config.getoption("--with-slow"):
         return
-    slow = [item for item in items if item.get_closest_marker("slow")]
+    named = _named_tests(config.args)
+    slow = [i for i in items if i.get_closest_marker("slow") and not _is_named(i.nodeid, named)]
     if slow:
         config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+        deselected = set(map(id, slow))
+        items[:] = [item for item in items if id(item) not in deselected]
+
+
+def _named_tests(args) -> list[str]:
+    """The tests the command line names by id ("file.py::test", "file.py::Class::test[p]"),
+    from the file's name on: those run, slow or not."""
+    return [_from_file_name(arg) for arg in args if "::" in arg]
+
+
+def _is_named(nodeid: str, named) -> bool:
+    test = _from_file_name(nodeid)
+    return any(test == n or test.startswith((n + "[", n + "::")) for n in named)
+
+
+def _from_file_name(test_id: str) -> str:
+    path, rest = test_id.split("::", 1)
+    return path.replace("\\", "/").rsplit("/", 1)[-1] + "::" + rest

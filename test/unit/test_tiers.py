@@ -42,3 +42,11 @@ def test_the_default_run_deselects_the_tier_and_with_slow_keeps_it():
     slow = [nodeid for nodeid in everything if tiers.is_slow(nodeid)]
     assert slow and f"({len(slow)} deselected)" in summary
     assert sorted(default_ids + slow) == sorted(everything)
+
+
+def test_a_slow_test_named_by_its_id_runs():
+    named = "test/model/test_resnet50.py::TestResNet50::test_sgd_train_steps"
+    ids, summary = _collect(named)
+    assert sorted(ids) == [f"{named}[dynamic]", f"{named}[static]"], summary
+    ids, _ = _collect(f"{named}[dynamic]")
+    assert ids == [f"{named}[dynamic]"]
