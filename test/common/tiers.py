@@ -4,8 +4,7 @@ The default suite must finish in 30 minutes on CI's 2-core machine with an empty
 everything in it, it took 37. The tests below are the costliest of a cold run (10-80 s each),
 or a second sweep, whose code paths a faster test of the default suite also takes: a model's
 dynamic variant (its static one stays), OpInfo's dynamic pass (the op suite runs every op
-dynamic), the fuzzer's fixed seeds (its injected-bug test stays), a tool's end-to-end run
-next to its unit tests. They are not optional: CI fails if one fails.
+dynamic), a tool's end-to-end runs next to its unit tests (the fuzzer's, bisect's). They are not optional: CI fails if one fails.
 
     pytest test -n auto             # the default suite (the slow tier deselected, and counted)
     pytest test -n auto -m slow     # the slow tier only (CI's step)
@@ -26,11 +25,12 @@ SLOW = (
     "model/test_distributed.py::TestDistributed::test_ddp_matches_single_process[static]",
     "model/test_transformer_training.py::TestTransformerTraining::"
     "test_dropout_training_matches_eager_with_fallback_random[dynamic]",
-    "emu/test_emugraph_models.py::"
-    "test_hugging_face_llama_logits_and_gradients_match_cpu_eager[dynamic]",
     "tools/test_fuzz.py::test_fixed_seed_run_finds_no_mismatch[static]",
     "tools/test_fuzz.py::test_fixed_seed_run_finds_no_mismatch[dynamic]",
+    "opinfo/test_opinfo.py::test_opinfo[nn.functional.interpolate.bicubic-static]",
+    "opinfo/test_opinfo.py::test_opinfo[nn.functional.interpolate.bicubic-grad]",
     "tools/test_fuzz.py::test_cold_warm_runs_twice_and_compares",
+    "tools/test_fuzz.py::test_an_injected_wrong_result_is_found_shrunk_and_reproduced",
     "tools/test_bisect.py::test_exit_status_oracle_finds_an_op_that_breaks_the_build",
     "tools/test_bisect.py::test_autocompare_oracle_finds_the_faulty_op_and_writes_a_repro",
     "tools/test_debug_tools_gpt2.py::test_bisect_finds_the_faulty_op_in_gpt2",
@@ -38,6 +38,7 @@ SLOW = (
     "unit/test_cold_warm.py::test_a_warm_run_equal_to_the_cold_one_passes",
     "unit/test_cold_warm.py::test_a_warm_run_that_computes_otherwise_fails",
     "unit/test_op_harness.py::test_inputs_are_seeded_per_test",
+    "unit/test_tiers.py::test_the_slow_tier_names_only_collected_tests_and_runs_alone_under_m_slow",
     "unit/test_aot_cache.py::test_a_warm_process_asks_dynamo_for_the_restart_without_tracing",
     "unit/test_aot_cache.py::test_a_warm_optimizer_step_equals_the_cold_one[SGD]",
     "unit/test_precompile.py::test_autograd_cache_does_not_cross_dicp_knobs",
@@ -53,11 +54,14 @@ SLOW = (
 )
 # Files whose dynamic-shape variants are all in the slow tier (the static ones stay). CI's
 # cold-against-warm step runs the training steps again, all of them, in fresh processes; the op
-# suite runs every op with dynamic shapes, OpInfo's dynamic pass is a second sweep.
+# suite runs every op with dynamic shapes, so OpInfo's dynamic pass and the dynamic indexed
+# writes are a second sweep; CI's emugraph step runs its op tests with dynamic shapes.
 SLOW_DYNAMIC = (
     "model/test_training_steps.py::",
     "model/test_transformer_training.py::",
     "opinfo/test_opinfo.py::",
+    "unit/test_indexed_writes.py::",
+    "emu/test_emugraph_models.py::",
 )
 
 
