@@ -4,7 +4,8 @@ The default suite must finish in 30 minutes on CI's 2-core machine with an empty
 everything in it, it took 37. The tests below are the costliest of a cold run (10-80 s each),
 or a second sweep, whose code paths a faster test of the default suite also takes: a model's
 dynamic variant (its static one stays), OpInfo's dynamic pass (the op suite runs every op
-dynamic), a tool's end-to-end runs next to its unit tests (the fuzzer's, bisect's). They are not optional: CI fails if one fails.
+dynamic), a tool's end-to-end runs next to its unit tests (the fuzzer's, bisect's). They are
+not optional: CI fails if one fails.
 
     pytest test -n auto             # the default suite (the slow tier deselected, and counted)
     pytest test -n auto -m slow     # the slow tier only (CI's step)

@@ -4,18 +4,15 @@ the tier, and the default run deselects it, so a renamed test cannot leave it un
 import re
 import subprocess
 import sys
-from pathlib import Path
-
 from ..common import tiers
-
-TEST_DIR = Path(__file__).resolve().parents[1]
+from .helpers import REPO
 
 
 def _collect(*args) -> tuple[list[str], str]:
-    """(collected node ids, pytest's summary line) of a collect-only run in `test/`'s parent."""
+    """(collected node ids, pytest's summary line) of a collect-only run in the repository."""
     done = subprocess.run(
         [sys.executable, "-m", "pytest", *args, "--collect-only", "-q", "-p", "no:cacheprovider"],
-        cwd=TEST_DIR.parent,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
