@@ -6,6 +6,7 @@ DICP_* knob at its default; tests that change a knob do so with monkeypatch.
 
 import copy
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,6 +82,13 @@ def per_kernel_wrapper(cold_cache, monkeypatch):
 def wrapper_sources(cache):
     """Every wrapper dumped into `cache` (see dumps), concatenated."""
     return "".join(p.read_text() for p in sorted(cache.glob("debug/*/wrapper.py")))
+
+
+def allocates(wrapper, sizes=""):
+    """Whether the wrapper source `wrapper` allocates a buffer of `sizes` (rendered as a tuple,
+    "(8, 1, 1)"; any buffer without), on the CPU (empty_strided_cpu) or a device
+    (torch.empty_strided)."""
+    return re.search(rf"empty_strided(_cpu)?\({re.escape(sizes)}", wrapper) is not None
 
 
 def kernel_sources(cache):

@@ -212,8 +212,11 @@ class GraphCodegenBase:
             if view is not None:
                 self.wrapper.outputs.append(W.Output(view))
                 continue
-            # new memory in the traced graph: not a view at run time either (aliasing.py)
+            # new memory in the traced graph: not a view at run time either (aliasing.py);
+            # AOTAutograd detaches a saved tensor that is a view, and no caller sees it, so
+            # only a complex one, whose lazy conjugation `own` resolves, goes through it
             fresh = isinstance(val, torch.Tensor) and not val._is_view()
+            fresh = fresh and (position not in saved or val.is_complex())
             kept = self.kept_layout(arg, val) if position in saved else None
             if kept is not None:
                 val, self.output_strides[-1] = kept, list(kept.stride())

@@ -38,6 +38,21 @@ from torch.multiprocessing.reductions import StorageWeakRef
 # The release, for cache keys.
 TORCH_VERSION = torch.__version__
 
+
+def _fast_empty_strided_cpu():
+    """The wrappers' CPU buffers: `(sizes, strides, dtype) -> tensor`, Inductor's wrappers'
+    allocator, which takes its arguments without torch's Python argument parser (0.9 against
+    torch.empty_strided's 2.5 us a call; a training step allocates hundreds). Where a release
+    lacks it, torch.empty_strided."""
+    try:
+        from torch._C._dynamo.guards import _empty_strided_cpu
+    except ImportError:
+        return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype)
+    return _empty_strided_cpu
+
+
+empty_strided_cpu = _fast_empty_strided_cpu()
+
 __all__ = [
     "TORCH_VERSION",
     "StorageWeakRef",

@@ -20,8 +20,11 @@ TRACED_VAL = "dicp_traced_val"  # node.meta key: a placeholder's value before re
 
 
 def as_traced(tensor, sizes, strides):
-    """`tensor`, or a copy of it with `strides` where its own differ (dims of size 1 aside)."""
-    if all(size <= 1 or have == want for have, want, size in zip(tensor.stride(), strides, sizes)):
+    """`tensor`, or a copy of it with `strides` where its own differ (dims of size 1 aside).
+    `strides` a tuple: the usual case, equal strides, is then one comparison."""
+    if tensor.stride() == strides or all(
+        size <= 1 or have == want for have, want, size in zip(tensor.stride(), strides, sizes)
+    ):
         return tensor
     return torch.empty_strided(sizes, strides, dtype=tensor.dtype, device=tensor.device).copy_(
         tensor

@@ -130,6 +130,8 @@ class PythonWrapperRenderer:
     def statement_Allocate(self, s):
         sizes, strides = self.literal(tuple(s.sizes)), self.literal(tuple(s.strides))
         device = "" if s.device == "cpu" else f", device={s.device!r}"
+        if s.offset is None and not device:
+            return f"{s.name} = empty_strided_cpu({sizes}, {strides}, {s.dtype})"
         if s.offset is None:
             return f"{s.name} = torch.empty_strided({sizes}, {strides}, dtype={s.dtype}{device})"
         extent = s.offset + storage_span(list(s.sizes), list(s.strides))
@@ -189,7 +191,8 @@ class PythonWrapperRenderer:
         return f"{', '.join(s.names)}, = {s.source}"
 
     def statement_AsTraced(self, s):
-        return f"{s.name} = as_traced({s.name}, {self.literal(s.sizes)}, {self.literal(s.strides)})"
+        sizes, strides = self.literal(tuple(s.sizes)), self.literal(tuple(s.strides))
+        return f"{s.name} = as_traced({s.name}, {sizes}, {strides})"
 
     def statement_Raise(self, s):
         return f"raise RuntimeError({s.message!r})"
