@@ -3,7 +3,11 @@ internals dicp's core and tools use), dynamo_context.py (dynamo's compile-contex
 precompile.py (torch's precompile and AOTAutogradCache)."""
 
 import ast
+import sys
 from pathlib import Path
+
+import pytest
+import torch
 
 import dicp
 from dicp.bridge.pipeline import torch_compat
@@ -74,3 +78,25 @@ def test_compat_names_resolve():
     table = torch_compat.core_aten_decompositions()
     assert len(table) > 100
     assert all(isinstance(op, torch_compat.OpOverload) for op in list(table)[:50])
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["inductor's", "torch.empty_strided"])
+@pytest.mark.parametrize(
+    "sizes, strides, dtype",
+    [
+        ((1,), (1,), torch.float32),
+        ((3, 5), (1, 3), torch.float64),
+        ((2, 1, 4), (4, 9, 1), torch.int8),
+    ],
+)
+def test_empty_strided_cpu_makes_the_asked_layout(monkeypatch, fast, sizes, strides, dtype):
+    """Both allocators the wrappers may get (the fallback where a release lacks Inductor's)
+    give a CPU tensor of the sizes, strides and dtype asked, outside autograd."""
+    allocate = torch_compat.empty_strided_cpu
+    if not fast:
+        monkeypatch.setitem(sys.modules, "torch._C._dynamo.guards", None)  # ImportError
+        allocate = torch_compat._fast_empty_strided_cpu()
+        assert allocate is not torch_compat.empty_strided_cpu
+    tensor = allocate(sizes, strides, dtype)
+    assert (tensor.shape, tensor.stride(), tensor.dtype) == (sizes, strides, dtype)
+    assert tensor.device.type == "cpu" and not tensor.requires_grad

@@ -38,21 +38,6 @@ from torch.multiprocessing.reductions import StorageWeakRef
 # The release, for cache keys.
 TORCH_VERSION = torch.__version__
 
-
-def _fast_empty_strided_cpu():
-    """The wrappers' CPU buffers: `(sizes, strides, dtype) -> tensor`, Inductor's wrappers'
-    allocator, which takes its arguments without torch's Python argument parser (0.9 against
-    torch.empty_strided's 2.5 us a call; a training step allocates hundreds). Where a release
-    lacks it, torch.empty_strided."""
-    try:
-        from torch._C._dynamo.guards import _empty_strided_cpu
-    except ImportError:
-        return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype)
-    return _empty_strided_cpu
-
-
-empty_strided_cpu = _fast_empty_strided_cpu()
-
 __all__ = [
     "TORCH_VERSION",
     "StorageWeakRef",
@@ -64,6 +49,7 @@ __all__ = [
     "aot_autograd",
     "core_aten_decompositions",
     "detect_fake_mode",
+    "empty_strided_cpu",
     "get_decompositions",
     "min_cut_rematerialization_partition",
     "post_autograd_decompositions",
@@ -256,3 +242,22 @@ def storage_key(tensor):
     """A hashable identity of `tensor`'s storage (fake or real), equal for tensors viewing one
     storage: tensors grouped by storage without comparing every pair."""
     return StorageWeakRef(tensor.untyped_storage())
+
+
+# ---- the wrappers' CPU buffers (Inductor's wrappers allocate with the same function; torch's
+# public allocator parses its arguments in Python first) ----
+
+
+def _fast_empty_strided_cpu():
+    """The wrappers' CPU buffers: `(sizes, strides, dtype) -> tensor`, Inductor's wrappers'
+    allocator, which takes its arguments without torch's Python argument parser (0.9 against
+    torch.empty_strided's 2.5 us a call; a training step allocates hundreds). Where a release
+    lacks it, torch.empty_strided."""
+    try:
+        from torch._C._dynamo.guards import _empty_strided_cpu
+    except ImportError:
+        return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype)
+    return _empty_strided_cpu
+
+
+empty_strided_cpu = _fast_empty_strided_cpu()
