@@ -86,9 +86,15 @@ def wrapper_sources(cache):
 
 def allocates(wrapper, sizes=""):
     """Whether the wrapper source `wrapper` allocates a buffer of `sizes` (rendered as a tuple,
-    "(8, 1, 1)"; any buffer without), on the CPU (empty_strided_cpu) or a device
-    (torch.empty_strided)."""
-    return re.search(rf"empty_strided(_cpu)?\({re.escape(sizes)}", wrapper) is not None
+    "(8, 1, 1)") on the CPU (empty_strided_cpu) or a device (torch.empty_strided); without
+    sizes, whether its code (its imports aside) names empty_strided at all, an eager
+    aten.empty_strided call included."""
+    code = "\n".join(
+        line for line in wrapper.splitlines() if not line.startswith(("from ", "import "))
+    )
+    if not sizes:
+        return "empty_strided" in code
+    return re.search(rf"empty_strided(_cpu)?\({re.escape(sizes)}", code) is not None
 
 
 def kernel_sources(cache):

@@ -129,9 +129,9 @@ class PythonWrapperRenderer:
 
     def statement_Allocate(self, s):
         sizes, strides = self.literal(tuple(s.sizes)), self.literal(tuple(s.strides))
-        device = "" if s.device == "cpu" else f", device={s.device!r}"
-        if s.offset is None and not device:
+        if s.offset is None and s.device == "cpu":
             return f"{s.name} = empty_strided_cpu({sizes}, {strides}, {s.dtype})"
+        device = "" if s.device == "cpu" else f", device={s.device!r}"
         if s.offset is None:
             return f"{s.name} = torch.empty_strided({sizes}, {strides}, dtype={s.dtype}{device})"
         extent = s.offset + storage_span(list(s.sizes), list(s.strides))
