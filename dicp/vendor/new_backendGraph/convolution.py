@@ -5,11 +5,117 @@ import torch
 
 from . import onednn
 
+aten = torch.ops.aten
+
 
 def in_channels_last(x, weight):
     """Both operands channels-last: oneDNN's fastest layout, and the result's too
     (ConvolutionNHWC; FusedConvolution with `channels_last`)."""
     return tuple(t.contiguous(memory_format=torch.channels_last) for t in (x, weight))
+
+
+# --- 1x1 convolutions as the matrix products they are ------------------------------------
+# A 1x1 convolution without padding over channels-last pixels is a product of the pixels it
+# reads as rows ([N*H*W, Cin], a view at stride 1) and the weight ([Cout, Cin]); so are its
+# input and weight gradients. oneDNN's call costs more than the product for the small ones: a
+# MobileNetV2 block's [8, 56, 2, 2] -> 336 channels took 42 us forward and 104 us backward,
+# the products 20 and 31 (AMD EPYC, two threads), and such convolutions are two of a
+# depthwise block's three. The result takes the layout ATen's oneDNN call gives a
+# channels-last input: channels-last. ATen's products (MKL's), not gemm.py's choice of two
+# libraries: its lookup cost 9 us a call, as much as it could save on such sizes.
+
+
+def convolution_kernel(
+    x, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+):
+    """aten.convolution, a 1x1 one over channels-last pixels as a matrix product."""
+    if not _pixel_product(x, weight, stride, padding, dilation, transposed, groups):
+        return aten.convolution.default(
+            x, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+        )
+    pixels = _sampled(x, stride)
+    rows, columns = _rows(pixels), _weight_matrix(weight).t()
+    product = torch.mm(rows, columns) if bias is None else torch.addmm(bias, rows, columns)
+    return _as_pixels(product, pixels)
+
+
+def convolution_nhwc_kernel(x, weight, bias, *rest):
+    """ConvolutionNHWC's: both operands channels-last, then convolution_kernel."""
+    return convolution_kernel(*in_channels_last(x, weight), bias, *rest)
+
+
+def convolution_backward_kernel(grad, x, weight, bias_sizes, stride, padding, dilation, *rest):
+    """aten.convolution_backward, a 1x1 one over channels-last pixels as matrix products:
+    the input's gradient is grad's rows times the weight, the weight's grad's rows
+    transposed times the input's, the bias's the column sums of grad's rows."""
+    transposed, _, groups, mask = rest
+    if not _pixel_product(x, weight, stride, padding, dilation, transposed, groups):
+        return aten.convolution_backward.default(
+            grad, x, weight, bias_sizes, stride, padding, dilation, *rest
+        )
+    rows, pixels = _rows(grad), _sampled(x, stride)
+    grad_x = _input_grad(rows, weight, x, pixels, stride) if mask[0] else None
+    grad_weight = torch.mm(rows.t(), _rows(pixels)).view(weight.shape) if mask[1] else None
+    grad_bias = rows.sum(0) if mask[2] else None
+    return grad_x, grad_weight, grad_bias
+
+
+def _input_grad(rows, weight, x, pixels, stride):
+    """The gradient of `x`: grad's rows times the weight at the pixels read (`pixels`, every
+    stride-th of x's), zero elsewhere."""
+    grad = _as_pixels(torch.mm(rows, _weight_matrix(weight)), pixels)
+    if pixels is x:
+        return grad
+    grad_x = torch.zeros_like(x)
+    grad_x[:, :, :: stride[0], :: stride[1]] = grad
+    return grad_x
+
+
+def convolution_backward_nhwc_kernel(grad, x, weight, *rest):
+    """ConvolutionBackwardNHWC's: the input and weight channels-last, then
+    convolution_backward_kernel."""
+    return convolution_backward_kernel(grad, *in_channels_last(x, weight), *rest)
+
+
+def _pixel_product(x, weight, stride, padding, dilation, transposed, groups):
+    """Whether the convolution is a product of pixels and weight whose result ATen gives
+    channels-last: a 1x1 kernel without padding, one group, float32 CPU operands, and a
+    channels-last (not also contiguous) input that ATen runs with oneDNN.
+    The cheapest tests first: every convolution of a graph passes here at every step."""
+    return (
+        weight.shape[-2:] == (1, 1)
+        and groups == 1
+        and not transposed
+        and x.dim() == 4
+        and not any(padding)
+        and x.dtype == weight.dtype == torch.float32
+        and x.device.type == "cpu"
+        and channels_last_only(x)
+        and aten_takes_onednn(x, weight, stride, dilation, groups)
+    )
+
+
+def _sampled(x, stride):
+    """The pixels of `x` a 1x1 convolution of `stride` reads: every stride-th (a view)."""
+    if stride[0] == 1 and stride[1] == 1:
+        return x
+    return x[:, :, :: stride[0], :: stride[1]]
+
+
+def _rows(t):
+    """A [N, C, H, W] tensor as its [N*H*W, C] pixel rows: a view of a channels-last one, a
+    copy of another layout."""
+    return t.permute(0, 2, 3, 1).reshape(-1, t.shape[1])
+
+
+def _weight_matrix(weight):
+    return weight.reshape(weight.shape[0], weight.shape[1])
+
+
+def _as_pixels(rows, like):
+    """[N*H*W, C] rows as the channels-last [N, C, H, W] tensor of `like`'s pixels."""
+    n, _, h, w = like.shape
+    return rows.view(n, h, w, rows.shape[1]).permute(0, 3, 1, 2)
 
 
 def fused_impl(x, weight, bias, stride, padding, dilation, groups, channels_last, relu):

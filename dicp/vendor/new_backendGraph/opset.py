@@ -191,8 +191,12 @@ FRESH_RESULTS = {
 WRITES_OUT = {"Mm", "Addmm", "Bmm"}
 
 # Library kernels that run other code than their `impl` on real tensors: the faster of two
-# libraries' products (gemm.py).
+# libraries' products (gemm.py), 1x1 convolutions as products (convolution.py).
 LIBRARY_KERNELS = {
+    "Convolution": convolution.convolution_kernel,
+    "ConvolutionNHWC": convolution.convolution_nhwc_kernel,
+    "ConvolutionBackward": convolution.convolution_backward_kernel,
+    "ConvolutionBackwardNHWC": convolution.convolution_backward_nhwc_kernel,
     "Mm": gemm.mm,
     "Addmm": gemm.addmm,
     "Bmm": gemm.bmm,
