@@ -74,6 +74,7 @@ from .bridge.pipeline.torch_compat import (
     get_decompositions,
     same_storage,
     storage_key,
+    unset_fake_temporarily,
 )
 from .bridge.pipeline.utils import log, opmath_dtype
 from .bridge.pipeline import wrapper_ir
@@ -134,6 +135,7 @@ __all__ = [
     "may_overlap",
     "same_storage",
     "storage_key",
+    "unset_fake_temporarily",
     "storage_span",
     # building
     "Toolchain",

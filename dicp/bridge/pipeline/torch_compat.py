@@ -23,7 +23,8 @@ from torch._guards import detect_fake_mode
 from torch._ops import OpOverload, OpOverloadPacket
 from torch._subclasses import FakeTensor, FakeTensorMode
 
-# Leave the compile's fake mode for a moment: tensors unpickled inside it would come back fake.
+# Leave the compile's fake mode for a moment: tensors unpickled inside it would come back fake,
+# products timed inside it would time fake tensors' dispatch (gemm.py).
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 # Decompositions of listed ops, from torch's registry (the core table itself is public).

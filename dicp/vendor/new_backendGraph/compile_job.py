@@ -8,8 +8,6 @@ import os
 import platform
 import subprocess
 import tempfile
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache, partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,6 +23,7 @@ from dicp.api import (
 )
 
 from . import bounds, config
+from .background import background as _background
 from .blas import sgemm_address
 from .codegen.templates import INCLUDE_DIR
 
@@ -121,22 +120,6 @@ def _final_flags(compiler, flags):
     if job.result():
         return flags + ("-DDICP_HAVE_LIBMVEC",), ("-lmvec",)
     return flags, ()
-
-
-_JOBS: dict = {}  # (function, arguments) -> Future: each toolchain job runs once per process
-_JOBS_LOCK = threading.Lock()
-_EXECUTOR = []
-
-
-def _background(fn, *args):
-    """`fn(*args)` in dicp's toolchain thread, once per process and arguments: its Future."""
-    with _JOBS_LOCK:
-        job = _JOBS.get((fn, args))
-        if job is None:
-            if not _EXECUTOR:
-                _EXECUTOR.append(ThreadPoolExecutor(2, thread_name_prefix="dicp-toolchain"))
-            job = _JOBS[(fn, args)] = _EXECUTOR[0].submit(fn, *args)
-    return job
 
 
 _LIBMVEC_PROBE = """#include "dicp_runtime.h"

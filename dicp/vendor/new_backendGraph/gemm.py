@@ -18,9 +18,17 @@ from functools import lru_cache
 
 import torch
 
-from dicp.api import TORCH_VERSION, atomic_write, build_config, config as dicp_config, log
+from dicp.api import (
+    TORCH_VERSION,
+    atomic_write,
+    build_config,
+    config as dicp_config,
+    log,
+    unset_fake_temporarily,
+)
 
 from . import config, onednn
+from .background import wait_for_toolchain
 
 LIBRARIES = ("auto", "aten", "onednn")
 dicp_config.declare(
@@ -63,8 +71,9 @@ def library_for(a_layout, b_layout, bias):
     """The library `_product` takes for float32 operands of these (sizes, strides) layouts and
     a bias or not, decided before any operand exists (the native entry: codegen/
     native_entry.py), on random operands timed as the first product of a shape would be."""
-    a, b = (torch.empty_strided(*layout).normal_() for layout in (a_layout, b_layout))
-    return _library(torch.zeros(b.shape[1]) if bias else None, a, b)
+    with unset_fake_temporarily():  # codegen runs in the compile's fake mode: time real ones
+        a, b = (torch.empty_strided(*layout).normal_() for layout in (a_layout, b_layout))
+        return _library(torch.zeros(b.shape[1]) if bias else None, a, b)
 
 
 def _product(bias, a, b, out=None):
@@ -170,6 +179,7 @@ def _measure(bias, a, b):
     for a g.t() @ x that oneDNN ran in 0.75x its time. Several rounds: one round taken while
     other processes ran chose oneDNN for a Swin's MLP products (stored on disk for every
     later process), which it ran in 1.15-1.25x ATen's time (a training step 1.1x slower)."""
+    wait_for_toolchain()  # not beside our own g++ (a cold start builds while it traces)
     return "onednn" if all(_onednn_wins(bias, a, b) for _ in range(ROUNDS)) else "aten"
 
 
