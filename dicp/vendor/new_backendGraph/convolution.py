@@ -21,8 +21,11 @@ def in_channels_last(x, weight):
 # MobileNetV2 block's [8, 56, 2, 2] -> 336 channels took 42 us forward and 104 us backward,
 # the products 20 and 31 (AMD EPYC, two threads), and such convolutions are two of a
 # depthwise block's three. The result takes the layout ATen's oneDNN call gives a
-# channels-last input: channels-last. ATen's products (MKL's), not gemm.py's choice of two
-# libraries: its lookup cost 9 us a call, as much as it could save on such sizes.
+# channels-last input: channels-last. Only small ones: oneDNN's fixed cost is what the
+# products save, and from some thousand pixels its backward is faster ([8, 64, 8, 8] -> 256:
+# 135 against 197 us; ResNet-50's [32, 64, 14, 14] -> 256: 0.93 against 2.2 ms).
+PRODUCT_MAX_WORK = 2**21  # pixels x input channels x output channels
+PRODUCT_MAX_PIXELS = 128  # or as many pixels, of any channels ([8, 112, 2, 2] -> 1280: 0.5x)
 
 
 def convolution_kernel(
@@ -35,8 +38,7 @@ def convolution_kernel(
         )
     pixels = _sampled(x, stride)
     rows, columns = _rows(pixels), _weight_matrix(weight).t()
-    product = torch.mm(rows, columns) if bias is None else torch.addmm(bias, rows, columns)
-    return _as_pixels(product, pixels)
+    return _as_pixels(_product(rows, columns, bias), pixels)
 
 
 def convolution_nhwc_kernel(x, weight, bias, *rest):
@@ -55,7 +57,7 @@ def convolution_backward_kernel(grad, x, weight, bias_sizes, stride, padding, di
         )
     rows, pixels = _rows(grad), _sampled(x, stride)
     grad_x = _input_grad(rows, weight, x, pixels, stride) if mask[0] else None
-    grad_weight = torch.mm(rows.t(), _rows(pixels)).view(weight.shape) if mask[1] else None
+    grad_weight = _product(rows.t(), _rows(pixels)).view(weight.shape) if mask[1] else None
     grad_bias = rows.sum(0) if mask[2] else None
     return grad_x, grad_weight, grad_bias
 
@@ -63,7 +65,7 @@ def convolution_backward_kernel(grad, x, weight, bias_sizes, stride, padding, di
 def _input_grad(rows, weight, x, pixels, stride):
     """The gradient of `x`: grad's rows times the weight at the pixels read (`pixels`, every
     stride-th of x's), zero elsewhere."""
-    grad = _as_pixels(torch.mm(rows, _weight_matrix(weight)), pixels)
+    grad = _as_pixels(_product(rows, _weight_matrix(weight)), pixels)
     if pixels is x:
         return grad
     grad_x = torch.zeros_like(x)
@@ -79,8 +81,8 @@ def convolution_backward_nhwc_kernel(grad, x, weight, *rest):
 
 def _pixel_product(x, weight, stride, padding, dilation, transposed, groups):
     """Whether the convolution is a product of pixels and weight whose result ATen gives
-    channels-last: a 1x1 kernel without padding, one group, float32 CPU operands, and a
-    channels-last (not also contiguous) input that ATen runs with oneDNN.
+    channels-last: a small 1x1 kernel without padding, one group, float32 CPU operands, and
+    a channels-last (not also contiguous) input that ATen runs with oneDNN.
     The cheapest tests first: every convolution of a graph passes here at every step."""
     return (
         weight.shape[-2:] == (1, 1)
@@ -91,8 +93,19 @@ def _pixel_product(x, weight, stride, padding, dilation, transposed, groups):
         and x.dtype == weight.dtype == torch.float32
         and x.device.type == "cpu"
         and channels_last_only(x)
+        and _small(x, weight, stride)
         and aten_takes_onednn(x, weight, stride, dilation, groups)
     )
+
+
+def _small(x, weight, stride):
+    n, cin, h, w = x.shape
+    pixels = n * -(-h // stride[0]) * -(-w // stride[1])
+    return pixels <= PRODUCT_MAX_PIXELS or pixels * cin * weight.shape[0] <= PRODUCT_MAX_WORK
+
+
+def _product(a, b, bias=None):
+    return torch.mm(a, b) if bias is None else torch.addmm(bias, a, b)
 
 
 def _sampled(x, stride):
