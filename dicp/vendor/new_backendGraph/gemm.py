@@ -48,6 +48,9 @@ TIMED_RUNS = 11
 NOISE_MARGIN = 0.03
 ROUNDS = 3
 MAX_REMEMBERED_SITES = 4096
+# The way of measuring, in the stored choices' key: before 2, the native entry's choices were
+# timed on fake tensors (ATen's always won) and are not kept.
+MEASUREMENT = 2
 
 
 # `out`: memory of the result's layout that the product may write into (the wrapper passes a
@@ -218,7 +221,7 @@ def _build_id():
             TORCH_VERSION,
             build_config(),
             config.host_cpu(),
-            (WARMUP_RUNS, TIMED_RUNS, NOISE_MARGIN, ROUNDS, AUTOTUNE_MIN_WORK),
+            (WARMUP_RUNS, TIMED_RUNS, NOISE_MARGIN, ROUNDS, AUTOTUNE_MIN_WORK, MEASUREMENT),
         )
     )
     return hashlib.sha256(build.encode()).hexdigest()[:16]
