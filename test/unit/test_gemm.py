@@ -164,3 +164,27 @@ def test_products_are_timed_after_the_toolchain_threads_builds(monkeypatch):
     monkeypatch.setattr(gemm, "_onednn_wins", lambda *args: order.append("timed") or False)
     gemm._measure(None, torch.randn(96, 80), torch.randn(80, 64))
     assert job.done() and order[0] == "build" and order[1:] == ["timed"]  # lost its first round
+
+
+@pytest.mark.parametrize("seconds", [1e-5, 0.005, 0.02, 0.1, 1.0])
+def test_long_products_are_timed_fewer_times(seconds):
+    """All runs of a 512x4096x4096 product took 6.5 s of a compile per shape: a round's runs
+    stay near ROUND_SECONDS, and a round keeps a warm-up and three timed runs whatever the
+    length."""
+    warmup, timed = gemm._run_counts(seconds)
+    assert 2 <= warmup <= gemm.WARMUP_RUNS and 3 <= timed <= gemm.TIMED_RUNS
+    if 2 * seconds * (gemm.WARMUP_RUNS + gemm.TIMED_RUNS) <= gemm.ROUND_SECONDS:
+        assert (warmup, timed) == (gemm.WARMUP_RUNS, gemm.TIMED_RUNS)
+    else:
+        assert 2 * seconds * (warmup + timed) <= max(gemm.ROUND_SECONDS, 2 * seconds * 5)
+
+
+def test_a_round_runs_each_library_its_counted_times(monkeypatch):
+    calls = {"aten": 0, "onednn": 0}
+    monkeypatch.setattr(gemm, "_aten", lambda *args: calls.__setitem__("aten", calls["aten"] + 1))
+    monkeypatch.setattr(
+        gemm, "_onednn", lambda *args: calls.__setitem__("onednn", calls["onednn"] + 1)
+    )
+    monkeypatch.setattr(gemm, "_run_counts", lambda seconds: (2, 3))
+    gemm._onednn_wins(None, torch.randn(4, 4), torch.randn(4, 4))
+    assert calls == {"aten": 5, "onednn": 5}  # 2 warm-up runs (the first timed), 3 timed

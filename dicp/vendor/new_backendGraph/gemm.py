@@ -48,6 +48,7 @@ TIMED_RUNS = 11
 NOISE_MARGIN = 0.03
 ROUNDS = 3
 MAX_REMEMBERED_SITES = 4096
+ROUND_SECONDS = 0.25  # about what a round's runs may take; long products run fewer times
 # The way of measuring, in the stored choices' key: before 2, the native entry's choices were
 # timed on fake tensors (ATen's always won) and are not kept.
 MEASUREMENT = 2
@@ -176,7 +177,8 @@ def _measure(bias, a, b):
     """The faster library on these operands: oneDNN only if it wins each of ROUNDS rounds,
     so near-ties and flukes keep ATen (eager's rounding). A round: after WARMUP_RUNS each
     (oneDNN creates its primitive, the thread pool wakes up: one run was not enough, a
-    process's first measurement then favoured ATen), TIMED_RUNS interleaved; oneDNN wins it
+    process's first measurement then favoured ATen), TIMED_RUNS interleaved (fewer of both
+    for a product too long to time so often: _run_counts); oneDNN wins it
     if its fastest run beats ATen's by more than the noise margin. The fastest run, not the
     median: other processes only ever add time, and 7 medians on a loaded machine kept ATen
     for a g.t() @ x that oneDNN ran in 0.75x its time. Several rounds: one round taken while
@@ -189,16 +191,33 @@ def _measure(bias, a, b):
 def _onednn_wins(bias, a, b) -> bool:
     candidates = {"aten": lambda: _aten(bias, a, b), "onednn": lambda: _onednn(bias, a, b)}
     times = {name: [] for name in candidates}
+    first_runs = []
     for fn in candidates.values():
-        for _ in range(WARMUP_RUNS):
+        start = time.perf_counter()
+        fn()  # oneDNN creates its primitive here
+        first_runs.append(time.perf_counter() - start)
+    warmup, timed = _run_counts(max(first_runs))
+    for fn in candidates.values():
+        for _ in range(warmup - 1):
             fn()
-    for run in range(TIMED_RUNS):
+    for run in range(timed):
         for name, fn in sorted(candidates.items(), reverse=run % 2 == 1):  # neither always first
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
     aten_time, onednn_time = (min(times[name]) for name in candidates)
     return onednn_time < aten_time * (1 - NOISE_MARGIN)
+
+
+def _run_counts(seconds):
+    """(warm-up, timed) runs of each library in a round, after a first run of `seconds`:
+    WARMUP_RUNS and TIMED_RUNS where they fit in ROUND_SECONDS, else fewer (2 and 3 at
+    least). With all of them, a 512x4096x4096 product (a 7B model's projection) took 6.5 s
+    of the compile per shape."""
+    if 2 * seconds * (WARMUP_RUNS + TIMED_RUNS) <= ROUND_SECONDS:
+        return WARMUP_RUNS, TIMED_RUNS
+    affordable = int(ROUND_SECONDS / (2 * seconds)) - 2
+    return 2, max(3, min(TIMED_RUNS, affordable))
 
 
 # ---- choices: in memory for this process, on disk for the next ----
@@ -221,7 +240,8 @@ def _build_id():
             TORCH_VERSION,
             build_config(),
             config.host_cpu(),
-            (WARMUP_RUNS, TIMED_RUNS, NOISE_MARGIN, ROUNDS, AUTOTUNE_MIN_WORK, MEASUREMENT),
+            (WARMUP_RUNS, TIMED_RUNS, NOISE_MARGIN, ROUNDS, ROUND_SECONDS, AUTOTUNE_MIN_WORK),
+            MEASUREMENT,
         )
     )
     return hashlib.sha256(build.encode()).hexdigest()[:16]
