@@ -181,7 +181,9 @@ def test_long_products_are_timed_fewer_times(seconds):
 
 def test_a_round_runs_each_library_its_counted_times(monkeypatch):
     calls = {"aten": 0, "onednn": 0}
-    monkeypatch.setattr(gemm, "_aten", lambda *args: calls.__setitem__("aten", calls["aten"] + 1))
+    monkeypatch.setattr(
+        gemm, "aten_product", lambda *args: calls.__setitem__("aten", calls["aten"] + 1)
+    )
     monkeypatch.setattr(
         gemm, "_onednn", lambda *args: calls.__setitem__("onednn", calls["onednn"] + 1)
     )

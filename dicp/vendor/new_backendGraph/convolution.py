@@ -3,7 +3,7 @@ ReLU, run as one oneDNN call where oneDNN takes its operands."""
 
 import torch
 
-from . import onednn
+from . import gemm, onednn
 
 aten = torch.ops.aten
 
@@ -38,7 +38,7 @@ def convolution_kernel(
         )
     pixels = _sampled(x, stride)
     rows, columns = _rows(pixels), _weight_matrix(weight).t()
-    return _as_pixels(_product(rows, columns, bias), pixels)
+    return _as_pixels(gemm.aten_product(bias, rows, columns), pixels)
 
 
 def convolution_nhwc_kernel(x, weight, bias, *rest):
@@ -57,7 +57,9 @@ def convolution_backward_kernel(grad, x, weight, bias_sizes, stride, padding, di
         )
     rows, pixels = _rows(grad), _sampled(x, stride)
     grad_x = _input_grad(rows, weight, x, pixels, stride) if mask[0] else None
-    grad_weight = _product(rows.t(), _rows(pixels)).view(weight.shape) if mask[1] else None
+    grad_weight = (
+        gemm.aten_product(None, rows.t(), _rows(pixels)).view(weight.shape) if mask[1] else None
+    )
     grad_bias = rows.sum(0) if mask[2] else None
     return grad_x, grad_weight, grad_bias
 
@@ -65,7 +67,7 @@ def convolution_backward_kernel(grad, x, weight, bias_sizes, stride, padding, di
 def _input_grad(rows, weight, x, pixels, stride):
     """The gradient of `x`: grad's rows times the weight at the pixels read (`pixels`, every
     stride-th of x's), zero elsewhere."""
-    grad = _as_pixels(_product(rows, _weight_matrix(weight)), pixels)
+    grad = _as_pixels(gemm.aten_product(None, rows, _weight_matrix(weight)), pixels)
     if pixels is x:
         return grad
     grad_x = torch.zeros_like(x)
@@ -102,10 +104,6 @@ def _small(x, weight, stride):
     n, cin, h, w = x.shape
     pixels = n * -(-h // stride[0]) * -(-w // stride[1])
     return pixels <= PRODUCT_MAX_PIXELS or pixels * cin * weight.shape[0] <= PRODUCT_MAX_WORK
-
-
-def _product(a, b, bias=None):
-    return torch.mm(a, b) if bias is None else torch.addmm(bias, a, b)
 
 
 def _sampled(x, stride):

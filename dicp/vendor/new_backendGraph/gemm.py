@@ -84,12 +84,13 @@ def _product(bias, a, b, out=None):
     library = _library(bias, a, b)
     if library == "onednn":
         return _onednn(bias, a, b)
-    return _aten(bias, a, b, out)
+    return aten_product(bias, a, b, out)
 
 
-# torch.mm and torch.addmm rather than torch.ops.aten's overloads: the same kernels, without
+# ATen's product (MKL's in the registry's builds), also the 1x1 convolutions' (convolution.py):
+# torch.mm and torch.addmm rather than torch.ops.aten's overloads, the same kernels without
 # the overload's Python call (3 us of a step's every product).
-def _aten(bias, a, b, out=None):
+def aten_product(bias, a, b, out=None):
     if bias is None:
         return torch.mm(a, b) if out is None else torch.mm(a, b, out=out)
     return torch.addmm(bias, a, b) if out is None else torch.addmm(bias, a, b, out=out)
@@ -189,7 +190,7 @@ def _measure(bias, a, b):
 
 
 def _onednn_wins(bias, a, b) -> bool:
-    candidates = {"aten": lambda: _aten(bias, a, b), "onednn": lambda: _onednn(bias, a, b)}
+    candidates = {"aten": lambda: aten_product(bias, a, b), "onednn": lambda: _onednn(bias, a, b)}
     times = {name: [] for name in candidates}
     first_runs = []
     for fn in candidates.values():
