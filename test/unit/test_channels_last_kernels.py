@@ -59,8 +59,40 @@ def test_max_pool_of_channels_last_input_matches_eager(strict, name):
 
 def test_max_pool_reads_channels_last_input_by_channel_blocks(strict):
     x = with_ties_and_specials((2, 16, 8, 6), NHWC)
-    compiled(lambda x: F.max_pool2d(x, 2))(x)
-    assert "best_index[" in kernel_sources(strict)  # the arrays of the channel-block kernel
+    compiled(lambda x: F.max_pool2d(x, 2, return_indices=True))(x)
+    source = kernel_sources(strict)
+    assert "best_index[" in source  # the arrays of the channel-block kernel
+    # picks by ternaries, which g++ vectorizes as blends; dicp::pick's masks kept the loop
+    # scalar (3.3x the time)
+    assert "dicp::pick" not in source
+
+
+@pytest.mark.parametrize("name", POOLS)
+def test_max_pool_values_alone_match_eager(strict, name):
+    """Inference reads only the maxima: the kernel keeps no indices, and the values (ties,
+    NaN, -inf, padding) and layout are eager's."""
+    shape, kernel, stride, padding, dilation, ceil_mode = POOLS[name]
+    x = with_ties_and_specials(shape, NHWC)
+
+    def fn(x):
+        return F.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
+
+    with torch.no_grad():
+        got, want = compiled(fn)(x), fn(x)
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
+    if shape[1] > 1:  # one channel: not the channel-block kernel
+        assert "best_index" not in kernel_sources(strict)
+
+
+def test_max_pool_values_alone_under_dynamic_shapes_match_eager(strict):
+    fn = compiled(lambda x: F.max_pool2d(x, 3, 2, 1), dynamic=True)
+    for size in (5, 8):
+        x = with_ties_and_specials((size - 4, 6, size, size + 1), NHWC)
+        with torch.no_grad():
+            torch.testing.assert_close(
+                fn(x), F.max_pool2d(x, 3, 2, 1), equal_nan=True, rtol=0, atol=0
+            )
 
 
 def test_max_pool_3d_of_channels_last_input_matches_eager(strict):
@@ -75,11 +107,15 @@ def test_max_pool_3d_of_channels_last_input_matches_eager(strict):
         torch.testing.assert_close(g, w, equal_nan=True, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("batch", [1, 2, 3])
 @pytest.mark.parametrize("channels", [1, 3, 16, 70])
-def test_max_pool_gradient_of_channels_last_input_matches_eager(strict, channels):
+def test_max_pool_gradient_of_channels_last_input_matches_eager(strict, channels, batch):
+    """Overlapping windows (3x3, stride 2) picking one element more than once: the scatter,
+    run pixel by pixel with the channels inside, adds each element's gradients in eager's
+    order."""
     g = torch.Generator().manual_seed(1)
-    x = (torch.randn(2, channels, 7, 6, generator=g).round()).contiguous(memory_format=NHWC)
-    weight = torch.randn(2, channels, 4, 3, generator=g)  # the pool's output shape
+    x = (torch.randn(batch, channels, 7, 6, generator=g).round()).contiguous(memory_format=NHWC)
+    weight = torch.randn(batch, channels, 4, 3, generator=g)  # the pool's output shape
 
     def loss(x):
         return (F.max_pool2d(x, 3, 2, 1) * weight).sum()
@@ -87,6 +123,20 @@ def test_max_pool_gradient_of_channels_last_input_matches_eager(strict, channels
     got = torch.autograd.grad(compiled(loss)(x.requires_grad_()), x)[0]
     want = torch.autograd.grad(loss(x), x)[0]
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_max_pool_3d_gradient_of_channels_last_input_matches_eager(strict):
+    x = with_ties_and_specials((3, 5, 5, 4, 7), torch.channels_last_3d)
+    weight = torch.randn(3, 5, 3, 2, 4, generator=torch.Generator().manual_seed(2))
+
+    def loss(x):
+        return (F.max_pool3d(x, 3, 2, 1) * weight).sum()
+
+    grads = []
+    for fn in (compiled(loss), loss):
+        leaf = x.clone().requires_grad_()
+        grads.append(torch.autograd.grad(fn(leaf), leaf)[0])
+    torch.testing.assert_close(*grads, rtol=0, atol=0, equal_nan=True)
 
 
 def test_max_pool_under_dynamic_shapes_matches_eager(strict):

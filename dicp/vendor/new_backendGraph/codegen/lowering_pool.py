@@ -1,6 +1,8 @@
 """Pooling as window reductions over the last two or three (spatial) dims: one loop nest per
 output."""
 
+import operator
+
 import sympy
 
 from dicp.api import shape_of
@@ -74,16 +76,18 @@ def _plane_position(at, plane):
     return flat_index(at, contiguous_strides(plane))
 
 
-def _take_if_better(k, x, nd, window_position, outer, best, best_index):
-    """best, best_index updated by x's element at the window position, if it wins."""
+def _take_if_better(k, x, nd, window_position, outer, best, best_index, select="Pick"):
+    """best, best_index updated by x's element at the window position, if it wins.
+    `select`: Pick (masks, no branch: which element wins is data, see cpp_render's Pick) in
+    a scalar loop; Where (a ternary) in a SIMD one, which g++ makes a blend, while Pick's
+    masks through memcpy keep it from vectorizing the loop at all."""
     at, inside = window_position
     T = best.type
     value = k.masked(inside, lambda: x.load(k, outer[:-nd] + at), Const(-float("inf"), T), T)
     position = k.index(_plane_position(at, x.sizes[-nd:]))
-    # picks, not a branch: which element wins is data (see cpp_render's Pick)
     wins = k.op("PoolBetter", "bool", inside, value, best, best_index)
-    k.add(Assign(best_index, k.op("Pick", "int64_t", wins, position, best_index)))
-    k.add(Assign(best, k.op("Pick", T, wins, value, best)))
+    k.add(Assign(best_index, k.op(select, "int64_t", wins, position, best_index)))
+    k.add(Assign(best, k.op(select, T, wins, value, best)))
 
 
 @lowering("MaxPool2dWithIndices", "MaxPool3dWithIndices")
@@ -114,9 +118,13 @@ def _max_over_channel_blocks(g, node, x, kernel, window, channel):
     CHANNEL_BLOCK channels, and runs the window over arrays of maxima, channels innermost, so
     every load is contiguous and the updates vectorize (16x16x32x32 -> 16x16x16x16: 0.05 ms,
     eager's time; looped per output over each channel's plane it took 0.37 ms, reading the
-    whole image once per channel and branching on every comparison)."""
+    whole image once per channel and branching on every comparison). The picks are ternaries
+    here: with Pick's masks g++ left the update loop scalar (8x16x32x32, 3x3 stride 2: 80
+    against 24 us). Where no node reads the indices (inference) they are not kept."""
     nd = len(kernel)
-    values, indices = (buffer_in_layout_of(g, val) for val in node.meta["val"])
+    keep_indices = _indices_read(node)
+    values = buffer_in_layout_of(g, node.meta["val"][0])
+    indices = buffer_in_layout_of(g, node.meta["val"][1]) if keep_indices else None
     T = compute_ctype(x.dtype)
     channels = x.sizes[channel]
     blocks = block_count(channels, CHANNEL_BLOCK)
@@ -134,22 +142,29 @@ def _max_over_channel_blocks(g, node, x, kernel, window, channel):
     def clear(k, outer, inner):
         c = k.index(inner[0])
         k.add(Assign(Element(best, (c,)), Const(-float("inf"), T)))
-        k.add(Assign(Element(best_index, (c,)), Const(-1, "int64_t")))
+        if keep_indices:
+            k.add(Assign(Element(best_index, (c,)), Const(-1, "int64_t")))
 
     def update(k, outer, inner):
         *offsets, c = inner
         index = output_index(outer, c)
-        picked = Element(best, (k.index(c),)), Element(best_index, (k.index(c),))
-        _take_if_better(k, x, nd, window(k, index, offsets), index, *picked)
+        at = window(k, index, offsets)
+        if keep_indices:
+            picked = Element(best, (k.index(c),)), Element(best_index, (k.index(c),))
+            _take_if_better(k, x, nd, at, index, *picked, select="Where")
+        else:
+            _take_if_greater(k, x, nd, at, index, Element(best, (k.index(c),)))
 
     def store(k, outer, inner):
         index, c = output_index(outer, inner[0]), k.index(inner[0])
         values.store(k, index, Element(best, (c,)))
-        indices.store(k, index, Element(best_index, (c,)))
+        if keep_indices:
+            indices.store(k, index, Element(best_index, (c,)))
 
     def declare(k, outer):
         k.add(Declare(best, aligned=True))
-        k.add(Declare(best_index, aligned=True))
+        if keep_indices:
+            k.add(Declare(best_index, aligned=True))
 
     g.phased_kernel(
         positions + [blocks],
@@ -166,6 +181,22 @@ def _max_over_channel_blocks(g, node, x, kernel, window, channel):
         ],
     )
     return values, indices
+
+
+def _indices_read(node) -> bool:
+    """Whether a node reads the indices of max pool `node` (its second result)."""
+    return any(user.target is not operator.getitem or user.args[1] != 0 for user in node.users)
+
+
+def _take_if_greater(k, x, nd, window_position, outer, best):
+    """best updated by x's element at the window position where it is greater or NaN, as
+    _take_if_better's values without an index (PoolBetter with no first element to take:
+    an index of 0 is never negative)."""
+    at, inside = window_position
+    T = best.type
+    value = k.masked(inside, lambda: x.load(k, outer[:-nd] + at), Const(-float("inf"), T), T)
+    wins = k.op("PoolBetter", "bool", inside, value, best, Const(0, "int64_t"))
+    k.add(Assign(best, k.op("Where", T, wins, value, best)))
 
 
 @lowering("AdaptiveMaxPool2d", "AdaptiveMaxPool3d")
@@ -327,8 +358,32 @@ def _add_at_picked(g, node, grad, indices, nd):
         value = cast_value(k, grad.load(k, idx), grad.dtype, out.dtype)
         scatter_store(k, out, idx[:-nd] + unflatten(position, plane), value, accumulate=True)
 
-    g.pointwise_kernel(grad.sizes, body)
+    order = _channels_inside(indices, nd)
+    sizes = [grad.sizes[d] for d in order]
+
+    def body_in_order(k, idx):
+        logical = [None] * len(order)
+        for d, i in zip(order, idx):
+            logical[d] = i
+        body(k, logical)
+
+    g.pointwise_kernel(sizes, body_in_order)
     return scatter_result(out, node.meta["val"])
+
+
+def _channels_inside(indices, nd):
+    """The loop order of a max pool's scatter: the dims in order, or with a channel dim that
+    the saved indices walk contiguously (channels-last) moved inside the pooled ones, so that
+    the loops read the indices and gradient in memory order and write whole pixels; looped
+    plane by plane they took a cache line per element (8x16x32x32, 3x3 stride 2: 97 us on
+    two threads). The pooled dims keep their order, so each element's sum adds the outputs
+    in ATen's order."""
+    order = list(range(len(indices.sizes)))
+    channel = contiguous_dim(indices) if isinstance(indices, Buffer) else None
+    if channel is None or channel >= len(order) - nd:
+        return order
+    order.remove(channel)
+    return order + [channel]
 
 
 @lowering("AdaptiveAvgPool2d", "AdaptiveAvgPool3d")
