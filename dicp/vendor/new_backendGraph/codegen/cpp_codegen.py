@@ -628,11 +628,19 @@ class CppCodegen(GraphCodegenBase):
         from outermost), so its innermost loop stores contiguously (channels-last: over
         channels)."""
 
-        def store(k, loop_index):
-            index = [loop_index[order.index(d)] for d in range(len(order))]
+        def store(k, index):
             out.store(k, index, value.load(k, index))
 
-        self.pointwise_kernel([value.sizes[d] for d in order], store, split=True)
+        self.pointwise_kernel_in_order(value.sizes, store, order, split=True)
+
+    def pointwise_kernel_in_order(self, sizes, body, order, split=False):
+        """pointwise_kernel with its loops over the dims of `sizes` in `order` (outermost
+        first); `body` still gets the index in the dims' own order."""
+
+        def in_order(k, loop_index):
+            body(k, [loop_index[order.index(d)] for d in range(len(order))])
+
+        self.pointwise_kernel([sizes[d] for d in order], in_order, split=split)
 
     def _realize_reduction(self, value):
         """A lazy reduction in a buffer of its own, one kernel over its kept dims (a column

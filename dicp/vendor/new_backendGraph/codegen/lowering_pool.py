@@ -83,11 +83,17 @@ def _take_if_better(k, x, nd, window_position, outer, best, best_index, select="
     masks through memcpy keep it from vectorizing the loop at all."""
     at, inside = window_position
     T = best.type
-    value = k.masked(inside, lambda: x.load(k, outer[:-nd] + at), Const(-float("inf"), T), T)
+    value = _window_element(k, x, nd, window_position, outer, T)
     position = k.index(_plane_position(at, x.sizes[-nd:]))
     wins = k.op("PoolBetter", "bool", inside, value, best, best_index)
     k.add(Assign(best_index, k.op(select, "int64_t", wins, position, best_index)))
     k.add(Assign(best, k.op(select, T, wins, value, best)))
+
+
+def _window_element(k, x, nd, window_position, outer, T):
+    """x's element at the window position, -inf where it lies outside x (padding)."""
+    at, inside = window_position
+    return k.masked(inside, lambda: x.load(k, outer[:-nd] + at), Const(-float("inf"), T), T)
 
 
 @lowering("MaxPool2dWithIndices", "MaxPool3dWithIndices")
@@ -192,10 +198,9 @@ def _take_if_greater(k, x, nd, window_position, outer, best):
     """best updated by x's element at the window position where it is greater or NaN, as
     _take_if_better's values without an index (PoolBetter with no first element to take:
     an index of 0 is never negative)."""
-    at, inside = window_position
     T = best.type
-    value = k.masked(inside, lambda: x.load(k, outer[:-nd] + at), Const(-float("inf"), T), T)
-    wins = k.op("PoolBetter", "bool", inside, value, best, Const(0, "int64_t"))
+    value = _window_element(k, x, nd, window_position, outer, T)
+    wins = k.op("PoolBetter", "bool", window_position[1], value, best, Const(0, "int64_t"))
     k.add(Assign(best, k.op("Where", T, wins, value, best)))
 
 
@@ -358,16 +363,7 @@ def _add_at_picked(g, node, grad, indices, nd):
         value = cast_value(k, grad.load(k, idx), grad.dtype, out.dtype)
         scatter_store(k, out, idx[:-nd] + unflatten(position, plane), value, accumulate=True)
 
-    order = _channels_inside(indices, nd)
-    sizes = [grad.sizes[d] for d in order]
-
-    def body_in_order(k, idx):
-        logical = [None] * len(order)
-        for d, i in zip(order, idx):
-            logical[d] = i
-        body(k, logical)
-
-    g.pointwise_kernel(sizes, body_in_order)
+    g.pointwise_kernel_in_order(grad.sizes, body, _channels_inside(indices, nd))
     return scatter_result(out, node.meta["val"])
 
 
