@@ -149,6 +149,23 @@ def test_an_inf_both_give_does_not_fail_the_other_elements():
     assert wrong is not None and "non-finite" in str(wrong)
 
 
+def test_where_eager_overflows_to_nan_its_error_is_unbounded():
+    """A layer norm of a row holding 7e24 (seed 7218): the square overflows float32, eager's
+    Welford step made NaN of the row where dicp and Inductor return the bias (as eager itself
+    does for another row). The exact result is finite, so eager's error there is unbounded, as
+    where it overflows to inf. A finite value where the exact result is NaN still fails, and so
+    does a value off elsewhere."""
+    from dicp.tools.fuzz.check import judge
+    import torch
+
+    nan = float("nan")
+    eager = torch.tensor([nan, nan, 0.25, nan])
+    exact = torch.tensor([0.67, -2.18, 0.25, nan], dtype=torch.float64)
+    assert judge(torch.tensor([-1.33, -1.68, 0.25, nan]), eager, exact) is None
+    assert judge(torch.tensor([-1.33, -1.68, 0.25, 1.0]), eager, exact) is not None
+    assert judge(torch.tensor([-1.33, -1.68, 0.5, nan]), eager, exact) is not None
+
+
 def test_a_float32_cast_meeting_float64_weights_still_has_an_arbiter():
     """x.float() then layer_norm over one element with weights (seed 7070, program 759): the
     exact gradient of x is 0 and dicp's kernel gives 0, eager's rounding -1.5e-5. The float64

@@ -19,6 +19,7 @@ wrong op gives errors of the order of the values, far beyond either bound.
 """
 
 import contextlib
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -124,6 +125,11 @@ def _against_float64(actual, expected, reference, tolerance, dtype, rounded=None
     if not expected.is_floating_point():
         return f"differs from both eager and float64 at {_first(~(near_eager | near_exact))}"
     ours, eagers = (a - r).abs(), (e - r).abs()
+    # eager's NaN where the exact result is finite is an overflow of its own, as its inf there
+    # is: an error without bound (fuzzer, seed 7218: a layer norm of a row holding 7e24, whose
+    # square overflows float32; eager's Welford step made NaN of it, dicp and Inductor return
+    # the bias, as eager itself does for a row holding 3e19 and -3e19)
+    eagers = torch.where(e.isnan() & r.isfinite(), math.inf, eagers)
     ill = eagers > ILL_CONDITIONED_ULPS * torch.finfo(dtype).eps * r.abs()
     left = ~(near_eager | near_exact | (ill & (ours <= ILL_CONDITIONED_FACTOR * eagers)))
     if not left.any():
