@@ -77,3 +77,57 @@ def test_batch_norm_statistics_in_one_pass(batch, channels, channels_last):
         assert (got - exact).abs().max().item() <= 2 * allowed + 1e-5
     if batch == "constant channel":
         assert torch.equal(results["dicp"][0][:, 0], torch.zeros_like(results["dicp"][0][:, 0]))
+
+
+def _huge(shape, seed=0):
+    """float32 values of about 1e18 and, in every row and channel, some of 1.5e19: their
+    squares sum past float's largest value, 3.4e38, though the variance (about 5e36) is far
+    inside it."""
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * 1e18
+    x.view(-1)[:: max(1, x.numel() // 40)] = 1.5e19
+    return x
+
+
+HUGE = {
+    "var": lambda x: torch.var(x),
+    "std over dim 0": lambda x: torch.std(x.flatten(1), dim=0),
+    "var_mean": lambda x: torch.var_mean(x, dim=[1, 2, 3], correction=0),
+    "batch norm": lambda x: torch.nn.functional.batch_norm(
+        x, None, None, torch.ones(1, dtype=x.dtype), torch.zeros(1, dtype=x.dtype), training=True
+    ),
+    "batch norm, expanded": lambda x: torch.nn.functional.batch_norm(
+        x[:1].expand(7, -1, -1, -1), None, None, training=True
+    ),
+    "layer norm": lambda x: torch.nn.functional.layer_norm(x, x.shape[1:]),
+    # over one dim, the squares sum in float chunks (summed again in double where one overflows)
+    "var over the last dim": lambda x: torch.var(x.flatten(1), -1),
+    "layer norm over the last dim": lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:]),
+    "group norm": lambda x: torch.nn.functional.group_norm(x, 1),
+}
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("case", HUGE)
+def test_a_sum_of_squares_past_floats_range_keeps_a_finite_variance(case, dynamic):
+    """The sum of squared deviations stays in double until divided: rounded to float first it
+    was inf, and the variance with it, where eager's Welford (summing in double) gives about
+    5e36; a batch norm over an expanded activation then normalized everything to 0 and its
+    weight gradient came out -0 against -0.99 (fuzzer, seed 7231). Eager itself overflows on
+    some of these paths (a contiguous batch norm, a layer norm): dicp is held to float64."""
+    fn = HUGE[case]
+    x = _huge((7, 1, 7, 7)).requires_grad_()
+    got = compiled(fn, dynamic=dynamic)(x)
+    exact = fn(x.detach().double())
+    for g, e in zip(*(t if isinstance(t, tuple) else (t,) for t in (got, exact)), strict=True):
+        assert g.isfinite().all()
+        torch.testing.assert_close(g.double(), e, rtol=1e-5, atol=1e-5 * e.abs().max().item())
+    if case.startswith("batch norm"):
+        weight = torch.ones(1, requires_grad=True)
+        norm = lambda t, w: torch.nn.functional.batch_norm(t, None, None, w, training=True)
+        out = compiled(norm, dynamic=dynamic)(x.detach()[:1].expand(7, -1, -1, -1), weight)
+        probe = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+        (grad,) = torch.autograd.grad((out * probe).sum(), weight)
+        exact_weight = weight.detach().double().requires_grad_()
+        exact_out = norm(x.detach()[:1].expand(7, -1, -1, -1).double(), exact_weight)
+        (exact_grad,) = torch.autograd.grad((exact_out * probe.double()).sum(), exact_weight)
+        torch.testing.assert_close(grad.double(), exact_grad, rtol=1e-4, atol=1e-4)

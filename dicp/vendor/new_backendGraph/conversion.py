@@ -455,8 +455,8 @@ def _count(ctx, x, dims):
 
 def _channel_moments(ctx, x, dims):
     """A batch norm's statistics over every dim but the channels': (mean, x - mean, sum of
-    squared deviations), dims kept. A float32 x takes one pass (_shifted_moments); a float64
-    x, which has no wider type to sum in, two. (Over a row's last dims, as a layer norm's,
+    squared deviations in double), dims kept. A float32 x takes one pass (_shifted_moments);
+    a float64 x, which has no wider type to sum in, two. (Over a row's last dims, as a layer norm's,
     the two passes are phases of one kernel already.)"""
     shape = ctx.val(x).shape
     if ctx.val(x).dtype != torch.float32 or any(shape[d] == 0 for d in dims):
@@ -471,7 +471,8 @@ def _shifted_moments(ctx, x, dims):
     mean = k + sum(d) / n, and the squared deviations sum(d^2) - sum(d)^2 / n cancel at most
     by a factor n, since (k - mean)^2 <= n * var for a k among the values: relative error
     about n * 1e-16 in double. A row of one repeated value has d = 0: exactly its mean and a
-    variance of exactly 0, as eager's Welford gives."""
+    variance of exactly 0, as eager's Welford gives. The sum of squares stays in double (see
+    _moments)."""
     wide, count = torch.float64, _count(ctx, x, dims)
     shift = x
     for d in dims:
@@ -487,7 +488,7 @@ def _shifted_moments(ctx, x, dims):
         ctx.op(ops.Sub, total_squares, ctx.op(ops.Div, ctx.op(ops.Mul, total, total), count)),
         _full_like_scalar(ctx, total_squares, 0),
     )
-    return mean, ctx.op(ops.Sub, x, mean), _cast(ctx, squares, torch.float32)
+    return mean, ctx.op(ops.Sub, x, mean), squares
 
 
 def _moments(ctx, x, dims, keepdim):
@@ -499,7 +500,14 @@ def _moments(ctx, x, dims, keepdim):
     std is exactly 0, came out as 1.2 instead of 0). A double x has no wider type: its mean
     takes one step of refinement instead, mean + sum(x - mean) / n, which for a repeated
     value lands on it exactly (x - mean is exact there, and the step's own error is far
-    below half an ulp of x)."""
+    below half an ulp of x).
+    The sum of squared deviations is returned in double, for the caller to divide there: it
+    passes float's range where the variance does not (values of 1.5e19 square to 2.3e38, and
+    a few of them sum past 3.4e38), and rounded to float first it made the variance inf where
+    eager's Welford, summing in double, gives it (torch.var: inf against 5.5e36; a batch norm's
+    weight gradient: -0 against -0.99; fuzzer, seed 7231). The sum is marked as rounded to
+    x's type (ReduceSum's rounded_to), so it may still add chunks in float at the full vector
+    width, summed again in double where a chunk overflows (loop_ir.exact_pass)."""
     dtype = ctx.val(x).dtype
     wide = torch.float64 if dtype.is_floating_point else dtype
     total = ctx.op(ops.ReduceSum, x, dims, True, wide)
@@ -508,7 +516,7 @@ def _moments(ctx, x, dims, keepdim):
         residual = ctx.op(ops.ReduceSum, ctx.op(ops.Sub, x, mean), dims, True)
         mean = ctx.op(ops.Add, mean, ctx.op(ops.Div, residual, _count(ctx, x, dims)))
     centered = ctx.op(ops.Sub, x, mean)
-    squares = ctx.op(ops.ReduceSum, ctx.op(ops.Mul, centered, centered), dims, keepdim)
+    squares = ctx.op(ops.ReduceSum, ctx.op(ops.Mul, centered, centered), dims, keepdim, wide, dtype)
     return mean, centered, squares
 
 
@@ -800,7 +808,7 @@ def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var, train
     count = _count(ctx, x, dims)
     xf = _cast(ctx, x, opmath_dtype(ctx.val(x).dtype))
     mean, centered, squares = _channel_moments(ctx, xf, dims)
-    var = ctx.op(ops.Div, squares, count)
+    var = _cast(ctx, ctx.op(ops.Div, squares, count), ctx.val(xf).dtype)
     inv_std = ctx.op(ops.Rsqrt, ctx.op(ops.Add, var, eps))
     out = ctx.op(ops.Mul, centered, inv_std)
     per_channel = [ctx.val(x).shape[1]] + [1] * (rank - 2)

@@ -39,7 +39,11 @@ BINARY = {row.name: row.impl for row in POINTWISE if row.family == "binary"}
 TERNARY = {row.name: row.impl for row in POINTWISE if row.family == "ternary"}
 
 REDUCE = {
-    "ReduceSum": lambda x, dims, keepdim, dtype=None: torch.sum(x, dims, keepdim, dtype=dtype),
+    # rounded_to: the type every use rounds the sum to (a variance's float), when that is
+    # narrower than the sum's own: codegen may sum in it where it stays within its range
+    "ReduceSum": lambda x, dims, keepdim, dtype=None, rounded_to=None: torch.sum(
+        x, dims, keepdim, dtype=dtype
+    ),
     "ReduceProd": lambda x, dims, keepdim, dtype=None: _reduce_each(
         torch.prod, x, dims, keepdim, dtype=dtype
     ),

@@ -173,13 +173,11 @@ class CppRenderer(L.Renderer):
         body = self.lines(s.body, "  ")
         if s.chunk is None:
             return [*pragmas, *simd, self._for(var, lo, hi, s.until), *body, "}"]
-        size = s.chunk.size
-        inner = self._for(
-            var, f"{var}_chunk", f"std::min<int64_t>({var}_chunk + {size}, {hi})", s.until
-        )
+        size, start = s.chunk.size, L.chunk_start(var)
+        inner = self._for(var, start, f"std::min<int64_t>({start} + {size}, {hi})", s.until)
         return [
             *pragmas,
-            f"for (int64_t {var}_chunk = {lo}; {var}_chunk < {hi}; {var}_chunk += {size}) {{",
+            f"for (int64_t {start} = {lo}; {start} < {hi}; {start} += {size}) {{",
             *self.lines(s.chunk.open, "  "),
             *("  " + line for line in [*simd, inner, *body, "}"]),
             *self.lines(s.chunk.close, "  "),

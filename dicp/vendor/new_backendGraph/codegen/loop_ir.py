@@ -18,6 +18,8 @@ the vendor op it computes where there is one ("Exp", "Add") and after what it do
 from dataclasses import dataclass
 from typing import Any
 
+import sympy
+
 
 # ---- expressions ---------------------------------------------------------------------
 
@@ -160,11 +162,64 @@ class Parallel:
 class Chunk:
     """A loop run in chunks of `size` iterations: `open` (statements) before each chunk,
     `close` after it. A float sum accumulates each chunk in float at the full vector width and
-    adds the chunk's total to its double accumulator."""
+    adds the chunk's total to its double accumulator. With `total` (the float Var the body
+    sums into) and `exact` (a double Var), `close` reads the chunk's sum from `exact`, which
+    scheduling (loops.py) sets through `exact_pass`."""
 
     size: int
     open: tuple
     close: tuple
+    total: Any = None
+    exact: Any = None
+
+
+def chunk_start(var: str) -> str:
+    """The name renderers give the first iteration of a chunk of loop `var`."""
+    return f"{var}_chunk"
+
+
+FLOAT_MAX = 3.4028234663852886e38
+
+
+def exact_pass(chunk, var, hi, body) -> Chunk:
+    """`chunk` of loop `var` (below Index `hi`, running `body`) with `exact` set before its
+    close: the float total, or, where that is not finite, the chunk summed again in double.
+    A variance's squares sum in float chunks (ReduceSum's rounded_to), and a chunk of squares
+    of 1.5e19 passes float's 3.4e38 where the double sum, divided into a variance of 5e36, does
+    not. An inf or NaN among the values gives the same again. One comparison a chunk
+    otherwise. (A square that itself passes float's range, of a deviation past 1.8e19, stays
+    inf.)"""
+    total, exact = chunk.total, chunk.exact
+    start = sympy.Symbol(chunk_start(var.name), integer=True)
+    again = Loop(
+        Var(var.name, "int64_t"),
+        Index(start),
+        Index(sympy.Min(start + chunk.size, hi.expr)),
+        _summing_into(body, total, exact),
+    )
+    finite = Op("Le", "bool", (total, Const(FLOAT_MAX, total.type)))
+    first = (
+        Declare(exact, Op("StaticCast", exact.type, (total,))),
+        If(Op("LogicalNot", "bool", (finite,)), (Assign(exact, Const(0, exact.type)), again)),
+    )
+    return Chunk(chunk.size, chunk.open, (*first, *chunk.close))
+
+
+def _summing_into(statements, total, exact) -> tuple:
+    """`statements` with their sum into float `total` made a sum into double `exact`."""
+    out = []
+    for s in statements:
+        if isinstance(s, Assign) and s.target == total:
+            summed, value = s.value.args
+            assert s.value.name == "Add" and summed == total and not s.combine
+            s = Assign(
+                exact, Op("Add", exact.type, (exact, Op("StaticCast", exact.type, (value,))))
+            )
+        elif isinstance(s, If):
+            body, orelse = (_summing_into(b, total, exact) for b in (s.body, s.orelse))
+            s = If(s.condition, body, orelse)
+        out.append(s)
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -255,6 +255,9 @@ def _inner_loops(phase, simd):
     for depth in reversed(range(len(phase.bounds))):
         var, lo, hi = phase.bounds[depth]
         last = depth == len(phase.bounds) - 1
+        chunk = phase.chunk if last else None
+        if chunk is not None and chunk.exact is not None:
+            chunk = L.exact_pass(chunk, var, hi, body)
         body = (
             L.Loop(
                 L.Var(var.name, "int64_t"),
@@ -262,7 +265,7 @@ def _inner_loops(phase, simd):
                 hi,
                 body,
                 simd=simd if last else None,
-                chunk=phase.chunk if last else None,
+                chunk=chunk,
             ),
         )
     return list(body)

@@ -47,7 +47,7 @@ def _split_index(sizes, dims, outer, inner):
     return index
 
 
-def reduction(g, node, x, dims, keepdim, dtype=None):
+def reduction(g, node, x, dims, keepdim, dtype=None, rounded_to=None):
     """A LazyReduction: computed in the kernel of its consumer, or realized on its own."""
     name = node.target.name
     x, out_val = g.value(x), node.meta["val"]
@@ -62,7 +62,9 @@ def reduction(g, node, x, dims, keepdim, dtype=None):
         sizes,
         None,
         kept=tuple(kept),
-        emit_phase=lambda k, kept_index: emit(k, name, x, dims, kept_index, out_val.dtype),
+        emit_phase=lambda k, kept_index: emit(
+            k, name, x, dims, kept_index, out_val.dtype, rounded_to or out_val.dtype
+        ),
         column_sum=ColumnSum(x, tuple(dims)) if columns else None,
     )
 
@@ -76,7 +78,9 @@ def _reduced_value(k, acc, dtype):
     return k.op("StoreRound", compute_ctype(dtype), acc, param=storage_ctype(dtype))
 
 
-def _accumulating_phase(k, name, x, dims, kept_index, dtype):
+def _accumulating_phase(k, name, x, dims, kept_index, dtype, precision):
+    """The phase accumulating reduction `name` of x over `dims` into a `dtype` result whose
+    uses need the accuracy of `precision` (ReduceSum's rounded_to, else dtype)."""
     acc_t = _accumulator_ctype(name, dtype)
     acc = k.new_var(acc_t, "acc")
     init, update = REDUCTIONS[name]
@@ -91,7 +95,7 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype):
             name == "ReduceSum"
             and len(dims) == 1
             and acc_t == "double"
-            and value.type == compute_ctype(dtype) == "float"
+            and value.type == compute_ctype(precision) == "float"
             and _never_negative(k, value)
         ):
             if not chunk_accs:
@@ -105,11 +109,15 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype):
         if not chunk_accs:
             return None
         chunk_acc = chunk_accs[0]
-        add = Op("Add", acc_t, (acc, Op("StaticCast", acc_t, (chunk_acc,))))
-        return (
-            Chunk(SUM_CHUNK, (Declare(chunk_acc, Const(0, "float")),), (Assign(acc, add),)),
-            f"+:{chunk_acc.name}",
-        )
+        opened, clause = (Declare(chunk_acc, Const(0, "float")),), f"+:{chunk_acc.name}"
+        if compute_ctype(dtype) == "float":  # a chunk past float's range is the sum's too
+            add = Op("Add", acc_t, (acc, Op("StaticCast", acc_t, (chunk_acc,))))
+            return Chunk(SUM_CHUNK, opened, (Assign(acc, add),)), clause
+        # a sum kept wider than its uses' float (a variance's squares, divided first): a chunk
+        # that overflows float is summed again in double
+        exact = k.new_var(acc_t, "chunk_exact")
+        add = Op("Add", acc_t, (acc, exact))
+        return Chunk(SUM_CHUNK, opened, (Assign(acc, add),), total=chunk_acc, exact=exact), clause
 
     simd = SIMD_REDUCTIONS.get(name)
     return k.phase(
@@ -336,7 +344,7 @@ def _column_sum_kernel(g, sums, chunking):
 EXTREMA = {"ReduceMax": ("max", ">"), "ReduceMin": ("min", "<")}
 
 
-def _extremum_phase(k, name, x, dims, kept_index, dtype):
+def _extremum_phase(k, name, x, dims, kept_index, dtype, precision=None):
     clause, better = EXTREMA[name]
     acc_t = compute_ctype(dtype)
     acc, nan_seen = k.new_var(acc_t, "acc"), k.new_var("int", "nan_seen")

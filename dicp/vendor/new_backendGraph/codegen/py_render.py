@@ -69,13 +69,14 @@ class PyRenderer(L.Renderer):
         if s.chunk is None:
             return [f"for {s.var.name} in range({lo}, {hi}):", *stop, *self.block(s.body)]
         var, size = s.var.name, s.chunk.size
+        start = L.chunk_start(var)
         inner = [
-            f"for {var} in range({var}_chunk, min({var}_chunk + {size}, {hi})):",
+            f"for {var} in range({start}, min({start} + {size}, {hi})):",
             *stop,
             *self.block(s.body),
         ]
         return [
-            f"for {var}_chunk in range({lo}, {hi}, {size}):",
+            f"for {start} in range({lo}, {hi}, {size}):",
             *self.lines(s.chunk.open, "    "),
             *("    " + line for line in inner),
             *self.lines(s.chunk.close, "    "),
