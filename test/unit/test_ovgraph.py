@@ -346,3 +346,23 @@ def test_strided_reads_of_a_dense_value_run_in_openvino(warm_cache, monkeypatch)
             assert got.shape == want.shape
             torch.testing.assert_close(got, want, rtol=0, atol=0)
     assert fallbacks == []
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_variance_whose_squares_pass_floats_range_stays_finite(warm_cache, monkeypatch, dynamic):
+    """Values of 1.5e19 square to 2.3e38 and a few of them sum past float's 3.4e38, though the
+    variance (about 5e36) is far inside it: the sum of squares was inf, and the variance with
+    it, where eager's Welford sums in double. The deviations are scaled before squaring. The
+    corrections at and past the count keep eager's inf."""
+    monkeypatch.setenv("DICP_STRICT", "1")
+    x = torch.randn(3, 343, generator=torch.Generator().manual_seed(0)) * 1e18
+    x[:, :7] = 1.5e19
+    for fn in (
+        lambda t: torch.var_mean(t, 1, correction=0),
+        lambda t: torch.var_mean(t, 1),
+        lambda t: torch.var_mean(t, 1, correction=343),
+        lambda t: torch.var_mean(t, 1, correction=345),
+    ):
+        got, exact = compiled(fn, dynamic=dynamic)(x), fn(x.double())
+        for g, e in zip(got, exact, strict=True):
+            torch.testing.assert_close(g.double(), e, rtol=1e-5, atol=0)

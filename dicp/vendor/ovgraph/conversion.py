@@ -434,7 +434,10 @@ def prod(ctx, x, dim=None, keepdim=False, dtype=None):
 
 @register_conversion(CONVERSIONS, [aten.var.correction, aten.var_mean.correction])
 def var(ctx, x, dims=None, correction=None, keepdim=False):
-    """sum((x - mean)^2) / (N - correction), N the number of reduced elements."""
+    """sum(((x - mean) / sqrt(D))^2), D = max(0, N - correction), N the number of reduced
+    elements: the deviations are scaled before they are squared and summed, since
+    sum((x - mean)^2) passes float's range where the variance does not (values of 1.5e19:
+    inf against eager's 5.6e36, whose Welford sums in double)."""
     dtype = ctx.val(x).dtype
     if not dtype.is_floating_point:
         raise Unsupported("an integer input")
@@ -444,9 +447,9 @@ def var(ctx, x, dims=None, correction=None, keepdim=False):
         count = count * ctx.val(x).shape[axis]
     mean = op(ctx, "ReduceMean", x, axes, True)
     diff = op(ctx, "Subtract", x, mean)
-    squares = op(ctx, "ReduceSum", op(ctx, "Multiply", diff, diff), axes, keepdim)
-    divisor = count - (1 if correction is None else correction)
-    variance = op(ctx, "Divide", squares, cast(ctx, divisor, dtype))
+    divisor = max(0, count - (1 if correction is None else correction))
+    scaled = op(ctx, "Multiply", diff, cast(ctx, divisor**-0.5 if divisor else math.inf, dtype))
+    variance = op(ctx, "ReduceSum", op(ctx, "Multiply", scaled, scaled), axes, keepdim)
     if ctx.node.target is aten.var.correction:
         return variance
     return variance, mean if keepdim else op(ctx, "Reshape", mean, list(ctx.out[1].shape), False)
