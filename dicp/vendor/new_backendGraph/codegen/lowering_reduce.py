@@ -2,6 +2,7 @@
 their consumers' kernels where they can be), arg reductions and scans."""
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -53,7 +54,8 @@ def reduction(g, node, x, dims, keepdim, dtype=None, rounded_to=None):
     x, out_val = g.value(x), node.meta["val"]
     dims = sorted(d % max(len(x.sizes), 1) for d in dims) if x.sizes else []
     extremum = name in EXTREMA and out_val.dtype != torch.bool
-    emit = _extremum_phase if extremum else _accumulating_phase
+    precision = rounded_to or out_val.dtype
+    emit = _extremum_phase if extremum else partial(_accumulating_phase, precision=precision)
     sizes = shape_of(out_val)
     kept = [d for d in range(len(sizes)) if not (keepdim and d in dims)]
     columns = name == "ReduceSum" and dims and _reads_rows_of_columns(g, x, dims)
@@ -62,9 +64,7 @@ def reduction(g, node, x, dims, keepdim, dtype=None, rounded_to=None):
         sizes,
         None,
         kept=tuple(kept),
-        emit_phase=lambda k, kept_index: emit(
-            k, name, x, dims, kept_index, out_val.dtype, rounded_to or out_val.dtype
-        ),
+        emit_phase=lambda k, kept_index: emit(k, name, x, dims, kept_index, out_val.dtype),
         column_sum=ColumnSum(x, tuple(dims)) if columns else None,
     )
 
@@ -109,15 +109,17 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype, precision):
         if not chunk_accs:
             return None
         chunk_acc = chunk_accs[0]
-        opened, clause = (Declare(chunk_acc, Const(0, "float")),), f"+:{chunk_acc.name}"
+        opened = (Declare(chunk_acc, Const(0, "float")),)
         if compute_ctype(dtype) == "float":  # a chunk past float's range is the sum's too
-            add = Op("Add", acc_t, (acc, Op("StaticCast", acc_t, (chunk_acc,))))
-            return Chunk(SUM_CHUNK, opened, (Assign(acc, add),)), clause
-        # a sum kept wider than its uses' float (a variance's squares, divided first): a chunk
-        # that overflows float is summed again in double
-        exact = k.new_var(acc_t, "chunk_exact")
-        add = Op("Add", acc_t, (acc, exact))
-        return Chunk(SUM_CHUNK, opened, (Assign(acc, add),), total=chunk_acc, exact=exact), clause
+            total = exact = None
+            chunk_sum = Op("StaticCast", acc_t, (chunk_acc,))
+        else:  # kept wider than its uses' float (a variance's squares, divided first): a
+            # chunk that overflows float is summed again in double (loop_ir.exact_pass)
+            total, exact = chunk_acc, k.new_var(acc_t, "chunk_exact")
+            chunk_sum = exact
+        close = (Assign(acc, Op("Add", acc_t, (acc, chunk_sum))),)
+        chunk = Chunk(SUM_CHUNK, opened, close, total=total, exact=exact)
+        return chunk, f"+:{chunk_acc.name}"
 
     simd = SIMD_REDUCTIONS.get(name)
     return k.phase(
@@ -344,7 +346,7 @@ def _column_sum_kernel(g, sums, chunking):
 EXTREMA = {"ReduceMax": ("max", ">"), "ReduceMin": ("min", "<")}
 
 
-def _extremum_phase(k, name, x, dims, kept_index, dtype, precision=None):
+def _extremum_phase(k, name, x, dims, kept_index, dtype):
     clause, better = EXTREMA[name]
     acc_t = compute_ctype(dtype)
     acc, nan_seen = k.new_var(acc_t, "acc"), k.new_var("int", "nan_seen")
