@@ -1,6 +1,7 @@
 """Float sums of values that cannot be negative (exponentials, squares, absolute values) add
-chunks of 256 elements in float and the chunks' totals in double; every other float sum keeps
-a double accumulator (lowering_reduce.SUM_CHUNK). Both stay within 2 ulp of the exact sum."""
+chunks of 16 elements a vector lane in float and the chunks' totals in double; every other
+float sum keeps a double accumulator (lowering_reduce.SUM_CHUNK). Both stay within 2 ulp of the
+exact sum."""
 
 import pytest
 import torch
@@ -42,6 +43,25 @@ def test_chunked_sums_stay_within_two_ulp_of_exact(cold_cache, name, length):
     ulp = exact.abs() * torch.finfo(torch.float32).eps
     assert ((got.double() - exact).abs() <= 2 * ulp).all()
     torch.testing.assert_close(got, fn(x))
+
+
+@pytest.mark.parametrize("length", [1, 221, 257, 4097])
+@pytest.mark.parametrize("build", ["native", "x86-64", "generic", "bounds_check"])
+def test_chunked_sums_of_equal_squares_stay_within_two_ulp_at_every_vector_width(
+    cold_cache, monkeypatch, build, length
+):
+    """Equal values are a sequential float sum's worst case. A chunk of 256 gave SSE's 4 lanes
+    64 additions each (6 ulp off), and a bounds-checked (scalar) build 256 (21 ulp)."""
+    if build == "bounds_check":
+        monkeypatch.setenv("DICP_BOUNDS_CHECK", "1")
+    else:
+        monkeypatch.setenv("DICP_CHIP_VARIANT", build)
+    x = torch.arange(1.1, 4.1).unsqueeze(1).expand(3, length).contiguous()  # not a broadcast
+    fn = NEVER_NEGATIVE["square"]
+    got, exact = compiled(fn)(x), fn(x.double())
+    ulp = exact.abs() * torch.finfo(torch.float32).eps
+    assert ((got.double() - exact).abs() <= 2 * ulp).all(), (got.double() - exact) / ulp
+    assert "chunk_acc" in kernel_sources(cold_cache)
 
 
 @pytest.mark.parametrize("length", [1, 255, 257, 1024])

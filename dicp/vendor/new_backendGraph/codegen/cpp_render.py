@@ -173,7 +173,7 @@ class CppRenderer(L.Renderer):
         body = self.lines(s.body, "  ")
         if s.chunk is None:
             return [*pragmas, *simd, self._for(var, lo, hi, s.until), *body, "}"]
-        size, start = s.chunk.size, L.chunk_start(var)
+        size, start = cpp_expr(s.chunk.size), L.chunk_start(var)
         inner = self._for(var, start, f"std::min<int64_t>({start} + {size}, {hi})", s.until)
         return [
             *pragmas,

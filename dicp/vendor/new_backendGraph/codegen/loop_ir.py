@@ -160,7 +160,8 @@ class Parallel:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A loop run in chunks of `size` iterations: `open` (statements) before each chunk,
+    """A loop run in chunks of `size` iterations (a sympy expression; lowering_reduce's
+    SUM_CHUNK names a macro of the runtime header): `open` (statements) before each chunk,
     `close` after it. A float sum accumulates each chunk in float at the full vector width and
     adds the chunk's total to its double accumulator. With `total` (the float Var the body
     sums into) and `exact` (a double Var), `close` reads the chunk's sum from `exact`, which

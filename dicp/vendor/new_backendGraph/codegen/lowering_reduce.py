@@ -4,6 +4,7 @@ their consumers' kernels where they can be), arg reductions and scans."""
 from dataclasses import dataclass
 from functools import partial
 
+import sympy
 import torch
 
 from dicp.api import shape_of
@@ -133,15 +134,18 @@ def _accumulating_phase(k, name, x, dims, kept_index, dtype, precision):
 
 
 # A float sum of values that cannot be negative (softmax's exponentials, a norm's squares)
-# adds chunks of SUM_CHUNK elements in float, at the full vector width (16 elements per
-# AVX-512 lane), and the chunks' totals in double. With no cancellation a chunk's relative
-# error is a few float roundings, so the sum stays within about 2 ulp of exact, as eager's
-# cascade sum does (measured over lengths 1 to 4,097: at most 1.6 ulp, eager 1.6 ulp; a double
-# accumulator is within 0.5). The double accumulator halves the vector width: a fifth of
-# softmax+GELU's time, a sixth of layer norm's. Chunks of 64 gained nothing (a horizontal add
-# per chunk). Sums of values of either sign keep the double accumulator: float chunks there
-# were less accurate than eager's cascade sum (bd25365).
-SUM_CHUNK = 256
+# adds chunks of SUM_CHUNK elements in float, at the full vector width, and the chunks' totals
+# in double. A chunk is 16 elements a vector lane (256 with AVX-512, 64 with SSE; 16 where
+# nothing vectorizes: a macro of the runtime header, from the ISA the kernel is built for).
+# With no cancellation a chunk's relative error is a few float roundings, so the sum stays
+# within about 2 ulp of exact, as eager's cascade sum does (measured over lengths 1 to 4,097:
+# at most 1.6 ulp, eager 1.6 ulp; a double accumulator is within 0.5). A fixed 256 gave a
+# scalar lane 256 additions: 80 ulp over 221 equal squares (6.5x eager's error), 2.4x with
+# SSE. The double accumulator halves the vector width: a fifth of softmax+GELU's time, a sixth
+# of layer norm's. Chunks of 64 at AVX-512 gained nothing (a horizontal add per chunk). Sums of
+# values of either sign keep the double accumulator: float chunks there were less accurate
+# than eager's cascade sum (bd25365).
+SUM_CHUNK = sympy.Symbol("DICP_SUM_CHUNK", integer=True, positive=True)
 NEVER_NEGATIVE_OPS = {"Exp", "Abs", "Sqrt", "Sigmoid", "Relu"}
 
 

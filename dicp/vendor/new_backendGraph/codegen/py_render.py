@@ -68,7 +68,7 @@ class PyRenderer(L.Renderer):
         stop = [f"    if {s.until.name}:", "        break"] if s.until is not None else []
         if s.chunk is None:
             return [f"for {s.var.name} in range({lo}, {hi}):", *stop, *self.block(s.body)]
-        var, size = s.var.name, s.chunk.size
+        var, size = s.var.name, py_expr(s.chunk.size)
         start = L.chunk_start(var)
         inner = [
             f"for {var} in range({start}, min({start} + {size}, {hi})):",

@@ -26,6 +26,21 @@ extern "C" __attribute__((const, simd("notinbranch"))) float dicp_libmvec_cosf(f
     __asm__("cosf");
 #endif
 
+// A float sum of values that cannot be negative adds chunks of DICP_SUM_CHUNK values in float
+// (lowering_reduce.SUM_CHUNK): 16 values a vector lane, so a chunk's error is the same few
+// roundings at every vector width; 256 values in one scalar accumulator were 80 ulp off.
+// Kernels build with 512-bit vectors where there are some (compile_job.chip_flags).
+// Bounds-checked kernels, whose checked loads do not vectorize, set 16 (module.cpp.j2).
+#if defined(__AVX512F__)
+#define DICP_SUM_CHUNK 256
+#elif defined(__AVX__)
+#define DICP_SUM_CHUNK 128
+#elif defined(__SSE2__) || defined(__ARM_NEON)
+#define DICP_SUM_CHUNK 64
+#else
+#define DICP_SUM_CHUNK 16
+#endif
+
 namespace dicp {
 
 struct half_t { uint16_t bits; };
