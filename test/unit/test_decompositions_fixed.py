@@ -153,3 +153,58 @@ def test_half_layer_norm_gradients_are_as_accurate_as_eager(dtype, shape, dynami
     for name, c, e, r in zip("x weight bias".split(), got, eager, exact, strict=True):
         assert c.dtype == e.dtype
         assert _rms_error(c, r) <= 1.5 * _rms_error(e, r) + 1e-7, name
+
+
+def _group_norm_case(shape, groups, shift, eps):
+    g = torch.Generator().manual_seed(len(shape) * 100 + shape[-1])
+    x = torch.randn(shape, generator=g) * 0.5 + shift
+    weight, bias, grad = (torch.randn(s, generator=g) for s in (shape[1], shape[1], shape))
+
+    def fn(x, weight, bias):
+        return torch.nn.functional.group_norm(x, groups, weight, bias, eps=eps)
+
+    return fn, x, weight, bias, grad
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize(
+    "shape, groups, shift, eps",
+    [((3, 1), 1, 0.0, 1e-6), ((8, 4, 1), 4, 0.0, 1e-6), ((3, 1, 1), 1, 0.0, 1e-6)],
+    ids=str,
+)
+def test_group_norm_gradient_over_groups_of_one_element_is_zero(shape, groups, shift, eps, dynamic):
+    """Over a group of one element a group norm's output is its bias, and the input's gradient
+    is exactly 0. torch's decomposition (eager's kernel too) cancels two products scaled by
+    rstd cubed (1e9 at eps 1e-6): 2e-5 where eager happened to give 0 (fuzzer, seed 7242), and
+    eager 2.4e-4 on (3, 1, 1). The weight's gradient is exactly 0 too (its x - mean is 0)."""
+    fn, x, weight, bias, grad = _group_norm_case(shape, groups, shift, eps)
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="new_backendgraph", dynamic=dynamic)
+    got = _layer_norm_gradients(compiled, x, weight, bias, grad)
+    assert (got[0] == 0).all() and (got[1] == 0).all()
+    torch.testing.assert_close(got[2], grad.sum([0, *range(2, grad.dim())]))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize(
+    "shape, groups, shift",
+    [
+        ((4, 8, 16, 16), 2, 1000.0),
+        ((4, 8, 16, 16), 2, 0.0),
+        ((2, 6, 5), 3, 300.0),
+        ((3, 6, 7), 6, 0.0),
+    ],
+    ids=str,
+)
+def test_group_norm_gradients_are_as_accurate_as_eager(shape, groups, shift, dynamic):
+    """Every gradient within eager's error against float64 (1.2x: the sums' order differs), at
+    odd and even sizes, also for a mean far from 0 (where ds - db mean cancels)."""
+    fn, x, weight, bias, grad = _group_norm_case(shape, groups, shift, 1e-5)
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="new_backendgraph", dynamic=dynamic)
+    exact = _layer_norm_gradients(fn, x, weight, bias, grad, torch.float64)
+    eager = _layer_norm_gradients(fn, x, weight, bias, grad)
+    got = _layer_norm_gradients(compiled, x, weight, bias, grad)
+    for name, c, e, r in zip("x weight bias".split(), got, eager, exact, strict=True):
+        assert c.dtype == e.dtype
+        assert _rms_error(c, r) <= 1.2 * _rms_error(e, r) + 1e-7, name

@@ -10,6 +10,8 @@ rows rewrite those arguments' calls into ops whose meta agrees, and return NotIm
 rest (the op stays as it is).
 """
 
+import functools
+
 import torch
 
 from .torch_compat import get_decompositions
@@ -101,6 +103,42 @@ def native_layer_norm_backward(
     )
 
 
+def native_group_norm_backward(
+    grad_output, input, mean, rstd, gamma, N, C, HxW, group, output_mask
+):
+    """torch's decomposition (and eager's kernel) forms the input gradient as dy c1 + x c2 + c3,
+    c2 = (db mean - ds) rstd^3 / M: two sums of products that cancel, scaled by rstd cubed.
+    Over a group of one element the gradient is exactly 0, and with eps 1e-6 (rstd 1000) the
+    roundings of those products came out 2e-5 (fuzzer, seed 7242: eager happened to round to 0
+    there; on other inputs its error is 2e-4). This is layer norm's form, which torch's layer
+    norm backward uses: rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w over the group,
+    exactly 0 over one element and with no cubed scale; the weight's gradient sums dy xhat,
+    where ds - db mean cancels for a mean far from 0."""
+    tensors = [t for t in (grad_output, input, mean, rstd, gamma) if t is not None]
+    result_dtype = functools.reduce(torch.promote_types, [t.dtype for t in tensors])
+    opmath = opmath_dtype(result_dtype)
+    cpg = C // group
+    dy = grad_output.to(opmath).reshape(N, group, cpg, HxW)
+    stats = [t.to(opmath).reshape(N, group, 1, 1) for t in (mean, rstd)]
+    xhat = (input.to(opmath).reshape(N, group, cpg, HxW) - stats[0]) * stats[1]
+    dy_xhat = (dy * xhat).sum(3)  # over each channel of each sample: (N, group, cpg)
+    dy_sum = dy.sum(3)
+    d_input = d_gamma = d_bias = None
+    if output_mask[0]:
+        weight = 1 if gamma is None else gamma.to(opmath).reshape(1, group, cpg)
+        g = dy if gamma is None else dy * weight.unsqueeze(-1)
+        share = 1.0 / (cpg * HxW)
+        g_mean = ((dy_sum * weight).sum(2) * share).reshape(N, group, 1, 1)
+        g_xhat_mean = ((dy_xhat * weight).sum(2) * share).reshape(N, group, 1, 1)
+        d_input = stats[1] * (g - g_mean - xhat * g_xhat_mean)
+        d_input = d_input.reshape(input.shape).to(result_dtype)
+    if output_mask[1]:
+        d_gamma = dy_xhat.sum(0).reshape(C).to(result_dtype)
+    if output_mask[2]:
+        d_bias = dy_sum.sum(0).reshape(C).to(result_dtype)
+    return d_input, d_gamma, d_bias
+
+
 def repeat(x, repeats):
     """Eager's repeat returns a contiguous tensor. torch's decomposition clones the expanded
     input in the input's layout, so a permuted input gave a permuted result, and a `view`
@@ -114,6 +152,7 @@ FIXED = {
     aten.tanh_backward.default: tanh_backward,
     aten.repeat.default: repeat,
     aten.native_layer_norm_backward.default: native_layer_norm_backward,
+    aten.native_group_norm_backward.default: native_group_norm_backward,
 }
 FIXED |= {
     overload: linspace
