@@ -153,8 +153,9 @@ def test_a_merged_loop_keeps_the_split_dims_where_an_access_divides(cold_cache):
     assert loop_nests(kernel_sources(cold_cache)) == [["i0", "i1"]]
 
 
-i, j = index_var("i", 0), index_var("i", 1)
+i, j, k = index_var("i", 0), index_var("i", 1), index_var("i", 2)
 s0 = sympy.Symbol("s0", integer=True, positive=True)  # a size
+s1 = sympy.Symbol("s1", integer=True, positive=True)
 u0 = sympy.Symbol("u0", integer=True, nonnegative=True)  # may be 0
 
 
@@ -174,7 +175,57 @@ u0 = sympy.Symbol("u0", integer=True, nonnegative=True)  # may be 0
         (IDiv(64 * i + j, 64 * s0), {j: 65}, IDiv(64 * i + j, 64 * s0)),  # j may reach 64
         (IDiv(64 * i + j, 64 * s0), {}, IDiv(64 * i + j, 64 * s0)),  # j unbounded
         (IDiv(64 * i + j, 64 * u0), {j: 64}, IDiv(64 * i + j, 64 * u0)),  # u0 may be 0
+        # dims of symbolic sizes s0 and s1 merged (loops of those extents): a group norm's
+        # [N, C, H, W] read as [N, G, C / G, H W] under dynamic shapes
+        (IDiv(s0 * s1 * i + s0 * j + k, s0 * s1), {j: s1, k: s0}, i),
+        (IMod(s0 * s1 * i + s0 * j + k, s0 * s1), {j: s1, k: s0}, s0 * j + k),
+        (IDiv(s0 * s1 * i + s0 * j + k, 8 * s0 * s1), {i: 256, j: s1, k: s0}, IDiv(i, 8)),
+        (
+            IMod(s0 * s1 * i + s0 * j + k, 8 * s0 * s1),
+            {i: 256, j: s1, k: s0},
+            s0 * s1 * IMod(i, 8) + s0 * j + k,
+        ),
+        (IMod(i, s0), {i: s0}, i),
+        (
+            IDiv(s0 * s1 * i + s0 * j + k, s0 * s1),
+            {j: s1, k: s0 + 1},
+            IDiv(s0 * s1 * i + s0 * j + k, s0 * s1),
+        ),  # k may reach s0
+        (
+            IDiv(s0 * s1 * i + s0 * j + k, s0 * s1),
+            {j: s1},
+            IDiv(s0 * s1 * i + s0 * j + k, s0 * s1),
+        ),  # k unbounded
+        (IDiv(u0 * i + k, u0), {k: u0}, IDiv(u0 * i + k, u0)),  # u0 may be 0
     ],
 )
 def test_simplification_rules(expr, extents, expected):
     assert simplify_in_loops(expr, extents) == expected
+
+
+def size_divisions(source):
+    """Index divisions by a size (a symbol or an expression in sizes) inside a subscript."""
+    return re.findall(r"\[[^\]\n]*[/%] \(*(?:hs|s)\d", source)
+
+
+@pytest.mark.parametrize("shape", [(4, 64, 6, 5), (3, 32, 7, 7), (2, 96, 1, 3)])
+def test_group_norm_with_dynamic_batch_and_image_indexes_without_size_divisions(cold_cache, shape):
+    """Batch, height and width dynamic (a second image size recompiles so): the [N, C, H, W]
+    input read as [N, G, C / G, H W] divided each element's position by (C / G) H W, five
+    divisions an element in the backward (6x its static time). Values and gradients as
+    eager's, at odd sizes and a size of 1."""
+    x = torch.randn(shape, requires_grad=True)
+    weight, bias = torch.randn(shape[1], requires_grad=True), torch.randn(shape[1])
+    grad = torch.randn(shape)
+    for d in (0, 2, 3):
+        torch._dynamo.maybe_mark_dynamic(x, d)  # a dim of size 1 stays static
+
+    def fn(x, weight, bias):
+        return torch.nn.functional.group_norm(x, 8, weight, bias)
+
+    got = torch.autograd.grad(compiled(fn)(x, weight, bias), (x, weight), grad)
+    expected = torch.autograd.grad(fn(x, weight, bias), (x, weight), grad)
+    torch.testing.assert_close(got, expected)
+    source = kernel_sources(cold_cache)
+    assert "s" in re.findall(r"int64_t (s)\d", source)  # built with size arguments
+    assert size_divisions(source) == []

@@ -58,6 +58,7 @@ from .sym import (
     loop_index,
     product,
     same_layout,
+    size_extents,
     static_extents,
 )
 from .templates import render
@@ -838,6 +839,7 @@ class CppCodegen(GraphCodegenBase):
         )
         k.unit_loops = {v for v, size in zip(outer, sizes) if size == 1}
         k.extents = static_extents(outer, sizes)
+        k.size_extents = size_extents(outer, sizes)
         for phase in phases:
             pre, body, post = phase["pre"], phase["body"], phase["post"]
             k.phase(

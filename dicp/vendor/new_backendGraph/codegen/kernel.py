@@ -114,6 +114,7 @@ class KernelBuilder:
         self.symbols: set = set()
         self.loop_vars = set(loop_vars)
         self.extents = {}  # loop variable -> its static extent (index simplification)
+        self.size_extents = {}  # loop variable -> its extent in sizes (index simplification)
         self.computed: set = set()  # symbols of data-dependent indices (loaded at run time)
         self.computed_symbols = {}  # computed index -> the symbols its value varies with
         self.computed_sizes = {}  # computed index -> the size of the dim it indexes
@@ -132,9 +133,13 @@ class KernelBuilder:
         param.writable = param.writable or writable
         return param.name
 
+    def index_extents(self):
+        """Loop variable -> extent, static or in sizes, for simplifying index expressions."""
+        return {**self.size_extents, **self.extents}
+
     def index(self, expr) -> L.Index:
         """An index/size expression as IR, recording the size symbols it needs."""
-        expr = self._hoist(simplify_in_loops(sympy.sympify(expr), self.extents))
+        expr = self._hoist(simplify_in_loops(sympy.sympify(expr), self.index_extents()))
         self.symbols |= expr.free_symbols - self.loop_vars - self.computed
         return L.Index(expr)
 
@@ -253,7 +258,7 @@ class KernelBuilder:
         ptr = self.pointer(buffer.base, buffer.dtype, writable=is_store)
         access = Access(
             buffer.base,
-            tuple(simplify_in_loops(sympy.sympify(i), self.extents) for i in index),
+            tuple(simplify_in_loops(sympy.sympify(i), self.index_extents()) for i in index),
             tuple(buffer.strides),
             buffer.offset,
             is_store,
@@ -373,6 +378,13 @@ class KernelBuilder:
         self.loop_vars |= set(variables)
         loops = [(v, sympy.sympify(lo), sympy.sympify(hi)) for v, (lo, hi) in zip(variables, inner)]
         self.extents.update({v: int(hi) for v, lo, hi in loops if lo == 0 and hi.is_Integer})
+        self.size_extents.update(
+            {
+                v: hi
+                for v, lo, hi in loops
+                if lo == 0 and not hi.is_Integer and not hi.free_symbols & self.loop_vars
+            }
+        )
         identity = self._pending_identity or ("own", self._own_phases)
         self._own_phases += identity[0] == "own"
         self._pending_identity = None
@@ -494,7 +506,9 @@ class KernelBuilder:
         (a padded or masked index may be out of range where the condition fails). A second
         kernel reading it would compute it again: it reads it from memory instead. Otherwise
         the reduction is listed in `unfused`: the caller realizes it and emits again."""
-        kept_index = tuple(simplify_in_loops(sympy.sympify(i), self.extents) for i in kept_index)
+        kept_index = tuple(
+            simplify_in_loops(sympy.sympify(i), self.index_extents()) for i in kept_index
+        )
         key = (id(reduction), kept_index)
         if key in self.fused:
             return self.fused[key]
