@@ -117,25 +117,36 @@ def native_group_norm_backward(
     tensors = [t for t in (grad_output, input, mean, rstd, gamma) if t is not None]
     result_dtype = functools.reduce(torch.promote_types, [t.dtype for t in tensors])
     opmath = opmath_dtype(result_dtype)
-    cpg = C // group
-    dy = grad_output.to(opmath).reshape(N, group, cpg, HxW)
-    stats = [t.to(opmath).reshape(N, group, 1, 1) for t in (mean, rstd)]
-    xhat = (input.to(opmath).reshape(N, group, cpg, HxW) - stats[0]) * stats[1]
-    dy_xhat = (dy * xhat).sum(3)  # over each channel of each sample: (N, group, cpg)
-    dy_sum = dy.sum(3)
+    cpg, spatial = C // group, list(range(2, input.dim()))
+    ones = [1] * len(spatial)
+
+    def per_channel(stat):  # (N, group) -> (N, C, 1, ...): elementwise in the input's layout
+        stat = stat.to(opmath).reshape(N, group, 1).expand(N, group, cpg)
+        return stat.reshape(N, C, *ones)
+
+    def over_image(t):  # (N, C, ...) -> (N, C)
+        if isinstance(HxW, int):  # one loop over H W: g++ vectorizes 1024 better than 32 x 32
+            return t.reshape(N, C, HxW).sum(2)
+        return t.sum(spatial) if spatial else t  # H W of dynamic sizes merged divide by W
+
+    dy, rstd_c = grad_output.to(opmath), per_channel(rstd)
+    xhat = (input.to(opmath) - per_channel(mean)) * rstd_c
+    dy_xhat, dy_sum = over_image(dy * xhat), over_image(dy)  # (N, C)
     d_input = d_gamma = d_bias = None
     if output_mask[0]:
-        weight = 1 if gamma is None else gamma.to(opmath).reshape(1, group, cpg)
-        g = dy if gamma is None else dy * weight.unsqueeze(-1)
+        weight = torch.ones_like(dy_sum[0]) if gamma is None else gamma.to(opmath)
         share = 1.0 / (cpg * HxW)
-        g_mean = ((dy_sum * weight).sum(2) * share).reshape(N, group, 1, 1)
-        g_xhat_mean = ((dy_xhat * weight).sum(2) * share).reshape(N, group, 1, 1)
-        d_input = stats[1] * (g - g_mean - xhat * g_xhat_mean)
-        d_input = d_input.reshape(input.shape).to(result_dtype)
+
+        def group_mean(per_sample):  # (N, C) -> its mean over each group, per channel
+            return per_channel((per_sample * weight).reshape(N, group, cpg).sum(2) * share)
+
+        g = dy * weight.reshape(1, C, *ones)
+        d_input = rstd_c * (g - group_mean(dy_sum) - xhat * group_mean(dy_xhat))
+        d_input = d_input.to(result_dtype)
     if output_mask[1]:
-        d_gamma = dy_xhat.sum(0).reshape(C).to(result_dtype)
+        d_gamma = dy_xhat.sum(0).to(result_dtype)
     if output_mask[2]:
-        d_bias = dy_sum.sum(0).reshape(C).to(result_dtype)
+        d_bias = dy_sum.sum(0).to(result_dtype)
     return d_input, d_gamma, d_bias
 
 
