@@ -210,15 +210,12 @@ def _by_integer_factor(e, extents):
     g, n = c.as_coeff_Mul()
     if not (g.is_Integer and g > 1 and n.is_positive):
         return _by_size(e, extents)
-    inner = IDiv(a, g)
-    inner = _quotient_or_remainder(inner, extents) if isinstance(inner, IDiv) else inner
+    inner = _simplified(IDiv(a, g), extents)
     if inner.has(IDiv):  # the division by g stays: one division by g n is simpler
         return _by_size(e, extents)
     if isinstance(e, IDiv):
         return IDiv(inner, n)
-    low = IMod(a, g)
-    low = _quotient_or_remainder(low, extents) if isinstance(low, IMod) else low
-    return g * IMod(inner, n) + low
+    return g * IMod(inner, n) + _simplified(IMod(a, g), extents)
 
 
 def _by_size(e, extents):
@@ -243,11 +240,14 @@ def _by_size(e, extents):
     if top is None or not _below(top, n):
         return e
     if isinstance(e, IDiv):
-        divided = IDiv(q, g)
-        return _quotient_or_remainder(divided, extents) if isinstance(divided, IDiv) else divided
-    low = IMod(q, g)
-    low = _quotient_or_remainder(low, extents) if isinstance(low, IMod) else low
-    return n * low + r
+        return _simplified(IDiv(q, g), extents)
+    return n * _simplified(IMod(q, g), extents) + r
+
+
+def _simplified(e, extents):
+    """IDiv or IMod `e` simplified over the loops; `e` as it is if it evaluated to another
+    expression when built (a division by 1, of 0, of constants)."""
+    return _quotient_or_remainder(e, extents) if isinstance(e, (IDiv, IMod)) else e
 
 
 def _divisor(size) -> bool:
