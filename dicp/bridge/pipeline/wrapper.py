@@ -10,7 +10,7 @@ from dicp import config
 
 from . import wrapper_ir as W
 from .provenance import origin_op
-from .symbolic import shape_of, strides_of
+from .symbolic import shape_of, storage_span, strides_of
 from .wrapper_ir import TensorView, Var
 from .wrapper_memory import fits, plan_memory
 from .wrapper_python import PythonWrapperRenderer, call_name
@@ -57,6 +57,7 @@ class WrapperBuilder:
         self.renderer = PythonWrapperRenderer
         self.inputs: list = []
         self.tensor_inputs: list = []  # the inputs holding tensors (freed after last use)
+        self.input_bytes: dict = {}  # tensor input -> the bytes it spans, if the same each call
         self.statements: list = []
         self.outputs: list = []  # wrapper_ir.Output of each returned value
         self.bound: set = set()
@@ -99,6 +100,9 @@ class WrapperBuilder:
         self._bind(expr, lambda symbol: W.SetSize(symbol, sympy.Symbol(source)))
 
     def bind_tensor(self, name, fake):
+        span = storage_span(shape_of(fake), strides_of(fake))
+        if span.is_Integer:
+            self.input_bytes[name] = int(span) * fake.dtype.itemsize
         for d, size in enumerate(shape_of(fake)):
             self._bind(size, lambda symbol, d=d: W.SizeOf(symbol, name, "size", d))
 

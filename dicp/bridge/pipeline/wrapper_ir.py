@@ -173,11 +173,14 @@ class Reuse(Statement):
 class StoragesApart(Statement):
     """`name` is whether no tensor of `targets` shares its storage with another of them or
     with one of `others` (aliasing.storages_apart): inputs that did not when traced may when
-    run, and a graph computing a new value in its input's memory must then not."""
+    run, and a graph computing a new value in its input's memory must then not. `spans`:
+    the bytes each of targets and others spans, where the same at every call (static
+    shapes): then their memory ranges are tested instead (aliasing.RangesApart)."""
 
     name: str
     targets: tuple
     others: tuple
+    spans: tuple | None = None
     binds_tensors = False
 
     def reads(self):

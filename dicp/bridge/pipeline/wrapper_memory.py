@@ -82,7 +82,10 @@ def _elide_copies(wrapper, blocks, returned) -> set:
         targets = tuple(taken.values())
         others = tuple(t for t in wrapper.tensor_inputs if t not in targets)
         in_place = [W.InPlaceOf(s, t, apart) for s, t in taken.items()]
-        blocks[0] = [W.StoragesApart(apart, targets, others), *in_place, *blocks[0]]
+        spans = tuple(wrapper.input_bytes.get(name) for name in (*targets, *others))
+        fixed = None not in spans  # each input's range the same at every call
+        test = W.StoragesApart(apart, targets, others, spans if fixed else None)
+        blocks[0] = [test, *in_place, *blocks[0]]
         blocks[-1] = [*blocks[-1], *(W.CopyBack(t, s, apart) for s, t in taken.items())]
     return set(taken)
 

@@ -51,6 +51,12 @@ class PythonWrapperRenderer:
             lines=self.lines(body),
             outputs=[self.output(o) for o in returned.outputs],
             profiled=self.labels is not None,
+            module_lines=[
+                f"{s.name}_test = RangesApart({s.spans[: len(s.targets)]}, "
+                f"{s.spans[len(s.targets) :]})"
+                for s in body
+                if isinstance(s, W.StoragesApart) and s.spans is not None
+            ],
         )
 
     def lines(self, statements) -> list:
@@ -158,7 +164,8 @@ class PythonWrapperRenderer:
 
     def statement_StoragesApart(self, s):
         targets, others = (self.literal(tuple(map(W.Var, v))) for v in (s.targets, s.others))
-        return f"{s.name} = storages_apart({targets}, {others})"
+        test = "storages_apart" if s.spans is None else f"{s.name}_test"  # a RangesApart
+        return f"{s.name} = {test}({targets}, {others})"
 
     def statement_InPlaceOf(self, s):
         return f"{s.name} = {s.target} if {s.apart} else torch.empty_like({s.target})"
