@@ -47,7 +47,7 @@ from .kernel import KernelBuilder
 from . import loop_ir as L
 from .loop_ir import computed_ops, walk
 from .loop_split import split_loops
-from .loops import KernelLoops, PhaseLoops, loop_nest, plan_loops
+from .loops import KernelLoops, PhaseLoops, loop_nest, on_one_thread, plan_loops
 from .lowering import LOWERINGS
 from ..convolution import channels_last_only
 from .lowering_reduce import column_sums
@@ -393,6 +393,7 @@ class CppCodegen(GraphCodegenBase):
         self.kernels, self.signatures = [], {}
         self.dividing_kernels = []  # kernels that may divide an integer by zero
         self.kernel_types = {}  # kernel -> its pointer Params
+        self.small_kernels = {}  # kernel -> its work, where its loop runs on one thread
         self.input_dtypes = {}  # wrapper variable holding an input or constant -> its dtype
         self.size_params, self.defined_size_params = {}, set()  # see KernelBuilder._hoist
         self.bounds_check = config.bounds_check()
@@ -886,6 +887,8 @@ class CppCodegen(GraphCodegenBase):
         extents = 2 * len(params) if self.bounds_check else 0
         self.signatures[k.name] = (len(params), len(symbols) + extents)
         self.kernel_types[k.name] = list(params)
+        if on_one_thread(work, PARALLEL_THRESHOLD):
+            self.small_kernels[k.name] = int(work.expr)
         self.define_size_params(symbols)
         self.wrapper.call_kernel(k.name, [p.base for p in params], symbols, self.bounds_check)
         if shared:
@@ -956,6 +959,7 @@ class CppCodegen(GraphCodegenBase):
                 local,
                 size_hints(self.ctx.fake_mode),
                 self.bounds_check,
+                (self.small_kernels, PARALLEL_THRESHOLD),
             )
         except NotNative as reason:
             log.debug("%s keeps a call per kernel: %s", self.ctx.graph_name, reason)

@@ -297,6 +297,20 @@ class CppRenderer(L.Renderer):
             arguments += [bound for _, pointer in s.pointers for bound in _extent(pointer)]
         return f"{s.function}({', '.join(arguments)});"
 
+    def step_SideBySide(self, s):
+        """Independent kernels (side_by_side.py): a parallel loop over them, each taken by the
+        next free thread."""
+        cases = [f"    case {i}: {self.step(step)} break;" for i, step in enumerate(s.steps)]
+        lines = [
+            "#pragma omp parallel for schedule(dynamic, 1)",
+            f"for (int64_t task = 0; task < {len(s.steps)}; ++task) {{",
+            "  switch (task) {",
+            *cases,
+            "  }",
+            "}",
+        ]
+        return "\n  ".join(lines)
+
     def step_ProductStep(self, s):
         """graph_entry.cpp.j2's `product`; with checks, run only where every element each
         operand spans lies in its storage (the first one outside is reported, as a kernel's

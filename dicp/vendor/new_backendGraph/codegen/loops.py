@@ -213,6 +213,14 @@ def _at_most(extent, bound):
     )
 
 
+def on_one_thread(work, threshold) -> bool:
+    """Whether a kernel doing `work` (an Index: elements) runs its loops on one thread: a
+    static amount below `threshold` gets no parallel region, whose `if` would still cost the
+    runtime's team setup on each call (0.3 us: 116 kernels of an SGD step over a small CNN's
+    58 tensors)."""
+    return bool(getattr(work.expr, "is_Integer", False) and work.expr < threshold)
+
+
 def loop_nest(k, outer, plan, work, threshold):
     """The statements of kernel `k` (a KernelBuilder) as one loop nest with its schedule:
     the outer loops ((variable, size Index) each) around the row caches and the phases, each
@@ -221,10 +229,7 @@ def loop_nest(k, outer, plan, work, threshold):
     body = [*k.row_cache_declarations()]
     for phase, simd in zip(k.phases, plan.simd_phases):
         body += [*phase.pre, *_inner_loops(phase, simd), *phase.post]
-    # a static amount of work below the threshold runs on one thread: no parallel region,
-    # whose `if` would still cost the runtime's team setup on each call (0.3 us: 116 kernels
-    # of an SGD step over a small CNN's 58 tensors)
-    worth_threads = not (getattr(work.expr, "is_Integer", False) and work.expr < threshold)
+    worth_threads = not on_one_thread(work, threshold)
     for depth in reversed(range(len(outer))):
         var, size = outer[depth]
         parallel = (

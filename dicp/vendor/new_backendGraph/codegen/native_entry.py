@@ -40,6 +40,7 @@ from dicp.api import wrapper_ir as W
 from .. import gemm
 from ..blas import sgemm_address
 from .ctypes_map import STORAGE_CTYPE
+from .side_by_side import Memory, side_by_side
 
 # A batched product above this many multiply-adds stays aten's bmm, which runs the batch in
 # parallel; the native step calls a threaded sgemm_ per batch, 1.1-1.6x slower there. A single
@@ -85,12 +86,14 @@ class Pointer:
 class KernelStep:
     """A kernel called by an entry: `function` (the kernel, or the pointer to one of another
     source), on `pointers` ((Param, Pointer) each: the parameter and the memory passed),
-    the size variables `sizes`, and with `extents` each pointer's storage extent."""
+    the size variables `sizes`, and with `extents` each pointer's storage extent. `work`:
+    the elements its loop does where that runs on one thread (side_by_side.py), else None."""
 
     function: str
     pointers: tuple
     sizes: tuple
     extents: bool
+    work: int | None = None
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,15 @@ class NativeEntry:
 
 
 def plan(
-    statements, inputs, layouts, dtypes, kernel_types, local_kernels, hints=None, bounds_check=False
+    statements,
+    inputs,
+    layouts,
+    dtypes,
+    kernel_types,
+    local_kernels,
+    hints=None,
+    bounds_check=False,
+    small_kernels=None,
 ):
     """The native entries for the wrapper IR `statements` (memory planned, the Return last),
     or NotNative raised with the reason. `inputs`: the wrapper's inputs;
@@ -163,8 +174,11 @@ def plan(
     defined in the source the entries join; `hints`: size variable name -> (its traced value,
     the least value the graph's guards allow it). `bounds_check`: the kernels were built with
     DICP_BOUNDS_CHECK; the entries then take each root's storage extent, pass the kernels
-    theirs, and check every product's operands against theirs."""
+    theirs, and check every product's operands against theirs. `small_kernels`: (kernel ->
+    the elements its loop does, for those whose loop runs on one thread; the work from which
+    a loop goes parallel): runs of them run side by side (side_by_side.py)."""
     planner = _Planner(layouts, dtypes, kernel_types, local_kernels, hints or {}, bounds_check)
+    planner.small_kernels, planner.parallel_work = small_kernels or ({}, None)
     planner.inputs = set(inputs)
     for statement in statements:
         planner.statement(statement)
@@ -202,9 +216,13 @@ class _Planner:
         self.steps, self.roots = [], []  # the open segment's steps and the tensors it reads
         self.segment_bytes = 0  # what the open segment's allocations take
         self.segments = []  # Segment of each entry function
+        self.longest_segment = 0  # the most steps a segment has
         self.external = {}  # kernels called through pointers, in table order -> their types
         self.products = False
         self.inputs = set()
+        self.allocated = set()  # buffers the entries' wrapper allocates: memory of their own
+        self.in_place = {}  # an elided copy's buffer -> the input whose memory it may be
+        self.small_kernels, self.parallel_work = {}, None
 
     # ---- statements ----
     def statement(self, s):
@@ -226,6 +244,8 @@ class _Planner:
             self.pointers[s.name] = self._view_pointer(s)
             self.pending[s.name] = s
         else:
+            if isinstance(s, W.InPlaceOf):
+                self.in_place[s.name] = s.target
             self._python(s)
 
     def _native_or_python(self, s, plan_step, *args):
@@ -351,6 +371,7 @@ class _Planner:
             self._close_segment()  # allocated up front, a segment's buffers all live at once
         self.segment_bytes += size
         self.body.append(W.Allocate(s.name, dtype, sizes, strides, s.device))
+        self.allocated.add(s.name)
         self.pointers[s.name] = Pointer(s.name, 0, tuple(sizes), tuple(strides), dtype)
 
     # ---- pointers ----
@@ -421,7 +442,13 @@ class _Planner:
             self.external[name] = (tuple(types), len(sizes) + extents)
         function = name if name in self.local_kernels else f"{name}_pointer"
         self.steps.append(
-            KernelStep(function, tuple(zip(types, pointers)), sizes, self.bounds_check)
+            KernelStep(
+                function,
+                tuple(zip(types, pointers)),
+                sizes,
+                self.bounds_check,
+                self.small_kernels.get(name),
+            )
         )
 
     def _make_room(self, pointers, numbers):
@@ -509,13 +536,28 @@ class _Planner:
                     self.bounds_check,
                 )
             )
+            self.longest_segment = max(self.longest_segment, len(self.steps))
+            steps = self.steps
+            if self.parallel_work is not None:
+                steps = side_by_side(steps, self.parallel_work, self._memory_of)
             self.segments.append(
-                Segment(function, tuple(self.roots), tuple(self.params), tuple(self.steps))
+                Segment(function, tuple(self.roots), tuple(self.params), tuple(steps))
             )
         self.steps, self.roots, self.params, self.segment_bytes = [], [], [], 0
 
+    def _memory_of(self, root):
+        """What memory root `root` is (side_by_side.Memory); None for a tensor Python made
+        (a view, a library call's result), which may share memory with another root."""
+        if root in self.in_place:  # the input's memory, which StoragesApart found unshared
+            return Memory(self.in_place[root], private=True)
+        if root in self.allocated:
+            return Memory(root, private=True)
+        if root in self.inputs:  # may share memory with another input
+            return Memory(root, private=False)
+        return None
+
     def finish(self):
-        if not any(len(s.steps) > 1 for s in self.segments):
+        if self.longest_segment < 2:
             raise NotNative("no two native steps in a row: one native call saves nothing")
         returned = self.body[-1].reads() if isinstance(self.body[-1], W.Return) else set()
         tensor_inputs = sorted(n for n in self.inputs if n in self.dtypes)  # ints have none
