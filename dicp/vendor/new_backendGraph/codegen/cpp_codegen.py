@@ -959,7 +959,8 @@ class CppCodegen(GraphCodegenBase):
                 local,
                 size_hints(self.ctx.fake_mode),
                 self.bounds_check,
-                (self.small_kernels, PARALLEL_THRESHOLD),
+                self.small_kernels,
+                PARALLEL_THRESHOLD,
             )
         except NotNative as reason:
             log.debug("%s keeps a call per kernel: %s", self.ctx.graph_name, reason)

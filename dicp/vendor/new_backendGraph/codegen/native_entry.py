@@ -166,6 +166,7 @@ def plan(
     hints=None,
     bounds_check=False,
     small_kernels=None,
+    parallel_work=None,
 ):
     """The native entries for the wrapper IR `statements` (memory planned, the Return last),
     or NotNative raised with the reason. `inputs`: the wrapper's inputs;
@@ -174,11 +175,12 @@ def plan(
     defined in the source the entries join; `hints`: size variable name -> (its traced value,
     the least value the graph's guards allow it). `bounds_check`: the kernels were built with
     DICP_BOUNDS_CHECK; the entries then take each root's storage extent, pass the kernels
-    theirs, and check every product's operands against theirs. `small_kernels`: (kernel ->
-    the elements its loop does, for those whose loop runs on one thread; the work from which
-    a loop goes parallel): runs of them run side by side (side_by_side.py)."""
+    theirs, and check every product's operands against theirs. `small_kernels`: kernel ->
+    the elements its loop does, for those whose loop runs on one thread; with `parallel_work`
+    (the work from which a loop goes parallel), runs of them run side by side
+    (side_by_side.py)."""
     planner = _Planner(layouts, dtypes, kernel_types, local_kernels, hints or {}, bounds_check)
-    planner.small_kernels, planner.parallel_work = small_kernels or ({}, None)
+    planner.small_kernels, planner.parallel_work = small_kernels or {}, parallel_work
     planner.inputs = set(inputs)
     for statement in statements:
         planner.statement(statement)
