@@ -33,7 +33,7 @@ def convolution_kernel(
 ):
     """aten.convolution, a 1x1 one over channels-last pixels as a matrix product."""
     if not _pixel_product(x, weight, stride, padding, dilation, transposed, groups):
-        return aten.convolution.default(
+        return torch.convolution(
             x, weight, bias, stride, padding, dilation, transposed, output_padding, groups
         )
     pixels = _sampled(x, stride)
@@ -134,7 +134,7 @@ def fused_impl(x, weight, bias, stride, padding, dilation, groups, channels_last
     ConvolutionNHWC runs it), then ReLU."""
     if channels_last:
         x, weight = in_channels_last(x, weight)
-    result = torch.ops.aten.convolution.default(
+    result = torch.convolution(
         x, weight, bias, stride, padding, dilation, False, [0] * len(stride), groups
     )
     return torch.relu_(result) if relu else result
